@@ -1,0 +1,38 @@
+"""Launching and controlling local multi-process minikafka clusters."""
+
+from cluster.clusterfile import CLUSTER_FILE, ClusterRecord, read_record
+from cluster.local import LOG_FILES, LocalCluster, NodeStatus
+from cluster.ports import free_ports
+from cluster.processes import NODE_COMMAND, NodeProcess, StopOutcome, node_argv
+from cluster.spec import (
+    BROKER,
+    CONTROLLER,
+    MAX_BROKERS,
+    ClusterSpec,
+    NodeSpec,
+    parse_node_configs,
+    plan_cluster,
+    validate_node_configs,
+)
+
+__all__ = [
+    "BROKER",
+    "CLUSTER_FILE",
+    "CONTROLLER",
+    "LOG_FILES",
+    "MAX_BROKERS",
+    "NODE_COMMAND",
+    "ClusterRecord",
+    "ClusterSpec",
+    "LocalCluster",
+    "NodeProcess",
+    "NodeSpec",
+    "NodeStatus",
+    "StopOutcome",
+    "free_ports",
+    "node_argv",
+    "parse_node_configs",
+    "plan_cluster",
+    "read_record",
+    "validate_node_configs",
+]

@@ -1,0 +1,325 @@
+"""`LocalCluster`: a multi-process cluster on this machine, launched here or found again.
+
+`LocalCluster.up(spec)` starts the controller, waits until it is ready, then starts the brokers
+together and waits for all of them; on any failure (including Ctrl-C) it stops what it started
+and raises. The cluster file (`cluster.json`, see `cluster.clusterfile`) records the pids from
+the first start on, so `LocalCluster.load(base_dir)` in a later command can report status, stop
+the cluster, inject faults (kill, pause, resume, restart) and tail the node logs. `down` stops
+brokers before the controller, as Kafka's controlled shutdown expects, and keeps the data dirs
+unless asked to wipe them.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from cluster.clusterfile import (
+    ClusterRecord,
+    ClusterState,
+    cluster_file,
+    read_record,
+    remove_record,
+    update_record,
+    write_record,
+)
+from cluster.files import tail_lines
+from cluster.processes import (
+    NODE_COMMAND,
+    OUT_FILE,
+    NodeProcess,
+    Progress,
+    StopOutcome,
+    node_argv,
+    now_iso,
+    stop_processes,
+    wait_all_ready,
+)
+from cluster.spec import ClusterSpec, NodeSpec
+from minikafka.errors import ClusterError, ConfigError
+
+LogKind = Literal["events", "metrics", "out"]
+LOG_FILES: dict[str, str] = {"events": "events.jsonl", "metrics": "metrics.jsonl", "out": OUT_FILE}
+CLEANUP_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeStatus:
+    """One row of `minikafka cluster status`."""
+
+    node_id: int
+    roles: tuple[str, ...]
+    address: str
+    pid: int | None
+    alive: bool
+    paused: bool
+    data_dir: Path
+
+
+class LocalCluster:
+    """A local cluster: its spec, its node processes and its cluster file.
+
+    Build one with `up` or `load`. Usable as a context manager that calls `down()` on exit.
+    """
+
+    def __init__(self, record: ClusterRecord) -> None:
+        self._record = record
+        self._procs: dict[int, NodeProcess] = {
+            node.node_id: NodeProcess(node, self._argv(node), pid=record.pids.get(node.node_id))
+            for node in record.spec.nodes
+        }
+
+    def __repr__(self) -> str:
+        return f"LocalCluster({self.base_dir}, state={self.state})"
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.down()
+
+    # -- construction -----------------------------------------------------------------------
+
+    @classmethod
+    def up(
+        cls,
+        spec: ClusterSpec,
+        *,
+        node_command: Sequence[str] | None = None,
+        ready_timeout_s: float = 30.0,
+        progress: Progress | None = None,
+    ) -> LocalCluster:
+        """Start every node of `spec` and wait until all are ready.
+
+        `ready_timeout_s` applies to each phase (the controller, then the brokers).
+        """
+        command = tuple(NODE_COMMAND if node_command is None else node_command)
+        if not command:
+            raise ConfigError("node command must not be empty")
+        if ready_timeout_s <= 0:
+            raise ConfigError(f"ready timeout must be positive, got {ready_timeout_s!r}")
+        _refuse_if_running(spec.base_dir)
+        spec.base_dir.mkdir(parents=True, exist_ok=True)
+        record = ClusterRecord(
+            spec=spec,
+            node_command=command,
+            pids={node.node_id: None for node in spec.nodes},
+            state="starting",
+            created_at=now_iso(),
+        )
+        write_record(record)
+        cluster = cls(record)
+        try:
+            controller = [p for p in cluster._procs.values() if p.node.is_controller]
+            others = [p for p in cluster._procs.values() if not p.node.is_controller]
+            cluster._start_phase(controller, ready_timeout_s, progress)
+            cluster._start_phase(others, ready_timeout_s, progress)
+        except BaseException:
+            _note(progress, "start-up failed; stopping the nodes already started")
+            stop_processes(list(cluster._procs.values()), CLEANUP_TIMEOUT_S)
+            remove_record(spec.base_dir)
+            raise
+        cluster._set_state("running")
+        _note(progress, f"cluster {spec.name} is up; bootstrap {spec.bootstrap}")
+        return cluster
+
+    @classmethod
+    def load(cls, base_dir: Path | str) -> LocalCluster:
+        """The cluster recorded in `base_dir` (running or stopped)."""
+        base = Path(base_dir).absolute()
+        record = read_record(base)
+        if record is None:
+            raise ClusterError(f"no cluster in {base} (run `minikafka cluster up`)")
+        return cls(record)
+
+    # -- inspection -------------------------------------------------------------------------
+
+    @property
+    def spec(self) -> ClusterSpec:
+        return self._record.spec
+
+    @property
+    def base_dir(self) -> Path:
+        return self._record.spec.base_dir
+
+    @property
+    def state(self) -> ClusterState:
+        return self._record.state
+
+    @property
+    def created_at(self) -> str:
+        return self._record.created_at
+
+    @property
+    def cluster_file(self) -> Path:
+        return cluster_file(self.base_dir)
+
+    @property
+    def controller_address(self) -> str:
+        return self.spec.controller_address
+
+    def bootstrap(self) -> str:
+        """Broker addresses as "host:port,host:port", the form clients take as bootstrap."""
+        return self.spec.bootstrap
+
+    def pid(self, node_id: int) -> int | None:
+        return self._proc(node_id).pid
+
+    def status(self) -> list[NodeStatus]:
+        rows = []
+        for node_id, proc in self._procs.items():
+            alive = proc.is_alive()
+            rows.append(
+                NodeStatus(
+                    node_id=node_id,
+                    roles=proc.node.roles,
+                    address=proc.node.address,
+                    pid=proc.pid,
+                    alive=alive,
+                    paused=alive and proc.is_paused(),
+                    data_dir=proc.node.data_dir,
+                )
+            )
+        return rows
+
+    def log_path(self, node_id: int, kind: LogKind | str) -> Path:
+        """The path of a node's `events`, `metrics` (JSON lines) or `out` (stdout+stderr) log."""
+        if kind not in LOG_FILES:
+            raise ConfigError(f"log kind must be one of {', '.join(LOG_FILES)}; got {kind!r}")
+        return self._proc(node_id).node.data_dir / LOG_FILES[kind]
+
+    def tail_logs(
+        self, node_ids: Iterable[int] | None = None, kind: LogKind | str = "events", lines: int = 20
+    ) -> list[str]:
+        """The last `lines` lines of each node's log, each prefixed with `[node <id>] `."""
+        if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
+            raise ConfigError(f"lines must be a non-negative integer, got {lines!r}")
+        ids = list(self._procs) if node_ids is None else list(node_ids)
+        out = []
+        for node_id in ids:
+            path = self.log_path(node_id, kind)
+            out += [f"[node {node_id}] {line}" for line in tail_lines(path, lines)]
+        return out
+
+    # -- control ----------------------------------------------------------------------------
+
+    def down(self, timeout_s: float = 10.0, *, wipe: bool = False) -> list[tuple[int, StopOutcome]]:
+        """Stop brokers, then the controller (SIGTERM; SIGKILL after `timeout_s`).
+
+        Marks the cluster file stopped; with `wipe` removes it and the node data dirs instead.
+        Returns (node id, "stopped" | "killed" | "not running") in the order nodes were stopped.
+        """
+        procs = list(self._procs.values())
+        outcomes = stop_processes([p for p in procs if not p.node.is_controller], timeout_s)
+        outcomes += stop_processes([p for p in procs if p.node.is_controller], timeout_s)
+        if wipe:
+            for proc in procs:
+                shutil.rmtree(proc.node.data_dir, ignore_errors=True)
+            remove_record(self.base_dir)
+            _rmdir_if_empty(self.base_dir)
+            self._record = self._record.with_state("stopped")
+        else:
+            self._set_state("stopped")
+        return outcomes
+
+    def kill(self, node_id: int) -> None:
+        """SIGKILL one node (a crash: no clean shutdown) and wait until it is gone."""
+        if not self._proc(node_id).kill():
+            raise ClusterError(f"node {node_id} is not running")
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP one node: it keeps its sockets but answers nothing until resumed."""
+        if not self._proc(node_id).pause():
+            raise ClusterError(f"node {node_id} is not running")
+
+    def resume(self, node_id: int) -> None:
+        """SIGCONT a paused node."""
+        if not self._proc(node_id).resume():
+            raise ClusterError(f"node {node_id} is not running")
+
+    def restart(
+        self,
+        node_id: int,
+        *,
+        ready_timeout_s: float = 30.0,
+        stop_timeout_s: float = 10.0,
+        progress: Progress | None = None,
+    ) -> int:
+        """Stop the node if it runs, start it again with the same spec, wait ready; new pid."""
+        if self.state == "stopped":
+            raise ClusterError(
+                f"the cluster in {self.base_dir} is stopped; run `minikafka cluster up`"
+            )
+        old = self._proc(node_id)
+        old.terminate(stop_timeout_s)
+        new = NodeProcess(old.node, self._argv(old.node))
+        _note(progress, f"restarting node {node_id} on {old.node.address}")
+        new.start()
+        self._procs[node_id] = new
+        self._record = update_record(self.base_dir, lambda r: r.with_pid(node_id, new.pid))
+        try:
+            wait_all_ready([new], ready_timeout_s, progress)
+        except BaseException:
+            new.terminate(CLEANUP_TIMEOUT_S)
+            raise
+        assert new.pid is not None
+        return new.pid
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _start_phase(
+        self, procs: list[NodeProcess], timeout_s: float, progress: Progress | None
+    ) -> None:
+        if not procs:
+            return
+        ids = ", ".join(str(p.node.node_id) for p in procs)
+        roles = ",".join(procs[0].node.roles)
+        _note(progress, f"starting node {ids} ({roles})")
+        for proc in procs:
+            proc.start()
+            self._record = self._record.with_pid(proc.node.node_id, proc.pid)
+            write_record(self._record)  # from now on `down` can find it even if we crash
+        wait_all_ready(procs, timeout_s, progress)
+
+    def _set_state(self, state: ClusterState) -> None:
+        self._record = update_record(self.base_dir, lambda r: r.with_state(state))
+
+    def _proc(self, node_id: int) -> NodeProcess:
+        if node_id not in self._procs:
+            self.spec.node(node_id)  # raises the one-line "no node N" ConfigError
+        return self._procs[node_id]
+
+    def _argv(self, node: NodeSpec) -> list[str]:
+        return node_argv(self._record.spec, node, self._record.node_command)
+
+
+def _refuse_if_running(base_dir: Path) -> None:
+    record = read_record(base_dir)
+    if record is None:
+        return
+    live = [
+        proc.pid
+        for proc in LocalCluster(record)._procs.values()
+        if proc.pid is not None and proc.is_alive()
+    ]
+    if live:
+        pids = ", ".join(str(pid) for pid in live)
+        raise ClusterError(
+            f"a cluster is already running in {base_dir} (pids {pids}); "
+            "run `minikafka cluster down` first"
+        )
+
+
+def _rmdir_if_empty(path: Path) -> None:
+    try:
+        path.rmdir()
+    except OSError:
+        pass
+
+
+def _note(progress: Progress | None, message: str) -> None:
+    if progress is not None:
+        progress(message)

@@ -1,0 +1,5 @@
+"""The `minikafka` command line (click)."""
+
+from minikafka.cli.main import main
+
+__all__ = ["main"]

@@ -1,0 +1,97 @@
+"""Shared CLI plumbing: one-line errors with exit code 2, output as tables or JSON, and the
+bootstrap address taken from `--bootstrap` or the local cluster file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from minikafka.errors import BrokerError, ClusterError, ConfigError, MiniKafkaError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_DIR = Path(os.environ.get("MINIKAFKA_HOME", ".minikafka/cluster"))
+
+
+def fail(message: str, code: int = 2) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def friendly_errors(fn: F) -> F:
+    """Turn our exceptions into one line on stderr: exit 2 for bad input, 1 for the rest."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ConfigError as exc:
+            fail(str(exc), 2)
+        except (ClusterError, BrokerError, MiniKafkaError) as exc:
+            fail(str(exc), 1)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def dir_option(fn: F) -> F:
+    return click.option(
+        "--dir",
+        "cluster_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_DIR,
+        show_default=True,
+        help="Cluster directory (env MINIKAFKA_HOME).",
+    )(fn)
+
+
+def bootstrap_option(fn: F) -> F:
+    fn = click.option(
+        "--bootstrap", help="host:port[,host:port...] of brokers (default: the cluster in --dir)."
+    )(fn)
+    return dir_option(fn)
+
+
+def resolve_bootstrap(bootstrap: str | None, cluster_dir: Path) -> str:
+    if bootstrap:
+        return bootstrap
+    from cluster import LocalCluster
+
+    return LocalCluster.load(cluster_dir).bootstrap()
+
+
+def json_option(fn: F) -> F:
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")(
+        fn
+    )
+
+
+def emit(rows: Sequence[dict[str, Any]], columns: Sequence[str], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(list(rows), default=str))
+        return
+    click.echo(table(rows, columns))
+
+
+def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
+    cells = [[_cell(r.get(c)) for c in columns] for r in rows]
+    widths = [max([len(c), *(len(row[i]) for row in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    return "" if value is None else str(value)

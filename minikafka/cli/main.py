@@ -1,0 +1,290 @@
+"""`minikafka`: run nodes, launch local clusters, and talk to them."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import click
+import trio
+
+from minikafka.cli.clients import consume_cmd, produce_cmd, topics
+from minikafka.cli.common import dir_option, emit, friendly_errors, json_option
+from minikafka.errors import ConfigError
+from minikafka.server.config import NodeConfig, parse_address, parse_roles, parse_settings
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="minikafka")
+def main() -> None:
+    """minikafka: a replicated-log mini-broker cluster modelled on Apache Kafka."""
+
+
+def _node_options(fn):  # noqa: ANN001, ANN202
+    for opt in reversed(
+        [
+            click.option("--node-id", type=int, required=True, help="This node's id."),
+            click.option(
+                "--listen",
+                default="127.0.0.1:0",
+                show_default=True,
+                help="host:port to listen on (port 0: any free port).",
+            ),
+            click.option(
+                "--controller",
+                "controller_addr",
+                default=None,
+                help="host:port of the controller (brokers).",
+            ),
+            click.option(
+                "--data-dir",
+                type=click.Path(file_okay=False, path_type=Path),
+                required=True,
+                help="Data directory (LMDB, event and metrics logs).",
+            ),
+            click.option(
+                "--seed",
+                type=int,
+                default=0,
+                show_default=True,
+                help="Seed of the node's RNG (MINIKAFKA_SEED).",
+            ),
+            click.option(
+                "--set",
+                "settings",
+                multiple=True,
+                metavar="NAME=VALUE",
+                help="A Kafka-named config, e.g. replica.fetch.max.bytes=1048576 (repeatable).",
+            ),
+        ]
+    ):
+        fn = opt(fn)
+    return fn
+
+
+def _run_node(
+    roles: str,
+    node_id: int,
+    listen: str,
+    controller_addr: str | None,
+    data_dir: Path,
+    seed: int,
+    settings: tuple[str, ...],
+) -> None:
+    from minikafka.server.node import serve_until_signalled
+
+    role_tuple = parse_roles(roles)
+    host, port = parse_address(listen, "--listen")
+    if controller_addr is None:
+        if "controller" not in role_tuple:
+            raise ConfigError(
+                "--controller host:port is required for a broker without the controller role"
+            )
+        controller_addr = f"{host}:{port}"
+    c_host, c_port = parse_address(controller_addr, "--controller")
+    config = NodeConfig(
+        node_id=node_id,
+        roles=role_tuple,
+        host=host,
+        port=port,
+        controller_host=c_host,
+        controller_port=c_port,
+        data_dir=data_dir.expanduser().absolute(),
+        seed=seed,
+    )
+    config = config.with_settings(parse_settings(settings))
+    if (
+        "controller" in role_tuple
+        and "broker" in role_tuple
+        and port == 0
+        and controller_addr == f"{host}:0"
+    ):
+        raise ConfigError("a combined broker,controller node needs a fixed --listen port")
+    trio.run(serve_until_signalled, config)
+
+
+@main.command()
+@click.option(
+    "--roles", default="broker", show_default=True, help="broker, controller or broker,controller."
+)
+@_node_options
+@friendly_errors
+def node(roles: str, **kw: object) -> None:
+    """Run one node in the foreground (Ctrl-C or SIGTERM stops it)."""
+    _run_node(roles, **kw)  # type: ignore[arg-type]
+
+
+@main.command()
+@_node_options
+@friendly_errors
+def broker(**kw: object) -> None:
+    """Run one broker in the foreground."""
+    _run_node("broker", **kw)  # type: ignore[arg-type]
+
+
+@main.command()
+@_node_options
+@friendly_errors
+def controller(**kw: object) -> None:
+    """Run the controller in the foreground."""
+    _run_node("controller", **kw)  # type: ignore[arg-type]
+
+
+@main.group()
+def cluster() -> None:
+    """Launch and control a local multi-process cluster on 127.0.0.1."""
+
+
+@cluster.command("up")
+@click.option("-n", "--brokers", type=int, default=3, show_default=True, help="Number of brokers.")
+@click.option(
+    "--combined",
+    is_flag=True,
+    help="Run the controller inside broker 1 instead of its own process.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=None,
+    help="Seed for every random choice (default: random, printed).",
+)
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="Node config for every node (repeatable).",
+)
+@click.option(
+    "--timeout",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="Seconds to wait for the nodes to be ready.",
+)
+@dir_option
+@json_option
+@friendly_errors
+def cluster_up(
+    brokers: int,
+    combined: bool,
+    seed: int | None,
+    settings: tuple[str, ...],
+    timeout: float,
+    cluster_dir: Path,
+    as_json: bool,
+) -> None:
+    """Start a controller and N brokers, wait until ready, and print them."""
+    from cluster import LocalCluster, plan_cluster
+
+    configs = parse_settings(settings)
+    NodeConfig(node_id=0).with_settings(configs)  # validate before starting anything
+    seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
+    spec = plan_cluster(
+        base_dir=cluster_dir,
+        brokers=brokers,
+        seed=seed,
+        combined_controller=combined,
+        node_configs=configs,
+    )
+    progress = None if as_json else (lambda msg: click.echo(msg, err=True))
+    lc = LocalCluster.up(spec, ready_timeout_s=timeout, progress=progress)
+    _print_status(lc, as_json, seed=seed)
+
+
+@cluster.command("status")
+@dir_option
+@json_option
+@friendly_errors
+def cluster_status(cluster_dir: Path, as_json: bool) -> None:
+    """Show the nodes of the local cluster and whether they are alive."""
+    from cluster import LocalCluster
+
+    _print_status(LocalCluster.load(cluster_dir), as_json)
+
+
+def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: ANN001
+    rows = [
+        {
+            "node": s.node_id,
+            "role": ",".join(s.roles),
+            "address": s.address,
+            "pid": s.pid,
+            "state": "paused" if s.paused else ("up" if s.alive else "down"),
+            "data_dir": str(s.data_dir),
+        }
+        for s in lc.status()
+    ]
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "bootstrap": lc.bootstrap(),
+                    "controller": lc.controller_address,
+                    "seed": lc.spec.seed,
+                    "nodes": rows,
+                }
+            )
+        )
+        return
+    emit(rows, ["node", "role", "address", "pid", "state", "data_dir"], False)
+    click.echo(
+        f"\nbootstrap: {lc.bootstrap()}   controller: {lc.controller_address}   seed: {lc.spec.seed}"
+    )
+
+
+@cluster.command("down")
+@click.option("--wipe", is_flag=True, help="Also delete the data directories.")
+@dir_option
+@json_option
+@friendly_errors
+def cluster_down(wipe: bool, cluster_dir: Path, as_json: bool) -> None:
+    """Stop every node (SIGTERM, then SIGKILL after 10 s)."""
+    from cluster import LocalCluster
+
+    outcomes = LocalCluster.load(cluster_dir).down(wipe=wipe)
+    rows = [{"node": node_id, "stopped": str(how)} for node_id, how in outcomes]
+    emit(rows, ["node", "stopped"], as_json)
+
+
+@cluster.command("logs")
+@click.option("--node", "node_ids", type=int, multiple=True, help="Only these nodes (repeatable).")
+@click.option(
+    "--kind", type=click.Choice(["events", "metrics", "out"]), default="events", show_default=True
+)
+@click.option("-n", "--lines", type=int, default=20, show_default=True)
+@dir_option
+@friendly_errors
+def cluster_logs(node_ids: tuple[int, ...], kind: str, lines: int, cluster_dir: Path) -> None:
+    """Print the last lines of the nodes' event, metrics or output logs."""
+    from cluster import LocalCluster
+
+    lc = LocalCluster.load(cluster_dir)
+    ids = list(node_ids) or [n.node_id for n in lc.spec.nodes]
+    for line in lc.tail_logs(ids, kind, lines=lines):
+        click.echo(line)
+
+
+main.add_command(topics)
+main.add_command(produce_cmd)
+main.add_command(consume_cmd)
+
+
+@main.command()
+@click.option("--records", type=click.IntRange(1), default=20_000, show_default=True)
+@click.option(
+    "--dir",
+    "cluster_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".minikafka/demo"),
+    show_default=True,
+)
+@friendly_errors
+def demo(records: int, cluster_dir: Path) -> None:
+    """Start a 3-broker cluster, create a replicated topic, produce, consume back, verify, stop."""
+    from tools.demo import run_demo
+
+    result = run_demo(cluster_dir, records=records)
+    if result["missing"] or result["consumed"] != result["acked"]:
+        raise SystemExit(1)

@@ -1,0 +1,116 @@
+"""A client's view of the cluster: bootstrap, metadata, and one connection per node.
+
+`open_client("127.0.0.1:9092,...")` yields a ClusterClient whose connections live in its own
+nursery. Metadata is fetched from any reachable bootstrap node and refreshed on demand (after a
+retriable error such as NOT_LEADER_OR_FOLLOWER). Connections that break are reopened on next use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+import trio
+
+from minikafka.client.connection import Connection, hold_connection
+from minikafka.core.types import TopicPartition
+from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError
+from minikafka.wire.messages import BrokerInfo, MetadataRequest, MetadataResponse, PartitionMetadata
+
+
+def parse_bootstrap(text: str) -> list[tuple[str, int]]:
+    out = []
+    for item in text.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(
+                f"bootstrap {text!r}: expected host:port[,host:port...], e.g. 127.0.0.1:9092"
+            )
+        out.append((host, int(port)))
+    return out
+
+
+class ClusterClient:
+    def __init__(
+        self, nursery: trio.Nursery, bootstrap: Sequence[tuple[str, int]], client_id: str
+    ) -> None:
+        self._nursery = nursery
+        self.bootstrap = list(bootstrap)
+        self.client_id = client_id
+        self._conns: dict[tuple[str, int], tuple[Connection, trio.CancelScope]] = {}
+        self.brokers: dict[int, BrokerInfo] = {}
+        self.partitions: dict[TopicPartition, PartitionMetadata] = {}
+        self.controller_id = -1
+
+    async def connection(self, address: tuple[str, int]) -> Connection:
+        entry = self._conns.get(address)
+        if entry is not None and not entry[0].broken:
+            return entry[0]
+        if entry is not None:
+            entry[1].cancel()
+        conn, scope = await self._nursery.start(hold_connection, address, self.client_id)
+        self._conns[address] = (conn, scope)
+        return conn
+
+    async def node_connection(self, node_id: int) -> Connection:
+        info = self.brokers.get(node_id)
+        if info is None:
+            await self.refresh_metadata()
+            info = self.brokers.get(node_id)
+        if info is None:
+            raise BrokerError(
+                ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not in the metadata"
+            )
+        return await self.connection((info.host, info.port))
+
+    async def request_any(self, body: object, *, timeout_s: float = 30.0) -> object:
+        """Send to the first bootstrap node that answers."""
+        last: MiniKafkaError | None = None
+        for address in self.bootstrap:
+            try:
+                conn = await self.connection(address)
+                return await conn.request(body, timeout_s=timeout_s)
+            except BrokerError as exc:
+                if not exc.retriable:
+                    raise
+                last = exc
+        assert last is not None
+        raise last
+
+    async def refresh_metadata(self, topics: Sequence[str] | None = None) -> MetadataResponse:
+        resp = await self.request_any(
+            MetadataRequest(topics=list(topics) if topics is not None else None)
+        )
+        assert isinstance(resp, MetadataResponse)
+        self.brokers = {b.node_id: b for b in resp.brokers}
+        self.controller_id = resp.controller_id
+        for t in resp.topics:
+            for pm in t.partitions:
+                self.partitions[TopicPartition(t.name, pm.partition)] = pm
+        return resp
+
+    def leader_of(self, tp: TopicPartition) -> int:
+        pm = self.partitions.get(tp)
+        return pm.leader if pm is not None else -1
+
+    def partitions_of(self, topic: str) -> list[TopicPartition]:
+        return sorted(tp for tp in self.partitions if tp.topic == topic)
+
+    async def aclose(self) -> None:
+        for _conn, scope in self._conns.values():
+            scope.cancel()
+        self._conns.clear()
+
+
+@asynccontextmanager
+async def open_client(
+    bootstrap: str | Sequence[tuple[str, int]], *, client_id: str = "minikafka-client"
+) -> AsyncIterator[ClusterClient]:
+    addresses = parse_bootstrap(bootstrap) if isinstance(bootstrap, str) else list(bootstrap)
+    async with trio.open_nursery() as nursery:
+        client = ClusterClient(nursery, addresses, client_id)
+        try:
+            yield client
+        finally:
+            await client.aclose()
+            nursery.cancel_scope.cancel()

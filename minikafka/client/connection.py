@@ -1,0 +1,176 @@
+"""One pipelined request/response connection to a node, over any Trio stream.
+
+Requests are written as soon as they are made and matched to responses by correlation id, so
+many can be in flight on one connection (round trips are the expensive thing here; batch and
+pipeline). A background reader task, living in the caller's nursery, decodes frames and wakes
+the waiting requester. When the stream breaks, every pending and future request fails with a
+retriable NETWORK_EXCEPTION BrokerError.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import trio
+
+from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, ProtocolError
+from minikafka.wire.codec import RequestHeader, encode_request
+from minikafka.wire.correlation import Correlator
+from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, frame_header
+from minikafka.wire.messages import API_KEY_OF
+
+RECV_CHUNK = 1 << 20
+
+
+class Connection:
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        *,
+        client_id: str,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        label: str = "",
+    ) -> None:
+        self._stream = stream
+        self._client_id = client_id
+        self._decoder = FrameDecoder(max_frame_bytes)
+        self._correlator = Correlator()
+        self._waiters: dict[int, _Waiter] = {}
+        self._send_lock = trio.Lock()
+        self._broken: BaseException | None = None
+        self.label = label
+
+    @property
+    def broken(self) -> bool:
+        return self._broken is not None
+
+    async def request(self, body: object, *, timeout_s: float = math.inf) -> object:
+        """Send one request and wait for its response (BrokerError NETWORK_EXCEPTION if the
+        connection breaks, REQUEST_TIMED_OUT after timeout_s)."""
+        waiter = _Waiter()
+        corr_id = await self._send(body, waiter)
+        with trio.move_on_after(timeout_s) as scope:
+            await waiter.event.wait()
+        if scope.cancelled_caught:
+            self._waiters.pop(corr_id, None)
+            raise BrokerError(
+                ErrorCode.REQUEST_TIMED_OUT, f"no answer from {self.label} in {timeout_s}s"
+            )
+        if waiter.error is not None:
+            raise waiter.error
+        return waiter.response
+
+    async def send_oneway(self, body: object) -> None:
+        """Send a request that gets no response (Produce with acks=0)."""
+        await self._send(body, None)
+
+    async def _send(self, body: object, waiter: _Waiter | None) -> int:
+        self._raise_if_broken()
+        api_key = API_KEY_OF[type(body)]
+        if waiter is not None:
+            corr_id, payload = self._correlator.next_request(api_key, 0, self._client_id, body)
+            self._waiters[corr_id] = waiter
+        else:  # no response will come, so nothing to pair: correlation id -1
+            corr_id = -1
+            header = RequestHeader(
+                api_key=api_key, api_version=0, correlation_id=-1, client_id=self._client_id
+            )
+            payload = encode_request(header, body)
+        try:
+            async with self._send_lock:
+                await self._stream.send_all(frame_header(len(payload)) + payload)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+            self._fail_all(exc)
+            self._raise_if_broken()
+        return corr_id
+
+    async def run_reader(self) -> None:
+        """Read responses until the stream ends; then fail whatever is still pending."""
+        try:
+            while True:
+                frame = self._decoder.next_frame()
+                if frame is None:
+                    data = await self._stream.receive_some(RECV_CHUNK)
+                    self._decoder.receive_data(data)
+                    if not data:
+                        self._decoder.next_frame()  # raises if EOF fell inside a frame
+                        raise trio.BrokenResourceError("connection closed by peer")
+                    continue
+                corr_id, response = self._correlator.on_response(frame)
+                waiter = self._waiters.pop(corr_id, None)
+                if waiter is not None:
+                    waiter.response = response
+                    waiter.event.set()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError, ProtocolError) as exc:
+            self._fail_all(exc)
+
+    def _fail_all(self, exc: BaseException) -> None:
+        if self._broken is None:
+            self._broken = exc
+        for waiter in self._waiters.values():
+            waiter.error = _network_error(self.label, self._broken)
+            waiter.event.set()
+        self._waiters.clear()
+
+    def _raise_if_broken(self) -> None:
+        if self._broken is not None:
+            raise _network_error(self.label, self._broken)
+
+    async def aclose(self) -> None:
+        self._fail_all(trio.ClosedResourceError("connection closed"))
+        await self._stream.aclose()
+
+
+class _Waiter:
+    __slots__ = ("event", "response", "error")
+
+    def __init__(self) -> None:
+        self.event = trio.Event()
+        self.response: object = None
+        self.error: MiniKafkaError | None = None
+
+
+def _network_error(label: str, cause: BaseException) -> BrokerError:
+    return BrokerError(ErrorCode.NETWORK_EXCEPTION, f"connection to {label} failed: {cause}")
+
+
+@asynccontextmanager
+async def open_connection(
+    host: str,
+    port: int,
+    *,
+    client_id: str,
+    max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    connect_timeout_s: float = 10.0,
+) -> AsyncIterator[Connection]:
+    """Connect and run the reader for the duration of the block."""
+    label = f"{host}:{port}"
+    try:
+        with trio.fail_after(connect_timeout_s):
+            stream = await trio.open_tcp_stream(host, port)
+    except (OSError, trio.TooSlowError) as exc:
+        raise _network_error(label, exc) from None
+    conn = Connection(stream, client_id=client_id, max_frame_bytes=max_frame_bytes, label=label)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+        try:
+            yield conn
+        finally:
+            nursery.cancel_scope.cancel()
+            await conn.aclose()
+
+
+async def hold_connection(
+    address: tuple[str, int],
+    client_id: str,
+    *,
+    task_status: trio.TaskStatus[tuple[Connection, trio.CancelScope]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Open a connection inside the caller's nursery (`nursery.start`) and keep it open until the
+    returned cancel scope is cancelled: for long-lived connections owned by a pool."""
+    with trio.CancelScope() as scope:
+        async with open_connection(address[0], address[1], client_id=client_id) as conn:
+            task_status.started((conn, scope))
+            await trio.sleep_forever()

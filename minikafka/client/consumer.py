@@ -1,0 +1,134 @@
+"""The consumer: fetch records from partition leaders, from given offsets, up to the HW.
+
+Partitions are assigned by the caller (no group coordination). `fetch_once` sends one Fetch per
+leader concurrently and returns the decoded records in offset order per partition, skipping
+records below the requested offset (a fetch returns whole batches). Retriable errors refresh
+metadata; the partition is fetched again at the same offset next time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import trio
+
+from minikafka.client.cluster_client import ClusterClient
+from minikafka.core.records import Record, decode_records, iter_batches
+from minikafka.core.types import TopicPartition
+from minikafka.errors import BrokerError, ErrorCode
+from minikafka.wire.messages import (
+    CONSUMER_REPLICA_ID,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+)
+
+
+class Consumer:
+    def __init__(
+        self,
+        client: ClusterClient,
+        *,
+        max_wait_ms: int = 500,
+        partition_max_bytes: int = 1 << 20,
+        max_bytes: int = 50 << 20,
+    ) -> None:
+        self.client = client
+        self.max_wait_ms = max_wait_ms
+        self.partition_max_bytes = partition_max_bytes
+        self.max_bytes = max_bytes
+
+    async def list_offsets(
+        self, tps: list[TopicPartition], *, earliest: bool
+    ) -> dict[TopicPartition, int]:
+        """Log start (earliest) or high watermark (latest) of each partition, from its leader."""
+        if any(self.client.leader_of(tp) < 0 for tp in tps):
+            await self.client.refresh_metadata(sorted({tp.topic for tp in tps}))
+        out: dict[TopicPartition, int] = {}
+        for leader, group in _by_leader(self.client, tps).items():
+            conn = await self.client.node_connection(leader)
+            ts = EARLIEST_TIMESTAMP if earliest else LATEST_TIMESTAMP
+            resp = await conn.request(
+                ListOffsetsRequest(
+                    partitions=[
+                        ListOffsetsPartition(topic=tp.topic, partition=tp.partition, timestamp=ts)
+                        for tp in group
+                    ]
+                ),
+                timeout_s=30,
+            )
+            assert isinstance(resp, ListOffsetsResponse)
+            for r in resp.partitions:
+                if r.error_code != ErrorCode.NONE:
+                    raise BrokerError(r.error_code, f"list offsets {r.topic}-{r.partition}")
+                out[TopicPartition(r.topic, r.partition)] = r.offset
+        return out
+
+    async def fetch_once(
+        self, positions: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, list[Record]]:
+        """One round of fetches; partitions with errors come back empty (metadata refreshed)."""
+        if any(self.client.leader_of(tp) < 0 for tp in positions):
+            await self.client.refresh_metadata(sorted({tp.topic for tp in positions}))
+        out: dict[TopicPartition, list[Record]] = {tp: [] for tp in positions}
+        stale = False
+
+        async def one(leader: int, group: list[TopicPartition]) -> None:
+            nonlocal stale
+            req = FetchRequest(
+                replica_id=CONSUMER_REPLICA_ID,
+                max_wait_ms=self.max_wait_ms,
+                min_bytes=1,
+                max_bytes=self.max_bytes,
+                partitions=[
+                    FetchPartition(
+                        topic=tp.topic,
+                        partition=tp.partition,
+                        fetch_offset=positions[tp],
+                        partition_max_bytes=self.partition_max_bytes,
+                    )
+                    for tp in group
+                ],
+            )
+            try:
+                conn = await self.client.node_connection(leader)
+                resp = await conn.request(req, timeout_s=self.max_wait_ms / 1000 + 30)
+            except BrokerError as exc:
+                if not exc.retriable:
+                    raise
+                stale = True
+                return
+            assert isinstance(resp, FetchResponse)
+            for pr in resp.partitions:
+                tp = TopicPartition(pr.topic, pr.partition)
+                if pr.error_code != ErrorCode.NONE:
+                    stale = True
+                    continue
+                start = positions[tp]
+                out[tp] = [
+                    r
+                    for b in iter_batches(pr.records)
+                    for r in decode_records(b)
+                    if r.offset >= start
+                ]
+
+        async with trio.open_nursery() as nursery:
+            for leader, group in _by_leader(self.client, list(positions)).items():
+                nursery.start_soon(one, leader, group)
+        if stale:
+            await self.client.refresh_metadata(sorted({tp.topic for tp in positions}))
+        return out
+
+
+def _by_leader(client: ClusterClient, tps: list[TopicPartition]) -> dict[int, list[TopicPartition]]:
+    groups: dict[int, list[TopicPartition]] = {}
+    for tp in tps:
+        leader = client.leader_of(tp)
+        if leader >= 0:
+            groups.setdefault(leader, []).append(tp)
+    return groups

@@ -1,0 +1,215 @@
+"""The controller's values: its config, its effects, and the records it keeps.
+
+Effects are what the controller state machine (core/controller.py) asks the shell to do. The
+shell persists `ControllerState.to_doc()` after every call that returned effects, then executes
+them in order: `SendLeaderAndIsr` and `SendUpdateMetadata` become LeaderAndIsr and
+UpdateMetadata requests (the shell adds controller id/epoch and the live broker list), and an
+`Event` becomes a line of the JSON-lines event log.
+
+Records: a partition is a frozen `PartitionRecord` (tuples, never shared mutable lists),
+replaced whole on every change, keyed by TopicPartition; it is turned into a fresh wire
+`PartitionState` on the way out. A broker is a small mutable `BrokerRecord`, private to the
+controller, because its liveness fields change on every heartbeat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass, field
+from typing import Any
+
+from minikafka.core.types import TopicPartition
+from minikafka.wire.messages import NO_LEADER, BrokerInfo, PartitionState
+
+VALUE = dict(frozen=True, slots=True, kw_only=True)
+
+
+@dataclass(**VALUE)
+class ControllerConfig:
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms
+    unclean_leader_election: bool = False  # unclean.leader.election.enable
+    default_num_partitions: int = 1  # num.partitions
+    default_replication_factor: int = 1  # default.replication.factor
+
+
+# ---------------------------------------------------------------------------- effects
+
+
+@dataclass(**VALUE)
+class SendLeaderAndIsr:
+    """One LeaderAndIsr request to one broker, stamped with that broker's current epoch."""
+
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[PartitionState, ...]
+
+
+@dataclass(**VALUE)
+class SendUpdateMetadata:
+    """UpdateMetadata to each of `broker_ids`; `partitions` are the changed ones only
+    (or all of them for a broker that just joined). The shell adds the live broker list."""
+
+    broker_ids: tuple[int, ...]
+    partitions: tuple[PartitionState, ...]
+
+
+@dataclass(**VALUE)
+class Event:
+    """A line of the controller's JSON-lines event log; `fields` are JSON/msgpack-able."""
+
+    name: str
+    fields: dict[str, Any] = field(default_factory=dict)
+
+
+Effect = SendLeaderAndIsr | SendUpdateMetadata | Event
+
+
+# ---------------------------------------------------------------------------- records
+
+
+@dataclass(**VALUE)
+class PartitionRecord:
+    """A partition's registration (KRaft PartitionRegistration), replaced whole on change."""
+
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+
+    def to_state(self, tp: TopicPartition) -> PartitionState:
+        return PartitionState(
+            topic=tp.topic,
+            partition=tp.partition,
+            leader=self.leader,
+            leader_epoch=self.leader_epoch,
+            isr=list(self.isr),
+            partition_epoch=self.partition_epoch,
+            replicas=list(self.replicas),
+        )
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "replicas": list(self.replicas),
+            "isr": list(self.isr),
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "partition_epoch": self.partition_epoch,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> PartitionRecord:
+        return cls(
+            replicas=tuple(int(r) for r in doc["replicas"]),
+            isr=tuple(int(r) for r in doc["isr"]),
+            leader=int(doc["leader"]),
+            leader_epoch=int(doc["leader_epoch"]),
+            partition_epoch=int(doc["partition_epoch"]),
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class BrokerRecord:
+    """A registered broker (KRaft BrokerRegistration plus BrokerHeartbeatManager's view).
+
+    `last_contact_ms` is None when unknown (restored from a doc). `cleanup_pending` marks a
+    broker restored as fenced whose partition roles were kept as they were: if it does not
+    come back within a session timeout, it is fenced for real (removed from ISRs and
+    leaderships).
+    """
+
+    broker_id: int
+    incarnation_id: str
+    host: str
+    port: int
+    epoch: int
+    fenced: bool = False
+    last_contact_ms: int | None = None
+    cleanup_pending: bool = False
+
+    def info(self) -> BrokerInfo:
+        return BrokerInfo(node_id=self.broker_id, host=self.host, port=self.port)
+
+    def event(self, name: str, **fields: Any) -> Event:
+        """A `broker_*` event naming this broker and its epoch."""
+        return Event(
+            name=name, fields={"broker_id": self.broker_id, "broker_epoch": self.epoch, **fields}
+        )
+
+    def to_doc(self) -> dict[str, Any]:
+        return {
+            "broker_id": self.broker_id,
+            "incarnation_id": self.incarnation_id,
+            "host": self.host,
+            "port": self.port,
+            "epoch": self.epoch,
+        }
+
+    @classmethod
+    def restored(cls, doc: dict[str, Any]) -> BrokerRecord:
+        """A broker read back from a doc: fenced, last contact unknown, cleanup pending."""
+        return cls(
+            broker_id=int(doc["broker_id"]),
+            incarnation_id=str(doc["incarnation_id"]),
+            host=str(doc["host"]),
+            port=int(doc["port"]),
+            epoch=int(doc["epoch"]),
+            fenced=True,
+            last_contact_ms=None,
+            cleanup_pending=True,
+        )
+
+
+# ---------------------------------------------------------------------------- requests
+
+
+def request_effects(
+    partitions: Mapping[TopicPartition, PartitionRecord],
+    live_epochs: Mapping[int, int],
+    changed: Set[TopicPartition],
+    *,
+    joined: int | None = None,
+    leader_and_isr: bool = True,
+    broker_list_changed: bool = True,
+) -> list[Effect]:
+    """LeaderAndIsr per broker, then UpdateMetadata: the ZK controller's batch order.
+
+    LeaderAndIsr goes to the live replicas of the `changed` partitions (if `leader_and_isr`)
+    and to a `joined` broker for all of its partitions; UpdateMetadata gives a joined broker
+    every partition and the other live brokers the changed ones (sent even when none changed
+    if the live broker list did). `live_epochs` maps each live broker to its broker epoch.
+    """
+    targets: dict[int, set[TopicPartition]] = {}
+    if leader_and_isr:
+        for tp in changed:
+            for replica in partitions[tp].replicas:
+                if replica in live_epochs:
+                    targets.setdefault(replica, set()).add(tp)
+    if joined is not None:
+        mine = {tp for tp, rec in partitions.items() if joined in rec.replicas}
+        targets.setdefault(joined, set()).update(mine)
+    effects: list[Effect] = [
+        SendLeaderAndIsr(
+            broker_id=broker_id,
+            broker_epoch=live_epochs[broker_id],
+            partitions=_states(partitions, targets[broker_id]),
+        )
+        for broker_id in sorted(targets)
+        if targets[broker_id]
+    ]
+    if joined is not None:
+        effects.append(
+            SendUpdateMetadata(broker_ids=(joined,), partitions=_states(partitions, partitions))
+        )
+    others = tuple(sorted(b for b in live_epochs if b != joined))
+    if others and (changed or broker_list_changed):
+        effects.append(
+            SendUpdateMetadata(broker_ids=others, partitions=_states(partitions, changed))
+        )
+    return effects
+
+
+def _states(
+    partitions: Mapping[TopicPartition, PartitionRecord], tps: Iterable[TopicPartition]
+) -> tuple[PartitionState, ...]:
+    return tuple(partitions[tp].to_state(tp) for tp in sorted(tps))

@@ -1,0 +1,188 @@
+"""CreateTopics validation and placement: from a `CreatableTopic` to replicas per partition.
+
+Mirrors KRaft's `ReplicationControlManager.createTopic` checks and messages (manual
+assignments and defaults) and `org.apache.kafka.common.internals.Topic.validate` (names). The
+placement itself is Kafka's rack-unaware one (core/assignment.py) over the live, unfenced
+brokers sorted by id. Pure functions: the controller applies a `TopicPlan`, or answers with
+the `CreatableTopicResult` error, and one bad topic never stops the others.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Container, Sequence, Set
+from dataclasses import dataclass
+
+from minikafka.core.assignment import AssignmentError, assign_replicas
+from minikafka.core.controller_model import VALUE, ControllerConfig
+from minikafka.errors import ErrorCode
+from minikafka.wire.messages import CreatableTopic, CreatableTopicResult
+
+MAX_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+@dataclass(**VALUE)
+class TopicPlan:
+    """A validated topic: replicas per partition (first = preferred leader), live ISR."""
+
+    name: str
+    replicas: list[list[int]]
+    isrs: list[list[int]]
+    configs: dict[str, str]
+
+
+def topic_name_error(name: str) -> str | None:
+    """Kafka's Topic.validate message for an illegal name, or None if the name is legal."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_NAME_LENGTH:
+        return (
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+            f"Topic name: {name}"
+        )
+    if not _LEGAL.fullmatch(name):
+        return (
+            f'Topic name "{name}" is illegal, it contains a character other than '
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+def plan_topic(
+    topic: CreatableTopic,
+    *,
+    existing: Container[str],
+    registered: Container[int],
+    live: Sequence[int],
+    config: ControllerConfig,
+    rng: random.Random,
+) -> TopicPlan | CreatableTopicResult:
+    """Validate one topic and place its replicas; an error result says what is wrong."""
+
+    def error(code: ErrorCode, message: str) -> CreatableTopicResult:
+        return CreatableTopicResult(name=topic.name, error_code=code, error_message=message)
+
+    name_error = topic_name_error(topic.name)
+    if name_error is not None:
+        return error(ErrorCode.INVALID_TOPIC_EXCEPTION, name_error)
+    if topic.name in existing:
+        return error(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{topic.name}' already exists.")
+    bad_config = _config_error(topic.configs)
+    if bad_config is not None:
+        return error(ErrorCode.INVALID_CONFIG, bad_config)
+    if topic.assignments:
+        result = _manual(topic, registered=registered, live=set(live))
+    else:
+        result = _automatic(topic, live=live, config=config, rng=rng)
+    if isinstance(result, tuple):
+        return error(*result)
+    return result
+
+
+def _config_error(configs: object) -> str | None:
+    if not isinstance(configs, dict):
+        return "Topic configs must be a map of config name to string value."
+    for key, value in configs.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            return f"Topic config {key!r}={value!r} is invalid: names and values are strings."
+    return None
+
+
+def _automatic(
+    topic: CreatableTopic, *, live: Sequence[int], config: ControllerConfig, rng: random.Random
+) -> TopicPlan | tuple[ErrorCode, str]:
+    partitions = topic.num_partitions
+    factor = topic.replication_factor
+    if partitions == -1:
+        partitions = config.default_num_partitions
+    if factor == -1:
+        factor = config.default_replication_factor
+    if partitions <= 0:
+        return ErrorCode.INVALID_PARTITIONS, (
+            "Number of partitions was set to an invalid non-positive value."
+        )
+    if factor <= 0:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, (
+            "Replication factor must be larger than 0, or -1 to use the default value."
+        )
+    if not live:
+        return ErrorCode.INVALID_REPLICATION_FACTOR, (
+            f"Unable to replicate the partition {factor} time(s): All brokers are currently fenced."
+        )
+    if factor > len(live):
+        return ErrorCode.INVALID_REPLICATION_FACTOR, (
+            f"Unable to replicate the partition {factor} time(s): The target replication factor "
+            f"of {factor} cannot be reached because only {len(live)} broker(s) are registered."
+        )
+    try:
+        replicas = assign_replicas(sorted(live), partitions, factor, rng)
+    except AssignmentError as exc:  # unreachable after the checks above; kept as a guard
+        return exc.code, str(exc)
+    return TopicPlan(
+        name=topic.name,
+        replicas=replicas,
+        isrs=[list(r) for r in replicas],
+        configs=dict(topic.configs),
+    )
+
+
+def _manual(
+    topic: CreatableTopic, *, registered: Container[int], live: Set[int]
+) -> TopicPlan | tuple[ErrorCode, str]:
+    assert topic.assignments is not None
+    if topic.replication_factor != -1:
+        return ErrorCode.INVALID_REQUEST, (
+            "A manual partition assignment was specified, but replication factor was not set to -1."
+        )
+    if topic.num_partitions != -1:
+        return ErrorCode.INVALID_REQUEST, (
+            "A manual partition assignment was specified, but numPartitions was not set to -1."
+        )
+    isrs: list[list[int]] = []
+    for index, replicas in enumerate(topic.assignments):
+        problem = _manual_partition_error(replicas, topic.assignments[0], registered)
+        if problem is not None:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+        # KRaft: the ISR is the unfenced part of the assignment, and its first member leads.
+        isr = [r for r in replicas if r in live]
+        if not isr:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                f"All brokers specified in the manual partition assignment for partition "
+                f"{index} are fenced or in controlled shutdown."
+            )
+        isrs.append(isr)
+    return TopicPlan(
+        name=topic.name,
+        replicas=[list(r) for r in topic.assignments],
+        isrs=isrs,
+        configs=dict(topic.configs),
+    )
+
+
+def _manual_partition_error(
+    replicas: Sequence[int], first: Sequence[int], registered: Container[int]
+) -> str | None:
+    """ReplicationControlManager.validateManualPartitionAssignment's messages."""
+    if not replicas:
+        return "The manual partition assignment includes an empty replica list."
+    seen: set[int] = set()
+    for broker in replicas:
+        if broker in seen:
+            return f"The manual partition assignment includes the broker {broker} more than once."
+        seen.add(broker)
+        if broker not in registered:
+            return (
+                f"The manual partition assignment includes broker {broker}, "
+                "but no such broker is registered."
+            )
+    if len(replicas) != len(first):
+        return (
+            f"The manual partition assignment includes a partition with {len(replicas)} "
+            "replica(s), but this is not consistent with previous partitions, which have "
+            f"{len(first)} replica(s)."
+        )
+    return None

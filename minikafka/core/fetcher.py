@@ -1,0 +1,129 @@
+"""Follower fetch planning: which partitions one replica fetcher asks its leader for, in what
+order, and how each partition's fetch state moves (Kafka's AbstractFetcherThread, sans IO).
+
+Rules:
+- A fetcher serves the partitions of one source broker; with `num.replica.fetchers` > 1 they are
+  spread by Kafka's `AbstractFetcherManager.getFetcherId` hash (`fetcher_index`).
+- Each request lists the ready partitions in a fresh random order from the node's seeded RNG.
+  KIP-73: the leader fills a response in request order up to `replica.fetch.response.max.bytes`
+  (KIP-74), so a fixed order would starve the partitions at the end. (Kafka itself rotates; the
+  mission asks for KIP-73's shuffle.)
+- A partition whose fetch failed with a retriable error is delayed by `replica.fetch.backoff.ms`
+  (Kafka's `delayPartitions`); when no partition is ready, the fetcher backs off until the
+  earliest one is (`next_ready_ms`).
+- `last_fetched_epoch` travels with every fetch so that the leader can answer with a diverging
+  epoch (KIP-320), after which the follower truncates (core/log.py) before fetching on.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from minikafka.core.types import UNDEFINED_EPOCH, TopicPartition
+from minikafka.wire.messages import FetchPartition, FetchRequest
+
+
+@dataclass(slots=True, kw_only=True)
+class FollowerFetchState:
+    fetch_offset: int
+    current_leader_epoch: int
+    last_fetched_epoch: int = UNDEFINED_EPOCH
+    delayed_until_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchSettings:
+    replica_id: int
+    max_wait_ms: int  # replica.fetch.wait.max.ms
+    min_bytes: int  # replica.fetch.min.bytes
+    response_max_bytes: int  # replica.fetch.response.max.bytes
+    partition_max_bytes: int  # replica.fetch.max.bytes
+    backoff_ms: int  # replica.fetch.backoff.ms
+
+
+class FetchPlanner:
+    def __init__(self, settings: FetchSettings, rng: random.Random) -> None:
+        self.settings = settings
+        self._rng = rng
+        self.partitions: dict[TopicPartition, FollowerFetchState] = {}
+
+    def add(self, tp: TopicPartition, state: FollowerFetchState) -> None:
+        self.partitions[tp] = state
+
+    def remove(self, tps: Iterable[TopicPartition]) -> None:
+        for tp in tps:
+            self.partitions.pop(tp, None)
+
+    def ready(self, now_ms: int) -> list[TopicPartition]:
+        return [tp for tp, st in self.partitions.items() if st.delayed_until_ms <= now_ms]
+
+    def build_request(
+        self, now_ms: int, *, exclude: frozenset[TopicPartition] = frozenset()
+    ) -> FetchRequest | None:
+        """The next fetch, partitions shuffled (KIP-73); None when nothing is ready to fetch.
+
+        `exclude` leaves partitions out of this request (the follower-side throttle)."""
+        chosen = [tp for tp in self.ready(now_ms) if tp not in exclude]
+        if not chosen:
+            return None
+        self._rng.shuffle(chosen)
+        s = self.settings
+        parts = []
+        for tp in chosen:
+            st = self.partitions[tp]
+            parts.append(
+                FetchPartition(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    fetch_offset=st.fetch_offset,
+                    partition_max_bytes=s.partition_max_bytes,
+                    current_leader_epoch=st.current_leader_epoch,
+                    last_fetched_epoch=st.last_fetched_epoch,
+                )
+            )
+        return FetchRequest(
+            replica_id=s.replica_id,
+            max_wait_ms=s.max_wait_ms,
+            min_bytes=s.min_bytes,
+            max_bytes=s.response_max_bytes,
+            partitions=parts,
+        )
+
+    def next_ready_ms(self) -> int | None:
+        """When the earliest delayed partition becomes ready again (None if no partitions)."""
+        if not self.partitions:
+            return None
+        return min(st.delayed_until_ms for st in self.partitions.values())
+
+    def advance(self, tp: TopicPartition, *, fetch_offset: int, last_fetched_epoch: int) -> None:
+        """After an append or a truncation: fetch on from the new log end offset."""
+        st = self.partitions.get(tp)
+        if st is not None:
+            st.fetch_offset = fetch_offset
+            st.last_fetched_epoch = last_fetched_epoch
+
+    def delay(self, tp: TopicPartition, now_ms: int) -> None:
+        st = self.partitions.get(tp)
+        if st is not None:
+            st.delayed_until_ms = now_ms + self.settings.backoff_ms
+
+
+def java_string_hash(text: str) -> int:
+    """java.lang.String.hashCode as a signed 32-bit int (UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def fetcher_index(tp: TopicPartition, num_fetchers: int) -> int:
+    """Kafka AbstractFetcherManager.getFetcherId: abs(31 * topic.hashCode + partition) % n."""
+    value = (31 * java_string_hash(tp.topic) + tp.partition) & 0xFFFFFFFF
+    if value >= 1 << 31:
+        value -= 1 << 32
+    # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 instead of overflowing.
+    value = 0 if value == -(1 << 31) else abs(value)
+    return value % num_fetchers

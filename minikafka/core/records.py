@@ -1,0 +1,134 @@
+"""Record batches: the unit that is produced, stored, fetched and replicated byte for byte.
+
+A batch is a fixed big-endian header followed by a msgpack payload:
+
+    base_offset  int64   offset of the first record (set by the leader on append)
+    leader_epoch int32   epoch of the leader that appended it (set by the leader on append)
+    count        int32   number of records, >= 1
+    payload_len  uint32  length of the payload in bytes
+    crc          uint32  zlib.crc32 of the payload
+    payload      msgpack list of records, each [timestamp_ms, key (bytes|None), value (bytes)]
+
+Like Kafka's RecordBatch, the leader rewrites only base offset and epoch; followers store the
+batch bytes unchanged, so replicas stay identical and every log end offset and every epoch
+boundary falls on a batch boundary. Brokers never decode payloads: they check the header and
+CRC (`iter_batches`) and count records.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import msgpack
+
+from minikafka.errors import CorruptRecordError
+
+HEADER = struct.Struct(">qiiII")
+HEADER_SIZE = HEADER.size  # 24
+_BASE_AND_EPOCH = struct.Struct(">qi")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Record:
+    offset: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchView:
+    """A checked batch inside a larger buffer; `raw` is the whole batch (header included)."""
+
+    base_offset: int
+    leader_epoch: int
+    count: int
+    raw: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.raw)
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.count - 1
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.count
+
+
+def encode_payload(records: Iterable[tuple[int, bytes | None, bytes]]) -> tuple[bytes, int]:
+    """Pack (timestamp_ms, key, value) tuples into a payload; returns (payload, count)."""
+    items = [[ts, key, value] for ts, key, value in records]
+    return msgpack.packb(items, use_bin_type=True), len(items)
+
+
+def make_batch(
+    records: Iterable[tuple[int, bytes | None, bytes]],
+    *,
+    base_offset: int = 0,
+    leader_epoch: int = -1,
+) -> bytes:
+    payload, count = encode_payload(records)
+    if count == 0:
+        raise ValueError("a record batch holds at least one record")
+    return (
+        HEADER.pack(base_offset, leader_epoch, count, len(payload), zlib.crc32(payload)) + payload
+    )
+
+
+def restamp(batch: bytes, *, base_offset: int, leader_epoch: int) -> bytes:
+    """The same batch with the leader's base offset and epoch (what a leader stores)."""
+    return _BASE_AND_EPOCH.pack(base_offset, leader_epoch) + batch[_BASE_AND_EPOCH.size :]
+
+
+def peek_header(raw: bytes) -> tuple[int, int, int]:
+    """(base_offset, leader_epoch, count) of a batch known to be valid, e.g. one read from disk."""
+    base_offset, leader_epoch, count, _len, _crc = HEADER.unpack_from(raw, 0)
+    return base_offset, leader_epoch, count
+
+
+def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
+    """Split a concatenation of batches, checking each header (and CRC): CorruptRecordError."""
+    view = memoryview(blob)
+    pos, end = 0, len(blob)
+    while pos < end:
+        if end - pos < HEADER_SIZE:
+            raise CorruptRecordError(f"truncated batch header at byte {pos}")
+        base_offset, epoch, count, length, crc = HEADER.unpack_from(view, pos)
+        if count < 1:
+            raise CorruptRecordError(f"batch at byte {pos} claims {count} records")
+        stop = pos + HEADER_SIZE + length
+        if stop > end:
+            raise CorruptRecordError(
+                f"batch at byte {pos} claims {length} payload bytes past the end"
+            )
+        if check_crc and zlib.crc32(view[pos + HEADER_SIZE : stop]) != crc:
+            raise CorruptRecordError(f"batch at byte {pos} fails its CRC")
+        yield BatchView(
+            base_offset=base_offset, leader_epoch=epoch, count=count, raw=bytes(view[pos:stop])
+        )
+        pos = stop
+
+
+def decode_records(batch: BatchView) -> list[Record]:
+    """The records of one batch, with their offsets (consumers only; brokers never decode)."""
+    try:
+        items = msgpack.unpackb(batch.raw[HEADER_SIZE:], raw=False)
+        records = [
+            Record(offset=batch.base_offset + i, timestamp_ms=ts, key=key, value=value)
+            for i, (ts, key, value) in enumerate(items)
+        ]
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        raise CorruptRecordError(
+            f"batch at offset {batch.base_offset}: bad payload ({exc})"
+        ) from exc
+    if len(records) != batch.count:
+        raise CorruptRecordError(
+            f"batch at offset {batch.base_offset} holds {len(records)} records, header says {batch.count}"
+        )
+    return records

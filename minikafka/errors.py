@@ -1,0 +1,116 @@
+"""Every error minikafka raises, and the wire error codes.
+
+One root exception (`MiniKafkaError`). Protocol errors split into our bug (`LocalProtocolError`)
+and the peer's fault (`RemoteProtocolError`): a peer's malformed frame closes that connection
+only. Broker errors carry a wire code and a `retriable` flag; clients retry from the flag.
+Codes are Kafka's numbers where Kafka has the error (org.apache.kafka.common.protocol.Errors).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ErrorCode(IntEnum):
+    UNKNOWN_SERVER_ERROR = -1
+    NONE = 0
+    OFFSET_OUT_OF_RANGE = 1
+    CORRUPT_MESSAGE = 2
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    LEADER_NOT_AVAILABLE = 5
+    NOT_LEADER_OR_FOLLOWER = 6
+    REQUEST_TIMED_OUT = 7
+    BROKER_NOT_AVAILABLE = 8
+    REPLICA_NOT_AVAILABLE = 9
+    MESSAGE_TOO_LARGE = 10
+    STALE_CONTROLLER_EPOCH = 11
+    NETWORK_EXCEPTION = 13
+    INVALID_TOPIC_EXCEPTION = 17
+    RECORD_LIST_TOO_LARGE = 18
+    NOT_ENOUGH_REPLICAS = 19
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21
+    UNSUPPORTED_VERSION = 35
+    TOPIC_ALREADY_EXISTS = 36
+    INVALID_PARTITIONS = 37
+    INVALID_REPLICATION_FACTOR = 38
+    INVALID_REPLICA_ASSIGNMENT = 39
+    INVALID_CONFIG = 40
+    NOT_CONTROLLER = 41
+    INVALID_REQUEST = 42
+    FENCED_LEADER_EPOCH = 74
+    UNKNOWN_LEADER_EPOCH = 75
+    STALE_BROKER_EPOCH = 77
+    INELIGIBLE_REPLICA = 107
+    INVALID_UPDATE_VERSION = 95
+    BROKER_ID_NOT_REGISTERED = 102
+
+
+# Kafka's RetriableException subclasses: a client may retry these after refreshing metadata.
+RETRIABLE: frozenset[ErrorCode] = frozenset(
+    {
+        ErrorCode.CORRUPT_MESSAGE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.REPLICA_NOT_AVAILABLE,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+        ErrorCode.NOT_CONTROLLER,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+    }
+)
+
+
+def is_retriable(code: int) -> bool:
+    try:
+        return ErrorCode(code) in RETRIABLE
+    except ValueError:
+        return False
+
+
+def error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"ERROR_{code}"
+
+
+class MiniKafkaError(Exception):
+    """Root of every exception minikafka raises on purpose."""
+
+
+class ProtocolError(MiniKafkaError):
+    """The byte stream or a message broke the protocol."""
+
+
+class RemoteProtocolError(ProtocolError):
+    """The peer sent something malformed: close that connection, keep serving the others."""
+
+
+class LocalProtocolError(ProtocolError):
+    """We were asked to send something the protocol forbids: a bug on our side."""
+
+
+class CorruptRecordError(RemoteProtocolError):
+    """A record batch failed its header or CRC check."""
+
+
+class BrokerError(MiniKafkaError):
+    """A broker answered with an error code."""
+
+    def __init__(self, code: int, message: str = "") -> None:
+        self.code = int(code)
+        self.retriable = is_retriable(code)
+        super().__init__(f"{error_name(code)}{': ' + message if message else ''}")
+
+
+class ConfigError(MiniKafkaError, ValueError):
+    """A user-supplied config, flag or file is invalid; the message names the accepted form."""
+
+
+class ClusterError(MiniKafkaError):
+    """Launching or controlling a local cluster failed."""

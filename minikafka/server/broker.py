@@ -1,0 +1,189 @@
+"""The broker role: its link to the controller and the dispatch of client and controller APIs.
+
+The controller link registers the broker (a fresh incarnation id per process start, so the
+controller can tell a restart from a retry), heartbeats every `broker.heartbeat.interval.ms`,
+re-registers when the controller no longer knows its epoch, and carries AlterPartition and
+forwarded CreateTopics (KIP-590 style forwarding: clients may send admin requests to any broker).
+Requests from a controller carry its epoch: an older epoch than one already seen is refused with
+STALE_CONTROLLER_EPOCH, and LeaderAndIsr/StopReplica meant for an older incarnation of this broker
+with STALE_BROKER_EPOCH.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import trio
+
+from minikafka.client.connection import Connection, open_connection
+from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
+from minikafka.server.config import NodeConfig
+from minikafka.server.eventlog import EventLog
+from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
+from minikafka.server.metadata_cache import MetadataCache
+from minikafka.server.produce import handle_produce
+from minikafka.server.replica_manager import ReplicaManager
+from minikafka.wire.messages import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CreateTopicsRequest,
+    FetchRequest,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    ListOffsetsRequest,
+    MetadataRequest,
+    ProduceRequest,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
+)
+
+
+class ControllerLink:
+    def __init__(self, config: NodeConfig, events: EventLog, *, port: int) -> None:
+        self.config = config
+        self.events = events
+        self.port = port  # our advertised port
+        self.incarnation_id = uuid.uuid4().hex
+        self.broker_epoch = -1
+        self.registered = trio.Event()
+        self._epoch_changed = trio.Event()
+        self._conn: Connection | None = None
+
+    async def request(self, body: object, *, timeout_s: float = 30.0) -> object:
+        conn = self._conn
+        if conn is None or conn.broken:
+            raise BrokerError(ErrorCode.NETWORK_EXCEPTION, "no connection to the controller")
+        return await conn.request(body, timeout_s=timeout_s)
+
+    async def run(self) -> None:
+        c = self.config
+        backoff_s = min(c.broker_heartbeat_interval_ms, 1000) / 1000
+        while True:
+            try:
+                async with open_connection(
+                    c.controller_host, c.controller_port, client_id=f"broker-{c.node_id}"
+                ) as conn:
+                    self._conn = conn
+                    while True:
+                        await self._register(conn)
+                        await self._heartbeat_until_lost(conn)
+            except MiniKafkaError as exc:
+                self._conn = None
+                self.events.emit("controller_unreachable", error=str(exc))
+                await trio.sleep(backoff_s)
+
+    async def _register(self, conn: Connection) -> None:
+        c = self.config
+        resp = await conn.request(
+            BrokerRegistrationRequest(
+                broker_id=c.node_id, incarnation_id=self.incarnation_id, host=c.host, port=self.port
+            ),
+            timeout_s=30,
+        )
+        assert isinstance(resp, BrokerRegistrationResponse)
+        if resp.error_code != ErrorCode.NONE:
+            raise BrokerError(resp.error_code, "broker registration refused")
+        self.broker_epoch = resp.broker_epoch
+        self.events.emit(
+            "registered", broker_epoch=resp.broker_epoch, incarnation_id=self.incarnation_id
+        )
+        self.registered.set()
+        self._epoch_changed.set()
+        self._epoch_changed = trio.Event()
+
+    async def wait_for_epoch(self, epoch: int, timeout_s: float) -> None:
+        """The controller may push LeaderAndIsr for our new epoch before its registration answer
+        reaches us on the other connection: wait a little for that answer."""
+        with trio.move_on_after(timeout_s):
+            while self.broker_epoch < epoch:
+                await self._epoch_changed.wait()
+
+    async def _heartbeat_until_lost(self, conn: Connection) -> None:
+        """Heartbeat; return when the controller wants us to register again."""
+        c = self.config
+        while True:
+            await trio.sleep(c.broker_heartbeat_interval_ms / 1000)
+            resp = await conn.request(
+                BrokerHeartbeatRequest(broker_id=c.node_id, broker_epoch=self.broker_epoch),
+                timeout_s=c.broker_session_timeout_ms / 1000,
+            )
+            assert isinstance(resp, BrokerHeartbeatResponse)
+            if resp.error_code in (
+                ErrorCode.STALE_BROKER_EPOCH,
+                ErrorCode.BROKER_ID_NOT_REGISTERED,
+            ):
+                self.events.emit("reregistering", error_code=resp.error_code)
+                return
+
+
+class Broker:
+    def __init__(
+        self,
+        *,
+        config: NodeConfig,
+        rm: ReplicaManager,
+        link: ControllerLink,
+        cache: MetadataCache,
+        events: EventLog,
+    ) -> None:
+        self.config = config
+        self.rm = rm
+        self.link = link
+        self.cache = cache
+        self.events = events
+        self.controller_epoch = -1
+
+    def _stale_controller(self, epoch: int) -> bool:
+        if epoch < self.controller_epoch:
+            return True
+        self.controller_epoch = epoch
+        return False
+
+    async def dispatch(self, body: object) -> object | None:
+        """The response to a broker API request, or NotImplemented if this is not one."""
+        match body:
+            case ProduceRequest():
+                return await handle_produce(self.rm, body, self.cache.topics)
+            case FetchRequest():
+                return await handle_fetch(self.rm, body, self.cache.topics)
+            case ListOffsetsRequest():
+                return handle_list_offsets(self.rm, body, self.cache.topics)
+            case MetadataRequest():
+                return self.cache.response(body.topics)
+            case LeaderAndIsrRequest():
+                return await self._leader_and_isr(body)
+            case UpdateMetadataRequest():
+                if self._stale_controller(body.controller_epoch):
+                    return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+                self.cache.controller_id = body.controller_id
+                self.cache.update(brokers=body.brokers, partitions=body.partitions)
+                return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+            case StopReplicaRequest():
+                if self._stale_controller(body.controller_epoch):
+                    return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+                if body.broker_epoch != self.link.broker_epoch:
+                    return StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+                return StopReplicaResponse(
+                    error_code=ErrorCode.NONE,
+                    partitions=await self.rm.apply_stop_replica(body.partitions),
+                )
+            case CreateTopicsRequest():
+                return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
+        return NotImplemented
+
+    async def _leader_and_isr(self, body: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        if self._stale_controller(body.controller_epoch):
+            return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+        await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)
+        if body.broker_epoch != self.link.broker_epoch:
+            return LeaderAndIsrResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+        self.cache.controller_id = body.controller_id
+        self.cache.update(brokers=None, partitions=body.partitions)
+        for b in body.live_leaders:
+            self.cache.brokers.setdefault(b.node_id, b)
+        errors = await self.rm.apply_leader_and_isr(body.partitions, body.live_leaders)
+        return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partitions=errors)

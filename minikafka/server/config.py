@@ -1,0 +1,171 @@
+"""Node configuration: Kafka's static config names, their defaults, and their validation.
+
+A node is configured with `--set name=value` pairs using Kafka's names
+(`replica.fetch.max.bytes=1048576`). Defaults are Kafka's (REFERENCE.md section 1); a testbed will
+pass smaller values for fast tests. A bad value raises ConfigError naming the accepted form, and
+nothing is applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+
+from minikafka.errors import ConfigError
+
+MiB = 1024 * 1024
+
+
+def _parse_int(lo: int, hi: int) -> Callable[[str, str], int]:
+    def parse(name: str, text: str) -> int:
+        try:
+            value = int(text.strip().replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{name}={text!r}: expected an integer from {lo} to {hi}") from None
+        if not lo <= value <= hi:
+            raise ConfigError(f"{name}={text!r}: expected an integer from {lo} to {hi}")
+        return value
+
+    return parse
+
+
+def _parse_bool(name: str, text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("true", "1", "yes"):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise ConfigError(f"{name}={text!r}: expected true or false")
+
+
+_BIG = 1 << 62
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    name: str  # Kafka's name
+    attr: str  # Python attribute on NodeConfig
+    parse: Callable[[str, str], object]
+
+
+# The static node configs this project understands, by Kafka name.
+OPTIONS: dict[str, _Option] = {
+    o.name: o
+    for o in [
+        _Option("replica.fetch.max.bytes", "replica_fetch_max_bytes", _parse_int(1, 1 << 30)),
+        _Option(
+            "replica.fetch.response.max.bytes",
+            "replica_fetch_response_max_bytes",
+            _parse_int(1, 1 << 30),
+        ),
+        _Option("replica.fetch.wait.max.ms", "replica_fetch_wait_max_ms", _parse_int(0, 600_000)),
+        _Option("replica.fetch.min.bytes", "replica_fetch_min_bytes", _parse_int(1, 1 << 30)),
+        _Option("replica.fetch.backoff.ms", "replica_fetch_backoff_ms", _parse_int(0, 600_000)),
+        _Option("replica.lag.time.max.ms", "replica_lag_time_max_ms", _parse_int(1, 1 << 31)),
+        _Option("num.replica.fetchers", "num_replica_fetchers", _parse_int(1, 64)),
+        _Option("min.insync.replicas", "min_insync_replicas", _parse_int(1, 64)),
+        _Option("broker.session.timeout.ms", "broker_session_timeout_ms", _parse_int(100, 600_000)),
+        _Option(
+            "broker.heartbeat.interval.ms", "broker_heartbeat_interval_ms", _parse_int(10, 60_000)
+        ),
+        _Option("unclean.leader.election.enable", "unclean_leader_election_enable", _parse_bool),
+        _Option("default.replication.factor", "default_replication_factor", _parse_int(1, 64)),
+        _Option("num.partitions", "num_partitions", _parse_int(1, 100_000)),
+        _Option("log.sync", "log_sync", _parse_bool),
+        _Option("lmdb.map.size.bytes", "lmdb_map_size_bytes", _parse_int(1 << 20, _BIG)),
+        _Option("socket.max.frame.bytes", "socket_max_frame_bytes", _parse_int(1024, 1 << 31)),
+        _Option("metrics.interval.ms", "metrics_interval_ms", _parse_int(10, 3_600_000)),
+        _Option("request.max.in.flight", "request_max_in_flight", _parse_int(1, 1024)),
+    ]
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeConfig:
+    node_id: int
+    roles: tuple[str, ...] = ("broker",)
+    host: str = "127.0.0.1"
+    port: int = 0
+    controller_host: str = "127.0.0.1"
+    controller_port: int = 0
+    data_dir: Path = field(default_factory=lambda: Path("."))
+    seed: int = 0
+    # Kafka's defaults (REFERENCE.md section 1).
+    replica_fetch_max_bytes: int = 1 * MiB
+    replica_fetch_response_max_bytes: int = 10 * MiB
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000
+    replica_lag_time_max_ms: int = 30_000
+    num_replica_fetchers: int = 1
+    min_insync_replicas: int = 1
+    broker_session_timeout_ms: int = 9000
+    broker_heartbeat_interval_ms: int = 2000
+    unclean_leader_election_enable: bool = False
+    default_replication_factor: int = 1
+    num_partitions: int = 1
+    # Ours: storage and transport.
+    log_sync: bool = True  # LMDB sync on commit: acknowledged data survives power loss
+    lmdb_map_size_bytes: int = 1 << 36
+    socket_max_frame_bytes: int = 64 * MiB
+    metrics_interval_ms: int = 1000
+    request_max_in_flight: int = 64  # per connection, requests handled concurrently
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+    def with_settings(self, settings: Mapping[str, str]) -> NodeConfig:
+        """A copy with Kafka-named settings applied; ConfigError (and nothing applied) if any is bad."""
+        changes: dict[str, object] = {}
+        for name, text in settings.items():
+            option = OPTIONS.get(name)
+            if option is None:
+                known = ", ".join(sorted(OPTIONS))
+                raise ConfigError(f"unknown config {name!r}; known configs: {known}")
+            changes[option.attr] = option.parse(name, text)
+        return replace(self, **changes)
+
+    def settings(self) -> dict[str, object]:
+        """Every Kafka-named setting with its value (for `describe` and the event log)."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {name: values[o.attr] for name, o in OPTIONS.items()}
+
+
+def parse_settings(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
+    """`["a.b=1", ...]` -> {"a.b": "1"}; ConfigError for an item without '='."""
+    out: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name.strip():
+            raise ConfigError(
+                f"{pair!r}: expected name=value, e.g. replica.fetch.max.bytes=1048576"
+            )
+        out[name.strip()] = value.strip()
+    return out
+
+
+ROLES = ("broker", "controller")
+
+
+def parse_roles(text: str) -> tuple[str, ...]:
+    roles = tuple(r.strip() for r in text.split(",") if r.strip())
+    if not roles or any(r not in ROLES for r in roles) or len(set(roles)) != len(roles):
+        raise ConfigError(f"--roles {text!r}: expected broker, controller or broker,controller")
+    return roles
+
+
+def parse_address(text: str, what: str = "address") -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    try:
+        port_number = int(port)
+    except ValueError:
+        port_number = -1
+    if not sep or not host or not 0 <= port_number <= 65535:
+        raise ConfigError(f"{what} {text!r}: expected host:port, e.g. 127.0.0.1:9092")
+    return host, port_number

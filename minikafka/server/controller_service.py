@@ -1,0 +1,247 @@
+"""The controller role: the Trio shell around the pure ControllerState (core/controller.py).
+
+Every state change follows one path, under one lock: call the state machine, persist its whole
+document to LMDB (so a restarted controller resumes where it left off, with a new controller
+epoch), then hand the effects to the per-broker channels. A channel (Kafka's
+ControllerChannelManager RequestSendThread) sends its broker's requests one at a time, in order,
+retrying on connection failure; a LeaderAndIsr addressed to an older incarnation of the broker
+is dropped, since the new incarnation gets fresh ones when it registers.
+"""
+
+from __future__ import annotations
+
+import random
+
+import trio
+
+from minikafka.client.connection import Connection, hold_connection
+from minikafka.core.controller import ControllerState
+from minikafka.core.controller_model import (
+    ControllerConfig,
+    Event,
+    SendLeaderAndIsr,
+    SendUpdateMetadata,
+)
+from minikafka.errors import MiniKafkaError
+from minikafka.server.clock import now_ms
+from minikafka.server.config import NodeConfig
+from minikafka.server.eventlog import EventLog
+from minikafka.server.metadata_cache import metadata_response
+from minikafka.storage import MetadataStore
+from minikafka.wire.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerInfo,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    LeaderAndIsrRequest,
+    MetadataRequest,
+    UpdateMetadataRequest,
+)
+
+RETRY_BACKOFF_S = 0.2
+
+
+class ControllerService:
+    def __init__(
+        self, *, config: NodeConfig, store: MetadataStore, events: EventLog, rng: random.Random
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.events = events
+        self.rng = rng
+        self.state: ControllerState | None = None
+        self._lock = trio.Lock()
+        self._channels: dict[int, BrokerChannel] = {}
+        self._nursery: trio.Nursery | None = None
+        self._deadline_changed = trio.Event()
+
+    def _controller_config(self) -> ControllerConfig:
+        c = self.config
+        return ControllerConfig(
+            session_timeout_ms=c.broker_session_timeout_ms,
+            unclean_leader_election=c.unclean_leader_election_enable,
+            default_num_partitions=c.num_partitions,
+            default_replication_factor=c.default_replication_factor,
+        )
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        doc = await trio.to_thread.run_sync(self.store.load)
+        kw = dict(controller_id=self.config.node_id, config=self._controller_config(), rng=self.rng)
+        self.state = ControllerState.from_doc(doc, **kw) if doc else ControllerState(**kw)
+        await trio.to_thread.run_sync(self.store.save, self.state.to_doc())
+        self.events.emit(
+            "controller_started",
+            controller_epoch=self.state.controller_epoch,
+            restored=doc is not None,
+        )
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await self._run_deadlines()
+
+    async def _run_deadlines(self) -> None:
+        """Fence brokers whose session timed out (Kafka's BrokerHeartbeatManager)."""
+        assert self.state is not None
+        while True:
+            self._deadline_changed = trio.Event()
+            deadline = self.state.next_deadline_ms()
+            with trio.move_on_after(
+                1.0 if deadline is None else max(deadline - now_ms() + 1, 0) / 1000
+            ):
+                await self._deadline_changed.wait()
+            async with self._lock:
+                effects = self.state.on_deadline(now_ms())
+                await self._commit(effects)
+
+    async def _commit(self, effects: list[object]) -> None:
+        """Persist, then execute. Called with the lock held."""
+        assert self.state is not None
+        if effects:
+            await trio.to_thread.run_sync(self.store.save, self.state.to_doc())
+        for effect in effects:
+            self._execute(effect)
+        self._deadline_changed.set()
+
+    def _execute(self, effect: object) -> None:
+        assert self.state is not None
+        c = self.state
+        match effect:
+            case Event(name=name, fields=fields):
+                self.events.emit(name, **fields)
+            case SendLeaderAndIsr():
+                req = LeaderAndIsrRequest(
+                    controller_id=self.config.node_id,
+                    controller_epoch=c.controller_epoch,
+                    broker_epoch=effect.broker_epoch,
+                    partitions=list(effect.partitions),
+                    live_leaders=c.live_brokers(),
+                )
+                self._channel(effect.broker_id).send(req)
+            case SendUpdateMetadata():
+                req = UpdateMetadataRequest(
+                    controller_id=self.config.node_id,
+                    controller_epoch=c.controller_epoch,
+                    brokers=c.live_brokers(),
+                    partitions=list(effect.partitions),
+                )
+                for broker_id in effect.broker_ids:
+                    self._channel(broker_id).send(req)
+
+    def _channel(self, broker_id: int) -> BrokerChannel:
+        assert self.state is not None and self._nursery is not None
+        info = self.state.broker_info(broker_id)
+        ch = self._channels.get(broker_id)
+        if ch is None or (info is not None and ch.broker != info):
+            if ch is not None:
+                ch.close()
+            ch = BrokerChannel(self, info or BrokerInfo(node_id=broker_id, host="", port=0))
+            self._channels[broker_id] = ch
+            self._nursery.start_soon(ch.run)
+        return ch
+
+    async def dispatch(self, body: object) -> object:
+        """The response to a controller API request, or NotImplemented if this is not one."""
+        state = self.state
+        assert state is not None
+        match body:
+            case BrokerRegistrationRequest():
+                async with self._lock:
+                    code, epoch, effects = state.register_broker(
+                        broker_id=body.broker_id,
+                        incarnation_id=body.incarnation_id,
+                        host=body.host,
+                        port=body.port,
+                        now_ms=now_ms(),
+                    )
+                    await self._commit(effects)
+                    if code == 0:  # a newcomer learns the whole cluster
+                        self._execute(
+                            SendUpdateMetadata(
+                                broker_ids=(body.broker_id,),
+                                partitions=tuple(state.partition_states()),
+                            )
+                        )
+                return BrokerRegistrationResponse(error_code=code, broker_epoch=epoch)
+            case BrokerHeartbeatRequest():
+                async with self._lock:
+                    code, fenced, effects = state.heartbeat(
+                        broker_id=body.broker_id, broker_epoch=body.broker_epoch, now_ms=now_ms()
+                    )
+                    await self._commit(effects)
+                return BrokerHeartbeatResponse(error_code=code, is_fenced=fenced)
+            case CreateTopicsRequest():
+                async with self._lock:
+                    results, effects = state.create_topics(body.topics, now_ms())
+                    await self._commit(effects)
+                return CreateTopicsResponse(topics=results)
+            case AlterPartitionRequest():
+                async with self._lock:
+                    code, items, effects = state.alter_partition(
+                        broker_id=body.broker_id,
+                        broker_epoch=body.broker_epoch,
+                        items=body.partitions,
+                    )
+                    await self._commit(effects)
+                return AlterPartitionResponse(error_code=code, partitions=items)
+            case MetadataRequest():
+                return metadata_response(
+                    state.live_brokers(),
+                    state.partition_states(body.topics),
+                    self.config.node_id,
+                    body.topics,
+                )
+        return NotImplemented
+
+
+class BrokerChannel:
+    def __init__(self, service: ControllerService, broker: BrokerInfo) -> None:
+        self.service = service
+        self.broker = broker
+        self._send, self._recv = trio.open_memory_channel[object](100_000)
+
+    def send(self, request: object) -> None:
+        self._send.send_nowait(request)
+
+    def close(self) -> None:
+        self._send.close()
+
+    async def run(self) -> None:
+        conn: Connection | None = None
+        scope: trio.CancelScope | None = None
+        async with trio.open_nursery() as nursery:
+            async for request in self._recv:
+                while not self._obsolete(request):
+                    try:
+                        if conn is None or conn.broken:
+                            if scope is not None:
+                                scope.cancel()
+                            conn, scope = await nursery.start(
+                                hold_connection,
+                                (self.broker.host, self.broker.port),
+                                f"controller-{self.service.config.node_id}",
+                            )
+                        await conn.request(request, timeout_s=30)
+                        break
+                    except MiniKafkaError as exc:
+                        conn = None
+                        self.service.events.emit(
+                            "controller_send_failed",
+                            broker=self.broker.node_id,
+                            request=type(request).__name__,
+                            error=str(exc),
+                        )
+                        await trio.sleep(RETRY_BACKOFF_S)
+            nursery.cancel_scope.cancel()
+
+    def _obsolete(self, request: object) -> bool:
+        state = self.service.state
+        if state is None or state.broker_info(self.broker.node_id) != self.broker:
+            return True  # the broker moved (restart on another address): a new channel serves it
+        if isinstance(request, LeaderAndIsrRequest):
+            return request.broker_epoch != state.broker_epoch(self.broker.node_id)
+        return False

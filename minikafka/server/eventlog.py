@@ -1,0 +1,39 @@
+"""JSON-lines event and metrics logs in a node's data dir (the input of the PySpark analysis).
+
+One object per line: `{"ts": <wall-clock seconds>, "mono_ms": <monotonic ms>, "node": <id>,
+"event": <name>, ...fields}`. Wall-clock time is only written, never compared with `now_ms`
+(DESIGN.md rule 2); `mono_ms` is the node's monotonic clock, for ordering one node's lines.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import IO
+
+from minikafka.server.clock import now_ms
+
+
+class EventLog:
+    def __init__(self, path: Path | None, *, node_id: int, echo: IO[str] | None = None) -> None:
+        self._file = open(path, "a", encoding="utf-8", buffering=1) if path is not None else None
+        self._node_id = node_id
+        self._echo = echo
+        self.counts: dict[str, int] = {}
+
+    def emit(self, event: str, **fields: object) -> None:
+        self.counts[event] = self.counts.get(event, 0) + 1
+        record = {"ts": round(time.time(), 3), "mono_ms": now_ms(), "node": self._node_id}
+        record["event"] = event
+        record.update(fields)
+        line = json.dumps(record, separators=(",", ":"), default=str)
+        if self._file is not None:
+            self._file.write(line + "\n")
+        if self._echo is not None:
+            print(line, file=self._echo, flush=True)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None

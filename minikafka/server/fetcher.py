@@ -1,0 +1,266 @@
+"""Replica fetchers: the follower side of replication (Kafka's ReplicaFetcherManager and
+ReplicaFetcherThread, as Trio tasks around the pure FetchPlanner).
+
+One fetcher per (source broker, fetcher index); `num.replica.fetchers` spreads a broker's
+partitions over several (core/fetcher.py `fetcher_index`). A fetcher sends one long-poll fetch at
+a time on its own connection, appends what comes back through the node's single log writer (one
+transaction per response), and only then asks again, from the new log end offset. A leader's
+diverging-epoch answer makes it truncate first (core/log.py). Retriable partition errors delay
+that partition by `replica.fetch.backoff.ms`; a broken connection delays the whole fetcher.
+A fetcher with no partitions left exits (Kafka's shutdownIdleFetcherThreads).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import trio
+
+from minikafka.client.connection import open_connection
+from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
+from minikafka.core.log import (
+    assign_epoch,
+    follower_high_watermark,
+    follower_truncation_offset,
+    latest_epoch,
+    truncate_epochs_from_end,
+)
+from minikafka.core.records import iter_batches
+from minikafka.core.types import TopicPartition
+from minikafka.errors import CorruptRecordError, ErrorCode, MiniKafkaError
+from minikafka.server.clock import now_ms
+from minikafka.server.config import NodeConfig
+from minikafka.server.eventlog import EventLog
+from minikafka.server.local_partition import LocalPartition
+from minikafka.server.log_writer import LogWriter
+from minikafka.server.metrics import Metrics
+from minikafka.storage import AppendWrite
+from minikafka.wire.messages import BrokerInfo, FetchPartitionResponse, FetchRequest, FetchResponse
+
+REQUEST_TIMEOUT_S = 30.0  # replica.socket.timeout.ms
+
+
+class ReplicaFetcherManager:
+    def __init__(
+        self,
+        *,
+        config: NodeConfig,
+        writer: LogWriter,
+        events: EventLog,
+        metrics: Metrics,
+        rng: random.Random,
+        lookup: Callable[[TopicPartition], LocalPartition | None],
+    ) -> None:
+        self.config = config
+        self.writer = writer
+        self.events = events
+        self.metrics = metrics
+        self.rng = rng
+        self.lookup = lookup
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._owner: dict[TopicPartition, tuple[int, int]] = {}
+        self._nursery: trio.Nursery | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            await trio.sleep_forever()
+
+    def add(
+        self, p: LocalPartition, leader: BrokerInfo, *, leader_epoch: int, last_fetched_epoch: int
+    ) -> None:
+        self.remove([p.tp])
+        key = (leader.node_id, fetcher_index(p.tp, self.config.num_replica_fetchers))
+        fetcher = self.fetchers.get(key)
+        if fetcher is None or fetcher.stopped or fetcher.leader != leader:
+            fetcher = ReplicaFetcher(self, leader, key[1])
+            self.fetchers[key] = fetcher
+            assert self._nursery is not None, "fetcher manager not running"
+            self._nursery.start_soon(fetcher.run)
+        fetcher.planner.add(
+            p.tp,
+            FollowerFetchState(
+                fetch_offset=p.log_end_offset,
+                current_leader_epoch=leader_epoch,
+                last_fetched_epoch=last_fetched_epoch,
+            ),
+        )
+        self._owner[p.tp] = key
+        fetcher.wakeup.set()
+
+    def remove(self, tps: list[TopicPartition]) -> None:
+        for tp in tps:
+            key = self._owner.pop(tp, None)
+            if key is not None and key in self.fetchers:
+                self.fetchers[key].planner.remove([tp])
+
+    def describe(self) -> list[dict[str, object]]:
+        return [
+            {"leader": k[0], "fetcher": k[1], "partitions": len(f.planner.partitions)}
+            for k, f in self.fetchers.items()
+        ]
+
+
+class ReplicaFetcher:
+    def __init__(self, manager: ReplicaFetcherManager, leader: BrokerInfo, index: int) -> None:
+        c = manager.config
+        self.m = manager
+        self.leader = leader
+        self.index = index
+        self.planner = FetchPlanner(
+            FetchSettings(
+                replica_id=c.node_id,
+                max_wait_ms=c.replica_fetch_wait_max_ms,
+                min_bytes=c.replica_fetch_min_bytes,
+                response_max_bytes=c.replica_fetch_response_max_bytes,
+                partition_max_bytes=c.replica_fetch_max_bytes,
+                backoff_ms=c.replica_fetch_backoff_ms,
+            ),
+            manager.rng,
+        )
+        self.wakeup = trio.Event()
+        self.stopped = False
+
+    async def run(self) -> None:
+        try:
+            while self.planner.partitions:
+                try:
+                    async with open_connection(
+                        self.leader.host,
+                        self.leader.port,
+                        client_id=f"replica-fetcher-{self.m.config.node_id}-{self.index}",
+                        max_frame_bytes=self.m.config.socket_max_frame_bytes,
+                    ) as conn:
+                        await self._fetch_loop(conn)
+                except MiniKafkaError as exc:
+                    self.m.events.emit("fetch_error", leader=self.leader.node_id, error=str(exc))
+                    self.m.metrics.inc("fetch_errors")
+                    await trio.sleep(self.m.config.replica_fetch_backoff_ms / 1000)
+        finally:
+            self.stopped = True
+
+    async def _fetch_loop(self, conn) -> None:  # noqa: ANN001 - client Connection
+        while self.planner.partitions:
+            request = self.planner.build_request(now_ms())
+            if request is None:
+                await self._back_off()
+                continue
+            response = await conn.request(
+                request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
+            )
+            assert isinstance(response, FetchResponse)
+            await self._process(request, response)
+
+    async def _back_off(self) -> None:
+        """Nothing fetchable: wait until a delayed partition is ready or partitions arrive."""
+        self.wakeup = trio.Event()
+        ready = self.planner.next_ready_ms()
+        if ready is None:
+            return
+        with trio.move_on_after(max(ready - now_ms(), 1) / 1000):
+            await self.wakeup.wait()
+
+    async def _process(self, request: FetchRequest, response: FetchResponse) -> None:
+        asked = {(fp.topic, fp.partition): fp.fetch_offset for fp in request.partitions}
+        t = now_ms()
+        writes: list[AppendWrite] = []
+        appended: list[tuple[LocalPartition, int, int]] = []
+        for pr in response.partitions:
+            tp = TopicPartition(pr.topic, pr.partition)
+            st = self.planner.partitions.get(tp)
+            p = self.m.lookup(tp)
+            if st is None or p is None or st.fetch_offset != asked.get(tp) or p.is_leader:
+                continue  # removed or moved on while the fetch was in flight
+            if pr.error_code != ErrorCode.NONE:
+                self._on_partition_error(tp, pr, t)
+            elif pr.diverging_epoch is not None:
+                await self._truncate(p, pr)
+            elif pr.records:
+                write = self._prepare_append(p, pr, t)
+                if write is not None:
+                    writes.append(write)
+                    appended.append((p, pr.high_watermark, len(pr.records)))
+            else:
+                p.high_watermark = max(
+                    p.high_watermark, follower_high_watermark(pr.high_watermark, p.log_end_offset)
+                )
+        if writes:
+            await self.m.writer.append(writes)
+            for p, leader_hw, size in appended:
+                p.high_watermark = max(
+                    p.high_watermark, follower_high_watermark(leader_hw, p.log_end_offset)
+                )
+                self.planner.advance(
+                    p.tp, fetch_offset=p.log_end_offset, last_fetched_epoch=latest_epoch(p.epochs)
+                )
+                self.m.metrics.inc("replication_bytes_in", size)
+
+    def _prepare_append(
+        self, p: LocalPartition, pr: FetchPartitionResponse, t: int
+    ) -> AppendWrite | None:
+        try:
+            batches = list(iter_batches(pr.records))
+        except CorruptRecordError as exc:
+            self.m.events.emit(
+                "fetch_corrupt", topic=p.tp.topic, partition=p.tp.partition, error=str(exc)
+            )
+            self.planner.delay(p.tp, t)
+            return None
+        # The leader returns whole batches from the one containing fetch_offset; ours end at our
+        # log end offset, so a batch starting below it is one we already have.
+        batches = [b for b in batches if b.base_offset >= p.log_end_offset]
+        if not batches or batches[0].base_offset != p.log_end_offset:
+            self.planner.delay(p.tp, t)
+            return None
+        epochs = p.epochs
+        for b in batches:
+            if b.leader_epoch > latest_epoch(epochs):
+                epochs = assign_epoch(epochs, b.leader_epoch, b.base_offset)
+        changed = epochs != p.epochs
+        p.epochs = epochs
+        last = batches[-1]
+        return AppendWrite(
+            tp=p.tp,
+            batches=[b.raw for b in batches],
+            epochs=epochs if changed else None,
+            high_watermark=min(pr.high_watermark, last.next_offset),
+        )
+
+    async def _truncate(self, p: LocalPartition, pr: FetchPartitionResponse) -> None:
+        div = pr.diverging_epoch
+        assert div is not None
+        offset = follower_truncation_offset(
+            local_epochs=p.epochs,
+            local_log_end_offset=p.log_end_offset,
+            diverging_epoch=div.epoch,
+            diverging_end_offset=div.end_offset,
+            high_watermark=p.high_watermark,
+        )
+        epochs = truncate_epochs_from_end(p.epochs, offset)
+        old = p.log_end_offset
+        new_leo = await self.m.writer.truncate(p.tp, offset, epochs)
+        p.epochs = epochs
+        p.log_end_offset = p.next_offset = new_leo
+        p.high_watermark = min(p.high_watermark, new_leo)
+        self.planner.advance(p.tp, fetch_offset=new_leo, last_fetched_epoch=latest_epoch(epochs))
+        self.m.events.emit(
+            "truncated",
+            topic=p.tp.topic,
+            partition=p.tp.partition,
+            from_offset=old,
+            to_offset=new_leo,
+            diverging_epoch=div.epoch,
+            leader_end_offset=div.end_offset,
+        )
+
+    def _on_partition_error(self, tp: TopicPartition, pr: FetchPartitionResponse, t: int) -> None:
+        self.m.events.emit(
+            "fetch_partition_error",
+            topic=tp.topic,
+            partition=tp.partition,
+            leader=self.leader.node_id,
+            error_code=pr.error_code,
+        )
+        self.planner.delay(tp, t)

@@ -1,0 +1,109 @@
+"""The TCP listener and the per-connection request pump.
+
+Each connection reads frames, decodes requests and hands them to the node's dispatcher; up to
+`request.max.in.flight` requests of one connection are handled concurrently (a follower's long
+poll must not hold up the produce requests behind it), and responses are written whole, each
+under the connection's send lock, tagged with their correlation id. A malformed frame or message
+is the peer's fault: that connection is closed and logged, every other connection goes on, and
+nothing was stored for it (decoding happens before any handler runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import trio
+
+from minikafka.errors import RemoteProtocolError
+from minikafka.server.eventlog import EventLog
+from minikafka.wire.codec import RequestHeader, decode_request, encode_response
+from minikafka.wire.framing import FrameDecoder, frame_header
+
+Dispatcher = Callable[[RequestHeader, object], Awaitable[object | None]]
+RECV_CHUNK = 1 << 20
+
+
+async def serve_connection(
+    stream: trio.SocketStream,
+    dispatch: Dispatcher,
+    *,
+    max_frame_bytes: int,
+    max_in_flight: int,
+    events: EventLog,
+) -> None:
+    peer = _peer_name(stream)
+    decoder = FrameDecoder(max_frame_bytes)
+    send_lock = trio.Lock()
+    in_flight = trio.Semaphore(max_in_flight)
+
+    async def handle(header: RequestHeader, body: object) -> None:
+        try:
+            response = await dispatch(header, body)
+            if response is not None:
+                payload = encode_response(header.correlation_id, response)
+                async with send_lock:
+                    await stream.send_all(frame_header(len(payload)) + payload)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the peer went away; the reader notices too
+        finally:
+            in_flight.release()
+
+    try:
+        async with trio.open_nursery() as nursery:
+            while True:
+                payload = decoder.next_frame()
+                if payload is None:
+                    data = await stream.receive_some(RECV_CHUNK)
+                    decoder.receive_data(data)
+                    if not data:
+                        decoder.next_frame()  # raises on EOF inside a frame
+                        break
+                    continue
+                header, body = decode_request(payload)
+                await in_flight.acquire()
+                nursery.start_soon(handle, header, body)
+            # Clean EOF: let in-flight requests finish, then close.
+    except RemoteProtocolError as exc:
+        events.emit("bad_request", peer=peer, error=str(exc))
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        with trio.CancelScope(shield=True):
+            await stream.aclose()
+
+
+async def run_listener(
+    host: str,
+    port: int,
+    dispatch: Dispatcher,
+    *,
+    max_frame_bytes: int,
+    max_in_flight: int,
+    events: EventLog,
+    task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Listen on host:port (0 = any free port) and report the bound port through task_status."""
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound = listeners[0].socket.getsockname()[1]
+
+    async def on_connection(stream: trio.SocketStream) -> None:
+        # trio.SocketStream sets TCP_NODELAY itself: small responses are not delayed.
+        await serve_connection(
+            stream,
+            dispatch,
+            max_frame_bytes=max_frame_bytes,
+            max_in_flight=max_in_flight,
+            events=events,
+        )
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, on_connection, listeners)
+        task_status.started(bound)
+
+
+def _peer_name(stream: trio.SocketStream) -> str:
+    try:
+        host, port = stream.socket.getpeername()[:2]
+        return f"{host}:{port}"
+    except (OSError, AttributeError):
+        return "?"

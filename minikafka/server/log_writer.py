@@ -1,0 +1,169 @@
+"""The single writer of a node's LMDB environment (LMDB allows one write transaction at a time).
+
+Every change to the logs (appends from producers and from replica fetchers, truncations,
+checkpoints, partition creation and deletion) is an operation on one FIFO queue, executed by
+one task in a worker thread (`trio.to_thread.run_sync`), one transaction per call, never held
+across an `await`. Appends waiting in the queue together are merged into one transaction
+(group commit), so one sync covers many produce requests. Because the queue is FIFO, `barrier()`
+returns only after every change queued before it is durable: a broker uses it before it turns a
+partition from leader into follower, so no append of the old role lands after the new one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import trio
+
+from minikafka.core.types import EpochEntry, TopicPartition
+from minikafka.storage import AppendWrite, LoadedPartition, LogStore
+
+MAX_GROUP_BYTES = 64 << 20  # bound one group commit
+
+
+@dataclass(slots=True)
+class _Op:
+    kind: str
+    call: Callable[[], object] | None = None  # for non-append ops
+    writes: Sequence[AppendWrite] = ()
+    size: int = 0
+    done: trio.Event = field(default_factory=trio.Event)
+    result: object = None
+    error: BaseException | None = None
+
+
+class LogWriter:
+    def __init__(self, store: LogStore, *, queue_len: int = 4096) -> None:
+        self.store = store
+        self._send, self._recv = trio.open_memory_channel[_Op](queue_len)
+        self.commits = 0
+        self.bytes_written = 0
+        # Hooks run in the Trio thread right after a commit (or a failed one), before any waiter
+        # wakes, so in-memory offsets change in exactly the order the disk did.
+        self.on_committed: Callable[[Sequence[AppendWrite]], None] | None = None
+        self.on_failed: Callable[[Sequence[AppendWrite]], None] | None = None
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        group: list[_Op] = []
+        try:
+            async for op in self._recv:
+                group = [op]
+                if op.kind == "append":
+                    group += self._drain_appends(op.size)
+                await self._execute(group)
+        finally:
+            # Shutting down: nobody may wait forever on an op that will never run.
+            stopped = RuntimeError("the log writer stopped")
+            while True:
+                try:
+                    group.append(self._recv.receive_nowait())
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+            for op in group:
+                if not op.done.is_set():
+                    op.error = op.error or stopped
+                    op.done.set()
+
+    def _drain_appends(self, size: int) -> list[_Op]:
+        more: list[_Op] = []
+        while size < MAX_GROUP_BYTES:
+            try:
+                nxt = self._recv.receive_nowait()
+            except trio.WouldBlock:
+                break
+            if nxt.kind != "append":
+                # Keep FIFO order: this op goes after the group; requeue at the front is not
+                # possible on a channel, so execute the group and then it.
+                more.append(nxt)
+                break
+            more.append(nxt)
+            size += nxt.size
+        return more
+
+    async def _execute(self, group: list[_Op]) -> None:
+        appends = [op for op in group if op.kind == "append"]
+        others = [op for op in group if op.kind != "append"]
+        if appends:
+            writes = _merge([w for op in appends for w in op.writes])
+            try:
+                await trio.to_thread.run_sync(self.store.append, writes)
+                self.commits += 1
+                self.bytes_written += sum(op.size for op in appends)
+                if self.on_committed is not None:
+                    self.on_committed(writes)
+            except Exception as exc:  # noqa: BLE001 - handed to every waiter
+                for op in appends:
+                    op.error = exc
+                if self.on_failed is not None:
+                    self.on_failed(writes)
+            for op in appends:
+                op.done.set()
+        for op in others:  # at most one, and it was queued after the appends
+            try:
+                op.result = await trio.to_thread.run_sync(op.call)
+            except Exception as exc:  # noqa: BLE001
+                op.error = exc
+            op.done.set()
+
+    async def _submit(self, op: _Op) -> object:
+        await self._send.send(op)
+        await _wait_shielded(op.done)
+        if op.error is not None:
+            raise op.error
+        return op.result
+
+    async def append(self, writes: Sequence[AppendWrite]) -> None:
+        size = sum(len(b) for w in writes for b in w.batches)
+        await self._submit(_Op("append", writes=writes, size=size))
+
+    async def call(self, fn: Callable[[], object]) -> object:
+        return await self._submit(_Op("call", call=fn))
+
+    async def barrier(self) -> None:
+        await self.call(lambda: None)
+
+    async def create(self, tp: TopicPartition) -> LoadedPartition:
+        return await self.call(lambda: self.store.create_partition(tp))  # type: ignore[return-value]
+
+    async def delete(self, tp: TopicPartition) -> None:
+        await self.call(lambda: self.store.delete_partition(tp))
+
+    async def truncate(self, tp: TopicPartition, offset: int, epochs: list[EpochEntry]) -> int:
+        return await self.call(lambda: self.store.truncate(tp, offset, epochs))  # type: ignore[return-value]
+
+    async def truncate_fully(self, tp: TopicPartition, new_start_offset: int) -> None:
+        await self.call(lambda: self.store.truncate_fully(tp, new_start_offset))
+
+    async def checkpoint(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        await self.call(lambda: self.store.checkpoint(dict(high_watermarks)))
+
+    def close(self) -> None:
+        self._send.close()
+
+
+def _merge(writes: list[AppendWrite]) -> list[AppendWrite]:
+    """One AppendWrite per partition, batches in queue order, the latest epochs/HW winning."""
+    merged: dict[TopicPartition, AppendWrite] = {}
+    for w in writes:
+        prev = merged.get(w.tp)
+        if prev is None:
+            merged[w.tp] = w
+            continue
+        merged[w.tp] = AppendWrite(
+            tp=w.tp,
+            batches=[*prev.batches, *w.batches],
+            epochs=w.epochs if w.epochs is not None else prev.epochs,
+            high_watermark=w.high_watermark
+            if w.high_watermark is not None
+            else prev.high_watermark,
+        )
+    return list(merged.values())
+
+
+async def _wait_shielded(event: trio.Event) -> None:
+    """Wait for a queued op even if the caller is cancelled: once queued, a write happens, and
+    the caller's in-memory state must learn its outcome before it moves on."""
+    with trio.CancelScope(shield=True):
+        await event.wait()

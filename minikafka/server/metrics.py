@@ -1,0 +1,62 @@
+"""Node metrics: monotonic counters and gauges, snapshotted every interval to metrics.jsonl.
+
+Counters only go up (`bytes_in`, `isr_shrinks`, ...); each snapshot line carries the totals and
+the per-second rate over the last interval, so a reader needs no state to plot either. Gauges are
+callables read at snapshot time (partitions led, under-replicated partitions, SumReplicaLag).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+
+from minikafka.server.clock import now_ms
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.counters: dict[str, int] = {}
+        self.gauges: dict[str, Callable[[], float | int]] = {}
+
+    def inc(self, name: str, amount: int = 1) -> None:
+        self.counters[name] = self.counters.get(name, 0) + amount
+
+    def gauge(self, name: str, read: Callable[[], float | int]) -> None:
+        self.gauges[name] = read
+
+    def snapshot(self) -> dict[str, float | int]:
+        out: dict[str, float | int] = dict(self.counters)
+        for name, read in self.gauges.items():
+            out[name] = read()
+        return out
+
+
+async def run_metrics_log(
+    metrics: Metrics,
+    path: Path,
+    *,
+    node_id: int,
+    interval_ms: int,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Append one JSON line per interval: totals, and rates (`<counter>_per_s`) since the last."""
+    task_status.started()
+    last = dict(metrics.counters)
+    last_ms = now_ms()
+    with open(path, "a", encoding="utf-8", buffering=1) as out:
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            t = now_ms()
+            snap = metrics.snapshot()
+            elapsed_s = max(t - last_ms, 1) / 1000
+            rates = {
+                f"{k}_per_s": round((v - last.get(k, 0)) / elapsed_s, 1)
+                for k, v in metrics.counters.items()
+            }
+            line = {"ts": round(time.time(), 3), "mono_ms": t, "node": node_id, **snap, **rates}
+            out.write(json.dumps(line, separators=(",", ":")) + "\n")
+            last, last_ms = dict(metrics.counters), t

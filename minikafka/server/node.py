@@ -1,0 +1,222 @@
+"""One node process: the broker role, the controller role, or both, over one LMDB environment.
+
+Start-up order: open the environment, start the controller role (if any), listen, start the
+broker role (load partitions, fetchers, the ISR loop, register with the controller), and only
+then write `node.json` in the data dir, which is how `minikafka cluster up` knows the node is
+ready. SIGTERM and SIGINT stop the node cleanly (exit code 0).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+from functools import partial
+from pathlib import Path
+
+import trio
+
+from minikafka.errors import ErrorCode
+from minikafka.server.broker import Broker, ControllerLink
+from minikafka.server.config import NodeConfig
+from minikafka.server.controller_service import ControllerService
+from minikafka.server.eventlog import EventLog
+from minikafka.server.fetcher import ReplicaFetcherManager
+from minikafka.server.listener import run_listener
+from minikafka.server.log_writer import LogWriter
+from minikafka.server.metadata_cache import MetadataCache
+from minikafka.server.metrics import Metrics, run_metrics_log
+from minikafka.server.replica_manager import ReplicaManager
+from minikafka.storage import LogStore, MetadataStore, StoreConfig
+from minikafka.wire.codec import RequestHeader
+from minikafka.wire.messages import (
+    SUPPORTED_VERSIONS,
+    ApiVersionRange,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+
+
+class Node:
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+        self.events = EventLog(config.data_dir / "events.jsonl", node_id=config.node_id)
+        self.metrics = Metrics()
+        self.rng = random.Random(f"{config.seed}/{config.node_id}")
+        store_config = StoreConfig(map_size_bytes=config.lmdb_map_size_bytes, sync=config.log_sync)
+        self.store = LogStore(config.data_dir / "lmdb", store_config) if config.is_broker else None
+        self.meta_store = (
+            MetadataStore(config.data_dir / "lmdb", store_config) if config.is_controller else None
+        )
+        self.controller: ControllerService | None = None
+        self.broker: Broker | None = None
+        self.port = config.port
+
+    async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+        c = self.config
+        self.events.emit("node_starting", roles=list(c.roles), settings=c.settings())
+        try:
+            async with trio.open_nursery() as nursery:
+                if c.is_controller:
+                    assert self.meta_store is not None
+                    self.controller = ControllerService(
+                        config=c, store=self.meta_store, events=self.events, rng=self.rng
+                    )
+                    await nursery.start(self.controller.run)
+                self.port = await nursery.start(self._listen)
+                if c.is_broker:
+                    await self._start_broker(nursery)
+                nursery.start_soon(
+                    partial(
+                        run_metrics_log,
+                        self.metrics,
+                        c.data_dir / "metrics.jsonl",
+                        node_id=c.node_id,
+                        interval_ms=c.metrics_interval_ms,
+                    )
+                )
+                self._write_node_file()
+                self.events.emit("node_ready", host=c.host, port=self.port)
+                task_status.started(self.port)
+        finally:
+            self.events.emit("node_stopped")
+            if self.store is not None:
+                self.store.close()
+            if self.meta_store is not None:
+                self.meta_store.close()
+            self.events.close()
+
+    async def _listen(self, *, task_status: trio.TaskStatus[int]) -> None:
+        c = self.config
+        await run_listener(
+            c.host,
+            c.port,
+            self.dispatch,
+            max_frame_bytes=c.socket_max_frame_bytes,
+            max_in_flight=c.request_max_in_flight,
+            events=self.events,
+            task_status=task_status,
+        )
+
+    async def _start_broker(self, nursery: trio.Nursery) -> None:
+        c = self.config
+        assert self.store is not None
+        writer = LogWriter(self.store)
+        await nursery.start(writer.run)
+        link = ControllerLink(c, self.events, port=self.port)
+        # The fetchers look partitions up in the replica manager, which owns them (late binding).
+        fetchers = ReplicaFetcherManager(
+            config=c,
+            writer=writer,
+            events=self.events,
+            metrics=self.metrics,
+            rng=self.rng,
+            lookup=lambda tp: rm.partitions.get(tp),
+        )
+        await nursery.start(fetchers.run)
+        rm = ReplicaManager(
+            config=c,
+            store=self.store,
+            writer=writer,
+            events=self.events,
+            metrics=self.metrics,
+            fetchers=fetchers,
+            controller=link,
+        )
+        await rm.load()
+        nursery.start_soon(rm.run_isr_expiration)
+        nursery.start_soon(rm.run_alter_partition_sender)
+        nursery.start_soon(rm.run_hw_checkpoints)
+        self.broker = Broker(config=c, rm=rm, link=link, cache=MetadataCache(), events=self.events)
+        nursery.start_soon(link.run)
+        await link.registered.wait()
+
+    async def dispatch(self, header: RequestHeader, body: object) -> object | None:
+        if isinstance(body, ApiVersionsRequest):
+            return ApiVersionsResponse(
+                api_keys=[
+                    ApiVersionRange(api_key=k, min_version=lo, max_version=hi)
+                    for k, (lo, hi) in SUPPORTED_VERSIONS.items()
+                ]
+            )
+        for role in (self.controller, self.broker):
+            if role is not None:
+                response = await role.dispatch(body)
+                if response is not NotImplemented:
+                    return response
+        return refusal(body)
+
+    def _write_node_file(self) -> None:
+        c = self.config
+        doc = {
+            "node_id": c.node_id,
+            "roles": list(c.roles),
+            "host": c.host,
+            "port": self.port,
+            "pid": os.getpid(),
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        tmp = c.data_dir / "node.json.tmp"
+        tmp.write_text(json.dumps(doc))
+        os.replace(tmp, c.data_dir / "node.json")
+
+
+def refusal(body: object) -> object:
+    """The answer of a node that does not serve this API (e.g. Produce at a controller-only node)."""
+    code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+    match body:
+        case ProduceRequest():
+            return ProduceResponse(
+                partitions=[
+                    ProducePartitionResponse(topic=p.topic, partition=p.partition, error_code=code)
+                    for p in body.partitions
+                ]
+            )
+        case FetchRequest():
+            return FetchResponse(
+                partitions=[
+                    FetchPartitionResponse(topic=p.topic, partition=p.partition, error_code=code)
+                    for p in body.partitions
+                ]
+            )
+        case ListOffsetsRequest():
+            return ListOffsetsResponse(
+                partitions=[
+                    ListOffsetsPartitionResponse(
+                        topic=p.topic, partition=p.partition, error_code=code
+                    )
+                    for p in body.partitions
+                ]
+            )
+    from minikafka.wire.messages import API, API_KEY_OF
+
+    response_type = API[API_KEY_OF[type(body)]][1]
+    return response_type(error_code=ErrorCode.NOT_CONTROLLER)
+
+
+async def serve_until_signalled(config: NodeConfig) -> None:
+    """Run a node until SIGTERM or SIGINT."""
+    node = Node(config)
+    async with trio.open_nursery() as nursery:
+        with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            await nursery.start(node.run)
+            async for signum in signals:
+                node.events.emit("signal", signal=signal.Signals(signum).name)
+                nursery.cancel_scope.cancel()
+                break
+
+
+def node_data_dir(path: str) -> Path:
+    return Path(path).expanduser().resolve()

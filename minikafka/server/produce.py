@@ -1,0 +1,159 @@
+"""Produce on the leader: validate, stamp offsets and epoch, append, and answer by `acks`.
+
+- acks=0: append, answer nothing (Kafka sends no response).
+- acks=1: answer once the batch is durable in the leader's log.
+- acks=-1 (all): refuse up front with NOT_ENOUGH_REPLICAS when the ISR is smaller than
+  `min.insync.replicas`; otherwise append and wait (Kafka's DelayedProduce) until the high
+  watermark covers the batch, the leader loses the partition (NOT_LEADER_OR_FOLLOWER), or the
+  request's timeout passes (REQUEST_TIMED_OUT). If the ISR shrank below the minimum meanwhile, the
+  answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+A partition that fails validation (not led here, unknown, corrupt batch) gets its error code and
+nothing of it is written; the other partitions of the request go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import trio
+
+from minikafka.core.records import iter_batches, restamp
+from minikafka.core.types import TopicPartition
+from minikafka.errors import CorruptRecordError, ErrorCode
+from minikafka.server.local_partition import LocalPartition, wait_for_change
+from minikafka.server.replica_manager import ReplicaManager
+from minikafka.storage import AppendWrite
+from minikafka.wire.messages import ProducePartitionResponse, ProduceRequest, ProduceResponse
+
+ACKS = (0, 1, -1)
+
+
+@dataclass(slots=True)
+class _Pending:
+    p: LocalPartition
+    base_offset: int
+    end_offset: int
+    leader_epoch: int
+    size: int
+
+
+async def handle_produce(
+    rm: ReplicaManager, req: ProduceRequest, known_topic: set[str] | frozenset[str]
+) -> ProduceResponse | None:
+    answers: dict[tuple[str, int], ProducePartitionResponse] = {}
+    pending: list[_Pending] = []
+    writes: list[AppendWrite] = []
+    for pp in req.partitions:
+        key = (pp.topic, pp.partition)
+        code = ErrorCode.INVALID_REQUIRED_ACKS if req.acks not in ACKS else ErrorCode.NONE
+        p = rm.partitions.get(TopicPartition(pp.topic, pp.partition))
+        if code == ErrorCode.NONE:
+            code = _check_leader(p, pp.topic, known_topic)
+        if code == ErrorCode.NONE and req.acks == -1:
+            assert p is not None and p.leader is not None
+            if len(p.leader.isr) < rm.config.min_insync_replicas:
+                code = ErrorCode.NOT_ENOUGH_REPLICAS
+        if code == ErrorCode.NONE:
+            assert p is not None
+            try:
+                write, item = _stamp(p, pp.records)
+            except CorruptRecordError as exc:
+                answers[key] = _answer(pp.topic, pp.partition, ErrorCode.CORRUPT_MESSAGE, str(exc))
+                continue
+            writes.append(write)
+            pending.append(item)
+        else:
+            answers[key] = _answer(pp.topic, pp.partition, code)
+    if writes:
+        try:
+            await rm.writer.append(writes)
+        except Exception as exc:  # noqa: BLE001 - a storage failure fails these partitions only
+            rm.events.emit("append_failed", error=str(exc))
+            for item in pending:
+                answers[(item.p.tp.topic, item.p.tp.partition)] = _answer(
+                    item.p.tp.topic, item.p.tp.partition, ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
+                )
+            pending = []
+        rm.metrics.inc("bytes_in", sum(i.size for i in pending))
+        rm.metrics.inc("messages_in_batches", len(writes))
+    if req.acks == 0:
+        return None
+    if req.acks == -1 and pending:
+        await _wait_for_replication(pending, req.timeout_ms)
+    for item in pending:
+        code = _outcome(rm, item, req.acks)
+        answers[(item.p.tp.topic, item.p.tp.partition)] = ProducePartitionResponse(
+            topic=item.p.tp.topic,
+            partition=item.p.tp.partition,
+            error_code=code,
+            base_offset=item.base_offset if code == ErrorCode.NONE else -1,
+            log_start_offset=item.p.log_start_offset,
+        )
+    return ProduceResponse(partitions=[answers[(pp.topic, pp.partition)] for pp in req.partitions])
+
+
+def _check_leader(
+    p: LocalPartition | None, topic: str, known_topic: set[str] | frozenset[str]
+) -> ErrorCode:
+    if p is None:
+        return (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if topic in known_topic
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
+    return ErrorCode.NONE if p.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def _stamp(p: LocalPartition, records: bytes) -> tuple[AppendWrite, _Pending]:
+    """Give the batches their offsets and the leader's epoch; reserve the offsets."""
+    batches = list(iter_batches(records))
+    if not batches:
+        raise CorruptRecordError("no record batch in the request")
+    base = offset = p.next_offset
+    stamped = []
+    for b in batches:
+        stamped.append(restamp(b.raw, base_offset=offset, leader_epoch=p.leader_epoch))
+        offset += b.count
+    p.next_offset = offset
+    item = _Pending(
+        p=p, base_offset=base, end_offset=offset, leader_epoch=p.leader_epoch, size=len(records)
+    )
+    return AppendWrite(tp=p.tp, batches=stamped), item
+
+
+async def _wait_for_replication(pending: list[_Pending], timeout_ms: int) -> None:
+    deadline = trio.current_time() + timeout_ms / 1000
+    while trio.current_time() < deadline:
+        waiting = [i.p for i in pending if _still_waiting(i)]
+        if not waiting:
+            return
+        await wait_for_change(waiting, deadline)
+
+
+def _still_waiting(item: _Pending) -> bool:
+    p = item.p
+    return (
+        p.is_leader and p.leader_epoch == item.leader_epoch and p.high_watermark < item.end_offset
+    )
+
+
+def _outcome(rm: ReplicaManager, item: _Pending, acks: int) -> ErrorCode:
+    p = item.p
+    if not p.is_leader or p.leader_epoch != item.leader_epoch:
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if acks != -1:
+        return ErrorCode.NONE
+    if p.high_watermark < item.end_offset:
+        return ErrorCode.REQUEST_TIMED_OUT
+    assert p.leader is not None
+    if len(p.leader.isr) < rm.config.min_insync_replicas:
+        return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    return ErrorCode.NONE
+
+
+def _answer(
+    topic: str, partition: int, code: ErrorCode, message: str | None = None
+) -> ProducePartitionResponse:
+    return ProducePartitionResponse(
+        topic=topic, partition=partition, error_code=code, error_message=message
+    )

@@ -1,0 +1,415 @@
+"""The broker's replicas: roles from LeaderAndIsr, the ISR loop, and AlterPartition.
+
+Mirrors Kafka's ReplicaManager (makeLeaders/makeFollowers, the isr-expiration task) around the
+pure `PartitionLeaderState`:
+- LeaderAndIsr is applied under one lock, partition by partition, only when it carries a newer
+  leader epoch (or a newer partition epoch for the same leader). A broker becoming leader assigns
+  its epoch at the current log end offset (LeaderEpochFileCache.assign) and starts tracking
+  followers; a broker becoming follower first waits for its queued appends (writer barrier), then
+  fetches from the new leader at its log end offset and lets the leader report any divergence.
+- Every `replica.lag.time.max.ms / 2` each led partition checks for followers out of sync; a
+  follower's fetch checks for expansion. Changes go to the controller as AlterPartition and take
+  effect only when accepted (KIP-497): until then the HW uses the larger of the two ISRs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import trio
+
+from minikafka.core.log import assign_epoch, latest_epoch
+from minikafka.core.partition import PartitionLeaderState
+from minikafka.core.records import peek_header
+from minikafka.core.types import TopicPartition
+from minikafka.errors import ErrorCode, MiniKafkaError
+from minikafka.server.clock import now_ms
+from minikafka.server.config import NodeConfig
+from minikafka.server.eventlog import EventLog
+from minikafka.server.fetcher import ReplicaFetcherManager
+from minikafka.server.local_partition import LocalPartition
+from minikafka.server.log_writer import LogWriter
+from minikafka.server.metrics import Metrics
+from minikafka.storage import AppendWrite, LogStore
+from minikafka.wire.messages import (
+    AlterPartitionItem,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerInfo,
+    PartitionState,
+    StopReplicaPartition,
+    TopicPartitionError,
+)
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        *,
+        config: NodeConfig,
+        store: LogStore,
+        writer: LogWriter,
+        events: EventLog,
+        metrics: Metrics,
+        fetchers: ReplicaFetcherManager,
+        controller: ControllerLinkLike,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.writer = writer
+        self.events = events
+        self.metrics = metrics
+        self.fetchers = fetchers
+        self.controller = controller
+        self.partitions: dict[TopicPartition, LocalPartition] = {}
+        self._lock = trio.Lock()
+        self._alter_send, self._alter_recv = trio.open_memory_channel[TopicPartition](10_000)
+        writer.on_committed = self._on_committed
+        metrics.gauge("partitions", lambda: len(self.partitions))
+        metrics.gauge(
+            "leader_partitions", lambda: sum(p.is_leader for p in self.partitions.values())
+        )
+        metrics.gauge("under_replicated_partitions", self._under_replicated)
+        metrics.gauge("SumReplicaLag", self._sum_replica_lag)
+
+    async def load(self) -> None:
+        loaded = await trio.to_thread.run_sync(self.store.load_all)
+        for tp, lp in loaded.items():
+            self.partitions[tp] = LocalPartition(lp)
+
+    def _on_committed(self, writes: Sequence[AppendWrite]) -> None:
+        for w in writes:
+            p = self.partitions.get(w.tp)
+            if p is None or not w.batches:
+                continue
+            base, _epoch, count = peek_header(w.batches[-1])
+            p.on_committed(base + count)
+
+    # ------------------------------------------------------------------ LeaderAndIsr
+
+    async def apply_leader_and_isr(
+        self, states: Sequence[PartitionState], brokers: Sequence[BrokerInfo]
+    ) -> list[TopicPartitionError]:
+        async with self._lock:
+            errors = []
+            leaders, followers = [], []
+            for st in states:
+                tp = TopicPartition(st.topic, st.partition)
+                p = self.partitions.get(tp)
+                if p is not None and p.state is not None and _is_stale(p.state, st):
+                    errors.append(
+                        TopicPartitionError(
+                            topic=st.topic,
+                            partition=st.partition,
+                            error_code=ErrorCode.FENCED_LEADER_EPOCH,
+                        )
+                    )
+                    continue
+                if self.config.node_id not in st.replicas:
+                    errors.append(
+                        TopicPartitionError(
+                            topic=st.topic, partition=st.partition, error_code=ErrorCode.NONE
+                        )
+                    )
+                    continue
+                if p is None:
+                    p = LocalPartition(await self.writer.create(tp))
+                    self.partitions[tp] = p
+                (leaders if st.leader == self.config.node_id else followers).append((p, st))
+                errors.append(
+                    TopicPartitionError(
+                        topic=st.topic, partition=st.partition, error_code=ErrorCode.NONE
+                    )
+                )
+            await self._make_leaders(leaders)
+            await self._make_followers(followers, {b.node_id: b for b in brokers})
+            return errors
+
+    async def _make_leaders(self, items: list[tuple[LocalPartition, PartitionState]]) -> None:
+        if not items:
+            return
+        self.fetchers.remove([p.tp for p, _ in items])
+        await self.writer.barrier()  # appends fetched as a follower are all committed
+        writes = []
+        t = now_ms()
+        for p, st in items:
+            same_epoch = p.leader is not None and p.leader_epoch == st.leader_epoch
+            p.state = st
+            if same_epoch:  # only the ISR changed (partition epoch): adopt it
+                p.leader.on_alter_partition_result(
+                    accepted=True, isr=st.isr, partition_epoch=st.partition_epoch
+                )
+                continue
+            p.epochs = assign_epoch(p.epochs, st.leader_epoch, p.log_end_offset)
+            writes.append(AppendWrite(tp=p.tp, batches=[], epochs=p.epochs))
+            p.next_offset = p.log_end_offset
+            p.leader = PartitionLeaderState(
+                tp=p.tp,
+                local_id=self.config.node_id,
+                replicas=list(st.replicas),
+                isr=list(st.isr),
+                leader_epoch=st.leader_epoch,
+                partition_epoch=st.partition_epoch,
+                leader_epoch_start_offset=p.log_end_offset,
+                log_end_offset=p.log_end_offset,
+                high_watermark=min(p.high_watermark, p.log_end_offset),
+                now_ms=t,
+            )
+            p.leader.maybe_advance_hw()
+            p.high_watermark = p.leader.high_watermark
+            self.events.emit(
+                "become_leader",
+                topic=p.tp.topic,
+                partition=p.tp.partition,
+                leader_epoch=st.leader_epoch,
+                isr=list(st.isr),
+                log_end_offset=p.log_end_offset,
+            )
+            p.notify()
+        if writes:
+            await self.writer.append(writes)
+
+    async def _make_followers(
+        self, items: list[tuple[LocalPartition, PartitionState]], brokers: dict[int, BrokerInfo]
+    ) -> None:
+        if not items:
+            return
+        changed = []
+        for p, st in items:
+            was_leader = p.is_leader
+            new_leader = (
+                p.state is None or p.state.leader != st.leader or p.leader_epoch != st.leader_epoch
+            )
+            p.state = st
+            p.leader = None
+            if was_leader or new_leader:
+                changed.append(p)
+            p.notify()  # waiting produces and fetches learn they are no longer served here
+        if not changed:
+            return
+        self.fetchers.remove([p.tp for p in changed])
+        await self.writer.barrier()  # no append of the old role lands after this point
+        for p in changed:
+            p.next_offset = p.log_end_offset
+            st = p.state
+            assert st is not None
+            self.events.emit(
+                "become_follower",
+                topic=p.tp.topic,
+                partition=p.tp.partition,
+                leader=st.leader,
+                leader_epoch=st.leader_epoch,
+                log_end_offset=p.log_end_offset,
+            )
+            if st.leader in brokers:
+                self.fetchers.add(
+                    p,
+                    brokers[st.leader],
+                    leader_epoch=st.leader_epoch,
+                    last_fetched_epoch=latest_epoch(p.epochs),
+                )
+
+    async def apply_stop_replica(
+        self, items: Sequence[StopReplicaPartition]
+    ) -> list[TopicPartitionError]:
+        async with self._lock:
+            out = []
+            for item in items:
+                tp = TopicPartition(item.topic, item.partition)
+                p = self.partitions.get(tp)
+                if p is not None:
+                    self.fetchers.remove([tp])
+                    p.leader = None
+                    p.state = None
+                    p.notify()
+                    if item.delete:
+                        del self.partitions[tp]
+                        await self.writer.delete(tp)
+                    self.events.emit(
+                        "stop_replica", topic=tp.topic, partition=tp.partition, delete=item.delete
+                    )
+                out.append(
+                    TopicPartitionError(
+                        topic=item.topic, partition=item.partition, error_code=ErrorCode.NONE
+                    )
+                )
+            return out
+
+    # ------------------------------------------------------------------ ISR maintenance
+
+    def maybe_expand_isr(self, p: LocalPartition) -> None:
+        if p.leader is None:
+            return
+        proposal = p.leader.expand_proposal()
+        if proposal is not None:
+            self._propose(p, proposal, "expand")
+
+    def _propose(self, p: LocalPartition, new_isr: list[int], why: str) -> None:
+        assert p.leader is not None
+        p.leader.propose_isr(new_isr)
+        self.events.emit(
+            "isr_change_proposed",
+            topic=p.tp.topic,
+            partition=p.tp.partition,
+            why=why,
+            isr=sorted(p.leader.isr),
+            proposed=sorted(new_isr),
+        )
+        try:
+            self._alter_send.send_nowait(p.tp)
+        except trio.WouldBlock:
+            p.leader.on_alter_partition_result(accepted=False)
+
+    async def run_isr_expiration(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Kafka's isr-expiration task: every replica.lag.time.max.ms / 2."""
+        task_status.started()
+        lag_max = self.config.replica_lag_time_max_ms
+        while True:
+            await trio.sleep(max(lag_max // 2, 1) / 1000)
+            t = now_ms()
+            for p in list(self.partitions.values()):
+                if p.leader is None:
+                    continue
+                proposal = p.leader.shrink_proposal(t, lag_max)
+                if proposal is not None:
+                    self._propose(p, proposal, "shrink")
+
+    async def run_alter_partition_sender(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Batches pending ISR proposals into AlterPartition requests to the controller."""
+        task_status.started()
+        async for first in self._alter_recv:
+            tps = {first}
+            while True:
+                try:
+                    tps.add(self._alter_recv.receive_nowait())
+                except trio.WouldBlock:
+                    break
+            await self._send_alter_partition(
+                [self.partitions[tp] for tp in tps if tp in self.partitions]
+            )
+
+    async def _send_alter_partition(self, parts: list[LocalPartition]) -> None:
+        items = []
+        for p in parts:
+            if p.leader is None or p.leader.pending_isr is None:
+                continue
+            items.append(
+                AlterPartitionItem(
+                    topic=p.tp.topic,
+                    partition=p.tp.partition,
+                    leader_epoch=p.leader.leader_epoch,
+                    new_isr=sorted(p.leader.pending_isr),
+                    partition_epoch=p.leader.partition_epoch,
+                )
+            )
+        if not items:
+            return
+        try:
+            resp = await self.controller.request(
+                AlterPartitionRequest(
+                    broker_id=self.config.node_id,
+                    broker_epoch=self.controller.broker_epoch,
+                    partitions=items,
+                ),
+                timeout_s=10,
+            )
+        except MiniKafkaError as exc:
+            self.events.emit("alter_partition_failed", error=str(exc))
+            resp = AlterPartitionResponse(error_code=ErrorCode.NETWORK_EXCEPTION)
+        assert isinstance(resp, AlterPartitionResponse)
+        answers = {(a.topic, a.partition): a for a in resp.partitions}
+        for item in items:
+            p = self.partitions.get(TopicPartition(item.topic, item.partition))
+            if p is None or p.leader is None or p.leader.leader_epoch != item.leader_epoch:
+                continue
+            a = answers.get((item.topic, item.partition))
+            ok = (
+                resp.error_code == ErrorCode.NONE
+                and a is not None
+                and a.error_code == ErrorCode.NONE
+            )
+            old_isr = sorted(p.leader.isr)
+            if ok:
+                assert a is not None
+                advanced = p.leader.on_alter_partition_result(
+                    accepted=True, isr=list(a.isr), partition_epoch=a.partition_epoch
+                )
+                shrink = len(a.isr) < len(old_isr)
+                self.metrics.inc("isr_shrinks" if shrink else "isr_expands")
+                self.events.emit(
+                    "isr_shrink" if shrink else "isr_expand",
+                    topic=item.topic,
+                    partition=item.partition,
+                    old_isr=old_isr,
+                    isr=sorted(a.isr),
+                    partition_epoch=a.partition_epoch,
+                )
+                if advanced:
+                    p.high_watermark = p.leader.high_watermark
+                p.notify()
+            else:
+                code = a.error_code if a is not None else resp.error_code
+                p.leader.on_alter_partition_result(accepted=False)
+                self.events.emit(
+                    "isr_change_rejected",
+                    topic=item.topic,
+                    partition=item.partition,
+                    error_code=int(code),
+                )
+
+    async def run_hw_checkpoints(
+        self,
+        *,
+        interval_s: float = 5.0,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Kafka's replica.high.watermark.checkpoint.interval.ms: persist HWs that moved."""
+        task_status.started()
+        saved: dict[TopicPartition, int] = {}
+        while True:
+            await trio.sleep(interval_s)
+            moved = {
+                tp: p.high_watermark
+                for tp, p in self.partitions.items()
+                if saved.get(tp) != p.high_watermark
+            }
+            if moved:
+                await self.writer.checkpoint(moved)
+                saved.update(moved)
+
+    # ------------------------------------------------------------------ gauges
+
+    def _under_replicated(self) -> int:
+        return sum(
+            1
+            for p in self.partitions.values()
+            if p.leader is not None and len(p.leader.isr) < len(p.leader.replicas)
+        )
+
+    def _sum_replica_lag(self) -> int:
+        return sum(
+            p.leader.replica_lag(r)
+            for p in self.partitions.values()
+            if p.leader is not None
+            for r in p.leader.replicas
+            if r != self.config.node_id
+        )
+
+
+def _is_stale(current: PartitionState, new: PartitionState) -> bool:
+    if new.leader_epoch != current.leader_epoch:
+        return new.leader_epoch < current.leader_epoch
+    return new.partition_epoch < current.partition_epoch
+
+
+class ControllerLinkLike:
+    """What the replica manager needs of the broker's controller link (see server/broker.py)."""
+
+    broker_epoch: int
+
+    async def request(self, body: object, *, timeout_s: float) -> object:  # pragma: no cover
+        raise NotImplementedError

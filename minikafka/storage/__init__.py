@@ -1,0 +1,23 @@
+"""minikafka/storage: the only package that imports lmdb (partition logs, checkpoints, metadata)."""
+
+from minikafka.storage.log_store import (
+    AppendWrite,
+    EnvLease,
+    LoadedPartition,
+    LogStore,
+    ReadSpec,
+    StorageError,
+    StoreConfig,
+)
+from minikafka.storage.metadata_store import MetadataStore
+
+__all__ = [
+    "AppendWrite",
+    "EnvLease",
+    "LoadedPartition",
+    "LogStore",
+    "MetadataStore",
+    "ReadSpec",
+    "StorageError",
+    "StoreConfig",
+]

@@ -1,0 +1,464 @@
+"""The partition logs of one node, in one LMDB environment: batches, epochs, checkpoints.
+
+This module (with `metadata_store`) is the only place lmdb is imported. It owns:
+
+- the environment of a node data dir, opened once per process and shared by `LogStore` and
+  `MetadataStore` through `EnvLease` (LMDB forbids opening one environment twice in a process);
+- one named database per partition log, `log/<topic>/<partition>`: key = 8-byte big-endian base
+  offset, value = the whole batch bytes (header included, payload never decoded here);
+- the named database `partition-meta`: per partition (same key as the log's name) a msgpack map
+  `{"log_start_offset", "high_watermark", "epochs": [[epoch, start_offset], ...]}`.
+
+Rules: every public method runs exactly ONE transaction and holds none across calls (the Trio
+shell calls them through `trio.to_thread.run_sync`). The log end offset is not stored: it is the
+last batch's base + count (or the log start offset when empty), cached in memory per partition,
+rebuilt on load and truncation, and updated only after a commit succeeded. Writers serialise on
+one lock so the cache always matches the last commit; readers run concurrently in their own
+snapshots, and only `delete_partition` (which closes a database handle, unsafe while any
+transaction may use it, see `mdb_dbi_close`) waits for them. Durability: `sync=True` survives
+power loss; `sync=False` survives a process crash (SIGKILL) only.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import lmdb
+import msgpack
+
+from minikafka.core.fetch_limits import ResponseBudget
+from minikafka.core.records import HEADER, HEADER_SIZE, peek_header
+from minikafka.core.types import EpochEntry, TopicPartition
+from minikafka.errors import MiniKafkaError
+
+_KEY = struct.Struct(">Q")
+_META_DB = b"partition-meta"
+_LOG_PREFIX = "log/"
+
+
+class StorageError(MiniKafkaError):
+    """A storage operation failed or was refused; nothing of it was written."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreConfig:
+    map_size_bytes: int = 1 << 36  # 64 GiB address space, sparse
+    sync: bool = True  # LMDB sync/metasync: the durability policy
+    max_partitions: int = 8192
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoadedPartition:
+    tp: TopicPartition
+    log_start_offset: int
+    log_end_offset: int  # last batch's base + count, or log_start_offset if empty
+    high_watermark: int  # checkpointed HW, clamped to [log_start_offset, log_end_offset]
+    epochs: list[EpochEntry]  # persisted leader-epoch cache
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AppendWrite:
+    tp: TopicPartition
+    batches: Sequence[bytes]  # whole batches, offsets already set, contiguous
+    epochs: list[EpochEntry] | None = None  # replace the persisted epoch cache when not None
+    high_watermark: int | None = None  # checkpoint when not None (clamped to the new LEO)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadSpec:
+    tp: TopicPartition
+    fetch_offset: int
+    max_offset: int  # exclusive: only batches whose next offset <= max_offset
+    partition_max_bytes: int
+
+
+class EnvLease:
+    """A reference to the process-wide LMDB environment of one directory; `close()` releases it."""
+
+    _lock = threading.Lock()
+    _open: dict[str, list[Any]] = {}  # realpath -> [env, config, refcount]
+
+    def __init__(self, path: str | os.PathLike[str], config: StoreConfig) -> None:
+        os.makedirs(path, exist_ok=True)
+        key = os.path.realpath(path)
+        with self._lock:
+            entry = self._open.get(key)
+            if entry is None:
+                try:
+                    env = lmdb.open(
+                        key,
+                        map_size=config.map_size_bytes,
+                        max_dbs=config.max_partitions + 8,
+                        max_readers=512,
+                        sync=config.sync,
+                        metasync=config.sync,
+                        writemap=False,
+                        readahead=False,
+                    )
+                except lmdb.Error as exc:
+                    raise StorageError(f"cannot open LMDB environment {path}: {exc}") from exc
+                entry = self._open[key] = [env, config, 0]
+            elif entry[1] != config:
+                raise StorageError(f"{path} is already open with {entry[1]}, not {config}")
+            entry[2] += 1
+        self._key: str | None = key  # only once the lease is counted
+        self.env: lmdb.Environment = entry[0]
+
+    def close(self) -> None:
+        """Release this lease (idempotent); the last lease closes the environment."""
+        with self._lock:
+            if self._key is None:
+                return
+            entry = self._open[self._key]
+            entry[2] -= 1
+            if entry[2] == 0:
+                del self._open[self._key]
+                entry[0].close()
+            self._key = None
+
+    @property
+    def closed(self) -> bool:
+        return self._key is None
+
+    @contextmanager
+    def txn(self, *, write: bool) -> Iterator[lmdb.Transaction]:
+        """One transaction: committed on success, aborted on any exception (lmdb's -> StorageError)."""
+        if self._key is None:
+            raise StorageError("the store is closed")
+        try:
+            with self.env.begin(write=write, buffers=not write) as txn:
+                yield txn
+        except lmdb.Error as exc:
+            raise StorageError(f"LMDB: {exc}") from exc
+
+
+class _DropGate:
+    """Readers share; closing a database handle waits for running readers and blocks new ones."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._readers = 0
+        self._dropping = False
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        with self._cond:
+            while self._dropping:
+                self._cond.wait()
+            self._readers += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._readers -= 1
+                if self._readers == 0:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def dropping(self) -> Iterator[None]:
+        with self._cond:
+            while self._dropping or self._readers:
+                self._cond.wait()
+            self._dropping = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._dropping = False
+                self._cond.notify_all()
+
+
+def _db_name(tp: TopicPartition) -> bytes:
+    return f"{_LOG_PREFIX}{tp.topic}/{tp.partition}".encode()
+
+
+def _parse_db_name(name: bytes) -> TopicPartition:
+    topic, _, partition = name.decode()[len(_LOG_PREFIX) :].rpartition("/")
+    return TopicPartition(topic, int(partition))
+
+
+def _next_offset(raw: Any) -> int:
+    base, _epoch, count = peek_header(raw)
+    return base + count
+
+
+def _seek_ending_at_or_after(cur: lmdb.Cursor, offset: int) -> bool:
+    """Position `cur` on the first batch whose last offset >= `offset`; False if there is none."""
+    key = _KEY.pack(max(0, offset))
+    if not cur.set_range(key):
+        return cur.last() and _next_offset(cur.value()) > offset
+    if cur.key() == key:
+        return True
+    if cur.prev():  # the batch before may contain `offset`
+        return _next_offset(cur.value()) > offset or cur.next()
+    return cur.first()
+
+
+def _batch_sizes(cur: lmdb.Cursor, max_offset: int, out: list[Any]) -> Iterator[int]:
+    """Sizes of the batches from the cursor on that end at or before `max_offset`; keeps them."""
+    for raw in cur.iternext(keys=False, values=True):
+        if _next_offset(raw) > max_offset:
+            return
+        out.append(raw)
+        yield len(raw)
+
+
+def _read_partition(cur: lmdb.Cursor, spec: ReadSpec, budget: ResponseBudget) -> bytes:
+    """Whole batches from the one containing `spec.fetch_offset`, under the budget (KIP-74)."""
+    found = _seek_ending_at_or_after(cur, spec.fetch_offset)
+    if not found or peek_header(cur.value())[0] > spec.fetch_offset:
+        return b""  # no batch contains fetch_offset (below the log start)
+    chunks: list[Any] = []
+    sizes = _batch_sizes(cur, spec.max_offset, chunks)
+    taken, _nbytes = budget.take(sizes, spec.partition_max_bytes)
+    sizes.close()
+    return b"".join(chunks[:taken])  # copies out of the map while the txn is still open
+
+
+def _checked_pairs(
+    tp: TopicPartition, batches: Sequence[bytes], leo: int
+) -> tuple[list[tuple[bytes, bytes]], int]:
+    """(key, batch) pairs for batches that continue the log at `leo`, and the new LEO."""
+    pairs = []
+    for batch in batches:
+        if len(batch) < HEADER_SIZE:
+            raise StorageError(f"{tp}: a batch of {len(batch)} bytes is shorter than its header")
+        base, _epoch, count, length, _crc = HEADER.unpack_from(batch, 0)
+        if base != leo:
+            raise StorageError(f"{tp}: batch at offset {base} does not start at log end {leo}")
+        if count < 1 or length != len(batch) - HEADER_SIZE:
+            raise StorageError(f"{tp}: malformed batch header at offset {base}")
+        pairs.append((_KEY.pack(base), batch))
+        leo = base + count
+    return pairs, leo
+
+
+class LogStore:
+    """All partition logs of one node; every method is synchronous and runs one transaction."""
+
+    def __init__(self, path: str | os.PathLike[str], config: StoreConfig = StoreConfig()) -> None:
+        self._config = config
+        self._lease = EnvLease(path, config)
+        self._env = self._lease.env
+        self._write_lock = threading.Lock()
+        self._gate = _DropGate()
+        self._dbs: dict[TopicPartition, Any] = {}  # opened handles (lmdb._Database)
+        self._leo: dict[TopicPartition, int] = {}  # log end offsets as of the last commit
+        try:
+            with self._lease.txn(write=True) as txn:
+                self._meta_db = self._env.open_db(_META_DB, txn=txn, create=True)
+                for name in txn.cursor(db=self._meta_db).iternext(keys=True, values=False):
+                    tp = _parse_db_name(bytes(name))
+                    db = self._env.open_db(bytes(name), txn=txn, create=True)
+                    self._dbs[tp] = db
+                    self._leo[tp] = self._load(txn, tp, db).log_end_offset
+        except BaseException:
+            self._lease.close()
+            raise
+
+    def close(self) -> None:
+        """Release the environment (idempotent)."""
+        self._lease.close()
+
+    def __enter__(self) -> LogStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- partitions ------------------------------------------------------------------------------
+
+    def list_partitions(self) -> list[TopicPartition]:
+        with self._lease.txn(write=False) as txn:
+            names = txn.cursor(db=self._meta_db).iternext(keys=True, values=False)
+            return [_parse_db_name(bytes(name)) for name in names]
+
+    def create_partition(self, tp: TopicPartition) -> LoadedPartition:
+        """Create an empty log at offset 0, or load it unchanged if it exists already."""
+        with self._write_lock:
+            if tp not in self._dbs and len(self._dbs) >= self._config.max_partitions:
+                raise StorageError(f"{tp}: max_partitions={self._config.max_partitions} reached")
+            with self._lease.txn(write=True) as txn:
+                db = self._env.open_db(_db_name(tp), txn=txn, create=True)
+                if txn.get(_db_name(tp), db=self._meta_db) is None:
+                    self._put_meta(
+                        txn, tp, {"log_start_offset": 0, "high_watermark": 0, "epochs": []}
+                    )
+                loaded = self._load(txn, tp, db)
+            self._dbs[tp] = db
+            self._leo[tp] = loaded.log_end_offset
+            return loaded
+
+    def load_partition(self, tp: TopicPartition) -> LoadedPartition:
+        """The persisted state of one partition: KeyError if it does not exist."""
+        with self._write_lock:  # the snapshot is then the last commit, as is the LEO cache
+            db = self._dbs.get(tp)
+            if db is None:
+                raise KeyError(tp)
+            with self._lease.txn(write=False) as txn:
+                loaded = self._load(txn, tp, db)
+            self._leo[tp] = loaded.log_end_offset
+            return loaded
+
+    def load_all(self) -> dict[TopicPartition, LoadedPartition]:
+        with self._write_lock:
+            with self._lease.txn(write=False) as txn:
+                loaded = {tp: self._load(txn, tp, db) for tp, db in self._dbs.items()}
+            self._leo.update((tp, part.log_end_offset) for tp, part in loaded.items())
+            return loaded
+
+    def delete_partition(self, tp: TopicPartition) -> None:
+        """Drop the partition's log and metadata; nothing happens if it does not exist."""
+        with self._write_lock, self._gate.dropping():
+            db = self._dbs.get(tp)
+            with self._lease.txn(write=True) as txn:
+                if db is not None:
+                    txn.drop(db, delete=True)
+                txn.delete(_db_name(tp), db=self._meta_db)
+            self._dbs.pop(tp, None)
+            self._leo.pop(tp, None)
+
+    # -- log operations --------------------------------------------------------------------------
+
+    def append(self, writes: Sequence[AppendWrite]) -> None:
+        """Append to several partitions in ONE transaction; on any violation nothing is written.
+
+        Each write's first batch must start at the partition's log end offset and its batches must
+        be contiguous (StorageError otherwise). Epochs and the HW are persisted when given.
+        """
+        with self._write_lock:
+            new_leo: dict[TopicPartition, int] = {}
+            with self._lease.txn(write=True) as txn:
+                for write in writes:
+                    db = self._db(write.tp)
+                    leo = new_leo.get(write.tp, self._leo[write.tp])
+                    pairs, leo = _checked_pairs(write.tp, write.batches, leo)
+                    if pairs:
+                        with txn.cursor(db=db) as cur:
+                            _consumed, added = cur.putmulti(pairs, append=True)
+                        if added != len(pairs):
+                            raise StorageError(f"{write.tp}: append out of key order")
+                    new_leo[write.tp] = leo
+                    if write.epochs is not None or write.high_watermark is not None:
+                        meta = self._get_meta(txn, write.tp)
+                        if write.epochs is not None:
+                            meta["epochs"] = [list(entry) for entry in write.epochs]
+                        if write.high_watermark is not None:
+                            meta["high_watermark"] = min(write.high_watermark, leo)
+                        self._put_meta(txn, write.tp, meta)
+            self._leo.update(new_leo)  # only once the commit succeeded
+
+    def read(self, specs: Sequence[ReadSpec], response_max_bytes: int) -> list[bytes]:
+        """Whole batches per spec, in ONE read transaction, under the KIP-74 caps.
+
+        Per spec: the batches from the one containing `fetch_offset` on, each ending at or before
+        `max_offset`, limited by `core.fetch_limits.ResponseBudget` across the specs in order.
+        b"" when nothing: unknown partition, no batch contains `fetch_offset` (the caller checks
+        the range against its in-memory log start / LEO), or the caps allow nothing.
+        """
+        budget = ResponseBudget(response_max_bytes)
+        with self._gate.reading():
+            # Handles are taken before the txn begins: a handle committed later must not be used
+            # in an older snapshot (LMDB: "preexisting transactions must not use the new handle").
+            handles = [self._dbs.get(spec.tp) for spec in specs]
+            with self._lease.txn(write=False) as txn:
+                out = []
+                for spec, db in zip(specs, handles, strict=True):
+                    if db is None or budget.exhausted() or spec.fetch_offset >= spec.max_offset:
+                        out.append(b"")
+                        continue
+                    with txn.cursor(db=db) as cur:
+                        out.append(_read_partition(cur, spec, budget))
+                return out
+
+    def truncate(self, tp: TopicPartition, offset: int, epochs: list[EpochEntry]) -> int:
+        """Remove every batch whose last offset >= `offset`; persist `epochs`; return the new LEO.
+
+        A batch containing `offset` goes whole, so the new LEO may be below `offset`. The
+        checkpointed HW is clamped to the new LEO.
+        """
+        with self._write_lock:
+            db = self._db(tp)
+            leo = self._leo[tp]
+            with self._lease.txn(write=True) as txn:
+                with txn.cursor(db=db) as cur:
+                    if _seek_ending_at_or_after(cur, offset):
+                        leo = peek_header(cur.value())[0]
+                        while cur.delete():
+                            pass
+                meta = self._get_meta(txn, tp)
+                meta["epochs"] = [list(entry) for entry in epochs]
+                meta["high_watermark"] = min(meta["high_watermark"], leo)
+                self._put_meta(txn, tp, meta)
+            self._leo[tp] = leo
+            return leo
+
+    def truncate_fully(self, tp: TopicPartition, new_start_offset: int) -> None:
+        """Empty the log: log start = LEO = HW = `new_start_offset`, epochs = []."""
+        with self._write_lock:
+            db = self._db(tp)
+            with self._lease.txn(write=True) as txn:
+                txn.drop(db, delete=False)
+                meta = {
+                    "log_start_offset": new_start_offset,
+                    "high_watermark": new_start_offset,
+                    "epochs": [],
+                }
+                self._put_meta(txn, tp, meta)
+            self._leo[tp] = new_start_offset
+
+    def checkpoint(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """Persist high watermarks (each clamped to the LEO) in one transaction.
+
+        Partitions that do not exist (deleted meanwhile) are skipped.
+        """
+        with self._write_lock:
+            with self._lease.txn(write=True) as txn:
+                for tp, hw in high_watermarks.items():
+                    if tp not in self._dbs:
+                        continue
+                    meta = self._get_meta(txn, tp)
+                    meta["high_watermark"] = min(hw, self._leo[tp])
+                    self._put_meta(txn, tp, meta)
+
+    def disk_bytes(self) -> int:
+        """Bytes of the data file in use (pages up to the highest one ever allocated)."""
+        if self._lease.closed:
+            raise StorageError("the store is closed")
+        return (self._env.info()["last_pgno"] + 1) * self._env.stat()["psize"]
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _db(self, tp: TopicPartition) -> Any:
+        db = self._dbs.get(tp)
+        if db is None:
+            raise StorageError(f"{tp}: no such partition in this store")
+        return db
+
+    def _get_meta(self, txn: lmdb.Transaction, tp: TopicPartition) -> dict[str, Any]:
+        raw = txn.get(_db_name(tp), db=self._meta_db)
+        if raw is None:
+            raise StorageError(f"{tp}: partition metadata is missing")
+        return msgpack.unpackb(raw, raw=False)
+
+    def _put_meta(self, txn: lmdb.Transaction, tp: TopicPartition, meta: dict[str, Any]) -> None:
+        txn.put(_db_name(tp), msgpack.packb(meta, use_bin_type=True), db=self._meta_db)
+
+    def _load(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> LoadedPartition:
+        meta = self._get_meta(txn, tp)
+        start = meta["log_start_offset"]
+        with txn.cursor(db=db) as cur:
+            leo = _next_offset(cur.value()) if cur.last() else start
+        return LoadedPartition(
+            tp=tp,
+            log_start_offset=start,
+            log_end_offset=leo,
+            high_watermark=max(start, min(meta["high_watermark"], leo)),
+            epochs=[(epoch, offset) for epoch, offset in meta["epochs"]],
+        )

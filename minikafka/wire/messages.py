@@ -1,0 +1,444 @@
+"""The request and response messages of every API, as frozen dataclasses.
+
+Shapes and API keys follow Kafka's where Kafka has the API (org.apache.kafka.common.message);
+fields are flattened where Kafka nests by topic only for compactness. Partition lists in fetches
+are flat lists of (topic, partition) entries so that a follower can put them in any order: the
+leader fills a response in request order (KIP-74) and KIP-73 has followers randomise that order.
+
+Record data travels as opaque `bytes` (a concatenation of record batches, see core/records.py).
+The codec (wire/codec.py) checks every field against these annotations, so a peer that sends a
+wrong type gets a RemoteProtocolError, never a half-built message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+MSG = dict(frozen=True, slots=True, kw_only=True)
+
+
+class ApiKey(IntEnum):
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    LEADER_AND_ISR = 4
+    STOP_REPLICA = 5
+    UPDATE_METADATA = 6
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ALTER_PARTITION = 56
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+
+
+# Sentinels with Kafka's values.
+CONSUMER_REPLICA_ID = -1  # FetchRequest.replica_id of a consumer
+NO_LEADER = -1
+NO_EPOCH = -1
+LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or HW for consumers)
+EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
+
+
+# ---------------------------------------------------------------------------- shared shapes
+
+
+@dataclass(**MSG)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(**MSG)
+class TopicPartitionError:
+    topic: str
+    partition: int
+    error_code: int
+
+
+@dataclass(**MSG)
+class PartitionState:
+    """A partition's registration as the controller holds it (LeaderAndIsr, UpdateMetadata)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    partition_epoch: int
+    replicas: list[int]
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- ApiVersions
+
+
+@dataclass(**MSG)
+class ApiVersionRange:
+    api_key: int
+    min_version: int
+    max_version: int
+
+
+@dataclass(**MSG)
+class ApiVersionsRequest:
+    pass
+
+
+@dataclass(**MSG)
+class ApiVersionsResponse:
+    error_code: int = 0
+    api_keys: list[ApiVersionRange] = field(default_factory=list)
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------------------------------- Metadata
+
+
+@dataclass(**MSG)
+class MetadataRequest:
+    topics: list[str] | None = None  # None: every topic
+
+
+@dataclass(**MSG)
+class PartitionMetadata:
+    error_code: int
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline_replicas: list[int] = field(default_factory=list)
+
+
+@dataclass(**MSG)
+class TopicMetadata:
+    error_code: int
+    name: str
+    partitions: list[PartitionMetadata]
+
+
+@dataclass(**MSG)
+class MetadataResponse:
+    brokers: list[BrokerInfo]
+    controller_id: int
+    topics: list[TopicMetadata]
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------------------------------- Produce
+
+
+@dataclass(**MSG)
+class ProducePartition:
+    topic: str
+    partition: int
+    records: bytes  # one or more record batches
+
+
+@dataclass(**MSG)
+class ProduceRequest:
+    acks: int  # 0, 1 or -1 (all)
+    timeout_ms: int
+    partitions: list[ProducePartition]
+
+
+@dataclass(**MSG)
+class ProducePartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    base_offset: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+@dataclass(**MSG)
+class ProduceResponse:
+    partitions: list[ProducePartitionResponse]
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------------------------------- Fetch
+
+
+@dataclass(**MSG)
+class FetchPartition:
+    topic: str
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = NO_EPOCH
+    last_fetched_epoch: int = NO_EPOCH  # lets the leader answer with a diverging epoch
+    log_start_offset: int = -1
+
+
+@dataclass(**MSG)
+class FetchRequest:
+    replica_id: int  # CONSUMER_REPLICA_ID for consumers, the broker id for followers
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int  # whole-response cap (KIP-74, replica.fetch.response.max.bytes)
+    partitions: list[FetchPartition]
+
+
+@dataclass(**MSG)
+class EpochEndOffset:
+    epoch: int
+    end_offset: int
+
+
+@dataclass(**MSG)
+class FetchPartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    diverging_epoch: EpochEndOffset | None = None
+    records: bytes = b""
+
+
+@dataclass(**MSG)
+class FetchResponse:
+    partitions: list[FetchPartitionResponse]
+    error_code: int = 0
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------------------------------- ListOffsets
+
+
+@dataclass(**MSG)
+class ListOffsetsPartition:
+    topic: str
+    partition: int
+    timestamp: int  # LATEST_TIMESTAMP or EARLIEST_TIMESTAMP
+
+
+@dataclass(**MSG)
+class ListOffsetsRequest:
+    partitions: list[ListOffsetsPartition]
+    replica_id: int = CONSUMER_REPLICA_ID
+
+
+@dataclass(**MSG)
+class ListOffsetsPartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    offset: int = -1
+    leader_epoch: int = NO_EPOCH
+
+
+@dataclass(**MSG)
+class ListOffsetsResponse:
+    partitions: list[ListOffsetsPartitionResponse]
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------------------------------- OffsetForLeaderEpoch
+
+
+@dataclass(**MSG)
+class OffsetForLeaderEpochPartition:
+    topic: str
+    partition: int
+    current_leader_epoch: int
+    leader_epoch: int
+
+
+@dataclass(**MSG)
+class OffsetForLeaderEpochRequest:
+    replica_id: int
+    partitions: list[OffsetForLeaderEpochPartition]
+
+
+@dataclass(**MSG)
+class OffsetForLeaderEpochPartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    leader_epoch: int = NO_EPOCH
+    end_offset: int = -1
+
+
+@dataclass(**MSG)
+class OffsetForLeaderEpochResponse:
+    partitions: list[OffsetForLeaderEpochPartitionResponse]
+
+
+# ---------------------------------------------------------------------------- controller -> broker
+
+
+@dataclass(**MSG)
+class LeaderAndIsrRequest:
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int  # the receiving broker's epoch: a restarted broker rejects old requests
+    partitions: list[PartitionState]
+    live_leaders: list[BrokerInfo]
+
+
+@dataclass(**MSG)
+class LeaderAndIsrResponse:
+    error_code: int
+    partitions: list[TopicPartitionError] = field(default_factory=list)
+
+
+@dataclass(**MSG)
+class UpdateMetadataRequest:
+    controller_id: int
+    controller_epoch: int
+    brokers: list[BrokerInfo]
+    partitions: list[PartitionState]
+
+
+@dataclass(**MSG)
+class UpdateMetadataResponse:
+    error_code: int
+
+
+@dataclass(**MSG)
+class StopReplicaPartition:
+    topic: str
+    partition: int
+    leader_epoch: int
+    delete: bool
+
+
+@dataclass(**MSG)
+class StopReplicaRequest:
+    controller_id: int
+    controller_epoch: int
+    broker_epoch: int
+    partitions: list[StopReplicaPartition]
+
+
+@dataclass(**MSG)
+class StopReplicaResponse:
+    error_code: int
+    partitions: list[TopicPartitionError] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- broker -> controller
+
+
+@dataclass(**MSG)
+class BrokerRegistrationRequest:
+    broker_id: int
+    incarnation_id: str  # new on every process start: a restart is a new incarnation
+    host: str
+    port: int
+
+
+@dataclass(**MSG)
+class BrokerRegistrationResponse:
+    error_code: int
+    broker_epoch: int = -1
+
+
+@dataclass(**MSG)
+class BrokerHeartbeatRequest:
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(**MSG)
+class BrokerHeartbeatResponse:
+    error_code: int
+    is_fenced: bool = False
+
+
+@dataclass(**MSG)
+class AlterPartitionItem:
+    topic: str
+    partition: int
+    leader_epoch: int
+    new_isr: list[int]
+    partition_epoch: int
+
+
+@dataclass(**MSG)
+class AlterPartitionRequest:
+    broker_id: int
+    broker_epoch: int
+    partitions: list[AlterPartitionItem]
+
+
+@dataclass(**MSG)
+class AlterPartitionItemResponse:
+    topic: str
+    partition: int
+    error_code: int
+    leader: int = NO_LEADER
+    leader_epoch: int = NO_EPOCH
+    isr: list[int] = field(default_factory=list)
+    partition_epoch: int = -1
+
+
+@dataclass(**MSG)
+class AlterPartitionResponse:
+    error_code: int
+    partitions: list[AlterPartitionItemResponse] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------- CreateTopics
+
+
+@dataclass(**MSG)
+class CreatableTopic:
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: list[list[int]] | None = None  # explicit replicas per partition
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(**MSG)
+class CreateTopicsRequest:
+    topics: list[CreatableTopic]
+    timeout_ms: int = 30_000
+    validate_only: bool = False
+
+
+@dataclass(**MSG)
+class CreatableTopicResult:
+    name: str
+    error_code: int
+    error_message: str | None = None
+
+
+@dataclass(**MSG)
+class CreateTopicsResponse:
+    topics: list[CreatableTopicResult]
+    throttle_time_ms: int = 0
+
+
+# ---------------------------------------------------------------------------- the registry
+
+API: dict[ApiKey, tuple[type, type]] = {
+    ApiKey.PRODUCE: (ProduceRequest, ProduceResponse),
+    ApiKey.FETCH: (FetchRequest, FetchResponse),
+    ApiKey.LIST_OFFSETS: (ListOffsetsRequest, ListOffsetsResponse),
+    ApiKey.METADATA: (MetadataRequest, MetadataResponse),
+    ApiKey.LEADER_AND_ISR: (LeaderAndIsrRequest, LeaderAndIsrResponse),
+    ApiKey.STOP_REPLICA: (StopReplicaRequest, StopReplicaResponse),
+    ApiKey.UPDATE_METADATA: (UpdateMetadataRequest, UpdateMetadataResponse),
+    ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
+    ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    ApiKey.ALTER_PARTITION: (AlterPartitionRequest, AlterPartitionResponse),
+    ApiKey.BROKER_REGISTRATION: (BrokerRegistrationRequest, BrokerRegistrationResponse),
+    ApiKey.BROKER_HEARTBEAT: (BrokerHeartbeatRequest, BrokerHeartbeatResponse),
+}
+
+API_KEY_OF: dict[type, ApiKey] = {req: key for key, (req, _resp) in API.items()}
+
+# Every API is at version 0; the version field exists so that the codec can reject what it
+# does not know and later versions can be added beside.
+SUPPORTED_VERSIONS: dict[ApiKey, tuple[int, int]] = {key: (0, 0) for key in API}

@@ -1,0 +1,1 @@
+"""Admin and analysis tools: perf tools, reassignment, PySpark analysis."""
