@@ -380,3 +380,52 @@ def test_snapshot_is_plain_values():
         {"replica": 3, "log_end_offset": 110, "lag": 0, "last_caught_up_ms": 0,
          "last_fetch_ms": 0, "in_sync": True},
     ]  # fmt: skip
+
+
+# ---------------------------------------------------------------- controller-made ISR changes
+
+
+def _leader_of_three(now_ms: int = 0) -> PartitionLeaderState:
+    return PartitionLeaderState(
+        tp=TopicPartition("t", 0),
+        local_id=1,
+        replicas=[1, 2, 3],
+        isr=[1, 2, 3],
+        leader_epoch=4,
+        partition_epoch=7,
+        leader_epoch_start_offset=0,
+        log_end_offset=10,
+        high_watermark=0,
+        now_ms=now_ms,
+    )
+
+
+def test_controller_removing_a_dead_follower_unblocks_the_hw():
+    st = _leader_of_three()
+    st.on_follower_fetch(2, 10, now_ms=1)  # follower 2 has everything; 3 never fetched
+    assert st.high_watermark == 0  # 3 is in the ISR with LEO unknown: HW held at 0
+    # The controller fences broker 3: ISR [1, 2] at partition epoch 8, same leader epoch.
+    assert st.apply_controller_state(replicas=[1, 2, 3], isr=[1, 2], partition_epoch=8, now_ms=2)
+    assert st.high_watermark == 10 and st.isr == (1, 2) and st.partition_epoch == 8
+
+
+def test_controller_state_drops_a_pending_proposal_and_ignores_old_epochs():
+    st = _leader_of_three()
+    st.propose_isr([1, 2])
+    assert not st.apply_controller_state(
+        replicas=[1, 2, 3], isr=[1, 3], partition_epoch=7, now_ms=1
+    )
+    assert st.pending_isr == (1, 2)  # epoch 7 is not newer: nothing changed
+    st.apply_controller_state(replicas=[1, 2, 3], isr=[1, 3], partition_epoch=9, now_ms=1)
+    assert st.pending_isr is None and st.isr == (1, 3)
+    # The in-flight answer arriving late is ignored (nothing pending any more).
+    assert not st.on_alter_partition_result(accepted=True, isr=[1, 2], partition_epoch=8)
+    assert st.isr == (1, 3)
+
+
+def test_controller_state_keeps_follower_progress():
+    st = _leader_of_three()
+    st.on_follower_fetch(2, 10, now_ms=5)
+    st.apply_controller_state(replicas=[1, 2, 3, 4], isr=[1, 2], partition_epoch=8, now_ms=6)
+    assert st.follower_log_end_offset(2) == 10
+    assert st.follower_log_end_offset(4) == -1

@@ -38,6 +38,8 @@ from minikafka.core.controller_model import (
     Effect,
     Event,
     PartitionRecord,
+    SendLeaderAndIsr,
+    SendUpdateMetadata,
     request_effects,
 )
 from minikafka.core.controller_topics import TopicPlan, plan_topic
@@ -52,6 +54,16 @@ from minikafka.wire.messages import (
     CreatableTopicResult,
     PartitionState,
 )
+
+# The effect and config types live in controller_model; importable from here too.
+__all__ = [
+    "ControllerConfig",
+    "ControllerState",
+    "Effect",
+    "Event",
+    "SendLeaderAndIsr",
+    "SendUpdateMetadata",
+]
 
 DOC_VERSION = 1
 

@@ -44,7 +44,7 @@ def alter_error(
     if record.leader not in new_isr:
         return ErrorCode.INVALID_REQUEST
     current = set(record.isr)
-    if any(r not in live for r in new_isr ):
+    if any(r not in live for r in new_isr if r not in current):
         return ErrorCode.INELIGIBLE_REPLICA
     return ErrorCode.NONE
 

@@ -266,6 +266,34 @@ class PartitionLeaderState:
                 self.partition_epoch = partition_epoch
         return self.maybe_advance_hw()
 
+    def apply_controller_state(
+        self, *, replicas: list[int], isr: list[int], partition_epoch: int, now_ms: int
+    ) -> bool:
+        """A newer registration for this leader epoch (the controller changed the ISR itself,
+        e.g. it fenced a follower, or the replica set changed): adopt it and drop any proposal
+        in flight, which the controller would refuse by partition epoch anyway (Kafka's
+        Partition.makeLeader on a LeaderAndIsr with the same leader epoch). Followers that are
+        new get fresh state; ones that stay keep theirs. True if the HW advanced. An older or
+        equal partition epoch changes nothing.
+        """
+        if partition_epoch <= self.partition_epoch:
+            return False
+        if self.local_id not in isr or not set(isr) <= set(replicas):
+            raise ValueError(
+                f"{self.tp}: controller ISR {isr} / replicas {replicas} not valid here"
+            )
+        self._followers = {
+            r: self._followers.get(r)
+            or _FollowerState(last_caught_up_ms=now_ms if r in isr else None)
+            for r in replicas
+            if r != self.local_id
+        }
+        self.replicas = tuple(replicas)
+        self.isr = tuple(isr)
+        self.pending_isr = None
+        self.partition_epoch = partition_epoch
+        return self.maybe_advance_hw()
+
     # ------------------------------------------------------------------------ deadlines
 
     def next_deadline_ms(self, lag_max_ms: int) -> int | None:

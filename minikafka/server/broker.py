@@ -161,6 +161,7 @@ class Broker:
                     return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
                 self.cache.controller_id = body.controller_id
                 self.cache.update(brokers=body.brokers, partitions=body.partitions)
+                self.rm.apply_metadata(body.partitions)
                 return UpdateMetadataResponse(error_code=ErrorCode.NONE)
             case StopReplicaRequest():
                 if self._stale_controller(body.controller_epoch):

@@ -81,6 +81,8 @@ class ControllerService:
         )
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
+            async with self._lock:  # a restored state starts the brokers' session clocks now
+                await self._commit(self.state.on_deadline(now_ms()))
             task_status.started()
             await self._run_deadlines()
 

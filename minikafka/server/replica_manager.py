@@ -135,10 +135,8 @@ class ReplicaManager:
         for p, st in items:
             same_epoch = p.leader is not None and p.leader_epoch == st.leader_epoch
             p.state = st
-            if same_epoch:  # only the ISR changed (partition epoch): adopt it
-                p.leader.on_alter_partition_result(
-                    accepted=True, isr=st.isr, partition_epoch=st.partition_epoch
-                )
+            if same_epoch:  # same leader epoch: the controller changed the ISR or replicas
+                self._adopt(p, st, t)
                 continue
             p.epochs = assign_epoch(p.epochs, st.leader_epoch, p.log_end_offset)
             writes.append(AppendWrite(tp=p.tp, batches=[], epochs=p.epochs))
@@ -208,6 +206,37 @@ class ReplicaManager:
                     leader_epoch=st.leader_epoch,
                     last_fetched_epoch=latest_epoch(p.epochs),
                 )
+
+    def apply_metadata(self, states: Sequence[PartitionState]) -> None:
+        """UpdateMetadata: a leader adopts ISR changes the controller made for its epoch (the
+        controller tells only the new leaders by LeaderAndIsr when it fences a follower)."""
+        t = now_ms()
+        for st in states:
+            p = self.partitions.get(TopicPartition(st.topic, st.partition))
+            if p is not None and p.leader is not None and p.leader_epoch == st.leader_epoch:
+                self._adopt(p, st, t)
+
+    def _adopt(self, p: LocalPartition, st: PartitionState, t: int) -> None:
+        assert p.leader is not None
+        old_isr = sorted(p.leader.isr)
+        if p.leader.apply_controller_state(
+            replicas=list(st.replicas),
+            isr=list(st.isr),
+            partition_epoch=st.partition_epoch,
+            now_ms=t,
+        ):
+            p.high_watermark = p.leader.high_watermark
+        if sorted(p.leader.isr) != old_isr:
+            p.state = st
+            self.events.emit(
+                "isr_updated_by_controller",
+                topic=st.topic,
+                partition=st.partition,
+                old_isr=old_isr,
+                isr=sorted(st.isr),
+                partition_epoch=st.partition_epoch,
+            )
+        p.notify()
 
     async def apply_stop_replica(
         self, items: Sequence[StopReplicaPartition]
