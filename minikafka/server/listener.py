@@ -10,6 +10,7 @@ nothing was stored for it (decoding happens before any handler runs).
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Awaitable, Callable
 
 import trio
@@ -36,7 +37,7 @@ async def serve_connection(
     send_lock = trio.Lock()
     in_flight = trio.Semaphore(max_in_flight)
 
-    async def handle(header: RequestHeader, body: object) -> None:
+    async def handle(header: RequestHeader, body: object, scope: trio.CancelScope) -> None:
         try:
             response = await dispatch(header, body)
             if response is not None:
@@ -44,12 +45,21 @@ async def serve_connection(
                 async with send_lock:
                     await stream.send_all(frame_header(len(payload)) + payload)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass  # the peer went away; the reader notices too
+            scope.cancel()  # the peer went away
+        except Exception as exc:  # noqa: BLE001 - our bug: log it, drop this connection only
+            events.emit(
+                "handler_error",
+                peer=peer,
+                api=type(body).__name__,
+                error=repr(exc),
+                traceback=traceback.format_exc(),
+            )
+            scope.cancel()
         finally:
             in_flight.release()
 
-    try:
-        async with trio.open_nursery() as nursery:
+    async def read_requests(nursery: trio.Nursery) -> None:
+        try:
             while True:
                 payload = decoder.next_frame()
                 if payload is None:
@@ -57,16 +67,22 @@ async def serve_connection(
                     decoder.receive_data(data)
                     if not data:
                         decoder.next_frame()  # raises on EOF inside a frame
-                        break
+                        return  # clean EOF: in-flight requests finish, then we close
                     continue
                 header, body = decode_request(payload)
                 await in_flight.acquire()
-                nursery.start_soon(handle, header, body)
-            # Clean EOF: let in-flight requests finish, then close.
-    except RemoteProtocolError as exc:
-        events.emit("bad_request", peer=peer, error=str(exc))
-    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-        pass
+                nursery.start_soon(handle, header, body, nursery.cancel_scope)
+        except RemoteProtocolError as exc:
+            events.emit("bad_request", peer=peer, error=str(exc))
+            nursery.cancel_scope.cancel()
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            nursery.cancel_scope.cancel()
+
+    # Errors are handled inside the nursery: whatever a peer does ends this connection only,
+    # never the listener (an exception escaping here would end the node).
+    try:
+        async with trio.open_nursery() as nursery:
+            await read_requests(nursery)
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()

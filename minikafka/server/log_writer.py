@@ -65,6 +65,8 @@ class LogWriter:
                 if not op.done.is_set():
                     op.error = op.error or stopped
                     op.done.set()
+            # Later ops fail at once (BrokenResourceError in _submit) instead of waiting forever.
+            self._recv.close()
 
     def _drain_appends(self, size: int) -> list[_Op]:
         more: list[_Op] = []
@@ -86,20 +88,7 @@ class LogWriter:
         appends = [op for op in group if op.kind == "append"]
         others = [op for op in group if op.kind != "append"]
         if appends:
-            writes = _merge([w for op in appends for w in op.writes])
-            try:
-                await trio.to_thread.run_sync(self.store.append, writes)
-                self.commits += 1
-                self.bytes_written += sum(op.size for op in appends)
-                if self.on_committed is not None:
-                    self.on_committed(writes)
-            except Exception as exc:  # noqa: BLE001 - handed to every waiter
-                for op in appends:
-                    op.error = exc
-                if self.on_failed is not None:
-                    self.on_failed(writes)
-            for op in appends:
-                op.done.set()
+            await self._commit(appends)
         for op in others:  # at most one, and it was queued after the appends
             try:
                 op.result = await trio.to_thread.run_sync(op.call)
@@ -107,8 +96,33 @@ class LogWriter:
                 op.error = exc
             op.done.set()
 
+    async def _commit(self, appends: list[_Op]) -> None:
+        writes = _merge([w for op in appends for w in op.writes])
+        try:
+            await trio.to_thread.run_sync(self.store.append, writes)
+        except Exception as exc:  # noqa: BLE001 - handed to the waiter
+            if len(appends) > 1:
+                # One bad append must not fail the others merged with it: retry one by one
+                # (FIFO), so that only the bad one (and what depends on it) fails.
+                for op in appends:
+                    await self._commit([op])
+                return
+            appends[0].error = exc
+            if self.on_failed is not None:
+                self.on_failed(writes)
+        else:
+            self.commits += 1
+            self.bytes_written += sum(op.size for op in appends)
+            if self.on_committed is not None:
+                self.on_committed(writes)
+        for op in appends:
+            op.done.set()
+
     async def _submit(self, op: _Op) -> object:
-        await self._send.send(op)
+        try:
+            await self._send.send(op)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            raise RuntimeError("the log writer stopped") from None
         await _wait_shielded(op.done)
         if op.error is not None:
             raise op.error

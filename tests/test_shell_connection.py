@@ -1,0 +1,175 @@
+"""The pipelined client Connection against a scripted fake server on memory streams.
+
+The fake server reads requests with the wire codec and answers MetadataRequest(topics=[name])
+with a TopicMetadata named `name`, in whatever order the test asks, so a mismatched correlation
+id shows up as a wrong name.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from minikafka.client.connection import Connection
+from minikafka.errors import BrokerError, ErrorCode
+from minikafka.wire.codec import RequestHeader, decode_request, encode_response
+from minikafka.wire.framing import FrameDecoder, frame
+from minikafka.wire.messages import (
+    MetadataRequest,
+    MetadataResponse,
+    ProducePartition,
+    ProduceRequest,
+    TopicMetadata,
+)
+
+
+class FakeServer:
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.decoder = FrameDecoder()
+
+    async def read_requests(self, n: int) -> list[tuple[RequestHeader, object]]:
+        out = []
+        while len(out) < n:
+            payload = self.decoder.next_frame()
+            if payload is None:
+                data = await self.stream.receive_some(1 << 16)
+                assert data, "client closed"
+                self.decoder.receive_data(data)
+                continue
+            out.append(decode_request(payload))
+        return out
+
+    async def answer(self, header: RequestHeader, body: MetadataRequest) -> None:
+        response = MetadataResponse(
+            brokers=[],
+            controller_id=-1,
+            topics=[TopicMetadata(error_code=0, name=body.topics[0], partitions=[])],
+        )
+        await self.stream.send_all(frame(encode_response(header.correlation_id, response)))
+
+
+def metadata(name: str) -> MetadataRequest:
+    return MetadataRequest(topics=[name])
+
+
+async def test_concurrent_requests_matched_by_correlation_id(autojump_clock):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    conn = Connection(client_stream, client_id="c1", label="fake")
+    server = FakeServer(server_stream)
+    names = ["a", "b", "c", "d", "e"]
+    results: dict[str, str] = {}
+
+    async def ask(name: str) -> None:
+        resp = await conn.request(metadata(name))
+        assert isinstance(resp, MetadataResponse)
+        results[name] = resp.topics[0].name
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+        async with trio.open_nursery() as askers:
+            for name in names:
+                askers.start_soon(ask, name)
+            requests = await server.read_requests(len(names))
+            # Every request went out before any answer: they are pipelined on one connection.
+            assert sorted(body.topics[0] for _h, body in requests) == names
+            assert len({h.correlation_id for h, _b in requests}) == len(names)
+            assert {h.client_id for h, _b in requests} == {"c1"}
+            for header, body in reversed(requests):  # answer in reverse order
+                await server.answer(header, body)
+        assert results == {n: n for n in names}
+        nursery.cancel_scope.cancel()
+
+
+async def test_server_close_fails_every_pending_request_retriably(autojump_clock):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    conn = Connection(client_stream, client_id="c1", label="fake")
+    server = FakeServer(server_stream)
+    errors: list[BrokerError] = []
+
+    async def ask(name: str) -> None:
+        with pytest.raises(BrokerError) as info:
+            await conn.request(metadata(name))
+        errors.append(info.value)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+        async with trio.open_nursery() as askers:
+            for name in "xyz":
+                askers.start_soon(ask, name)
+            await server.read_requests(3)
+            await server_stream.aclose()
+        assert len(errors) == 3
+        assert all(e.code == ErrorCode.NETWORK_EXCEPTION and e.retriable for e in errors)
+        assert conn.broken
+        # Later requests fail at once with the same retriable error.
+        with pytest.raises(BrokerError) as info:
+            await conn.request(metadata("late"))
+        assert info.value.code == ErrorCode.NETWORK_EXCEPTION and info.value.retriable
+
+
+async def test_eof_inside_a_frame_fails_pending_requests(autojump_clock):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    conn = Connection(client_stream, client_id="c1", label="fake")
+    server = FakeServer(server_stream)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+
+        async def close_mid_frame() -> None:
+            await server.read_requests(1)
+            await server_stream.send_all(b"\x00\x00\x00\x10abc")  # 3 of 16 bytes
+            await server_stream.aclose()
+
+        nursery.start_soon(close_mid_frame)
+        with pytest.raises(BrokerError) as info:
+            await conn.request(metadata("a"))
+        assert info.value.code == ErrorCode.NETWORK_EXCEPTION
+
+
+async def test_request_timeout_then_late_answer_is_dropped(autojump_clock):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    conn = Connection(client_stream, client_id="c1", label="fake")
+    server = FakeServer(server_stream)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+        start = trio.current_time()
+        with pytest.raises(BrokerError) as info:
+            await conn.request(metadata("slow"), timeout_s=5)
+        assert info.value.code == ErrorCode.REQUEST_TIMED_OUT and info.value.retriable
+        assert trio.current_time() - start == pytest.approx(5.0)
+        # The server answers late; the connection drops that answer and keeps working.
+        [(header, body)] = await server.read_requests(1)
+        await server.answer(header, body)
+
+        async def serve_next() -> None:
+            [(h, b)] = await server.read_requests(1)
+            await server.answer(h, b)
+
+        nursery.start_soon(serve_next)
+        resp = await conn.request(metadata("next"), timeout_s=5)
+        assert resp.topics[0].name == "next"
+        assert not conn.broken
+        nursery.cancel_scope.cancel()
+
+
+async def test_send_oneway_gets_no_waiter_and_next_request_works(autojump_clock):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    conn = Connection(client_stream, client_id="c1", label="fake")
+    server = FakeServer(server_stream)
+    produce = ProduceRequest(
+        acks=0, timeout_ms=100, partitions=[ProducePartition(topic="t", partition=0, records=b"r")]
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+        await conn.send_oneway(produce)
+
+        async def serve_two() -> None:
+            (h0, b0), (h1, b1) = await server.read_requests(2)
+            assert (h0.correlation_id, b0) == (-1, produce)
+            await server.answer(h1, b1)
+
+        nursery.start_soon(serve_two)
+        resp = await conn.request(metadata("after"))
+        assert resp.topics[0].name == "after"
+        nursery.cancel_scope.cancel()

@@ -1,0 +1,248 @@
+"""serve_connection on memory streams: pipelining, acks=0, and the peer's malformed frames.
+
+A fake dispatcher answers MetadataRequest(topics=[name]) with a TopicMetadata named `name`,
+after sleeping `DELAYS[name]` simulated seconds (the autojump clock makes that instant), and
+answers ProduceRequest with acks=0 by None. A malformed frame must close that connection only,
+log `bad_request`, and never reach the dispatcher.
+"""
+
+from __future__ import annotations
+
+import struct
+from functools import partial
+
+import msgpack
+import pytest
+import trio
+import trio.testing
+
+from minikafka.server.eventlog import EventLog
+from minikafka.server.listener import serve_connection
+from minikafka.wire.codec import RequestHeader, decode_response, encode_request
+from minikafka.wire.framing import FrameDecoder, frame
+from minikafka.wire.messages import (
+    ApiKey,
+    MetadataRequest,
+    MetadataResponse,
+    ProducePartition,
+    ProduceRequest,
+    TopicMetadata,
+)
+
+MAX_FRAME = 1 << 16
+DELAYS = {"slow": 2.0, "fast": 1.0, "now": 0.0}
+
+
+class FakeDispatcher:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, object]] = []
+
+    async def __call__(self, header: RequestHeader, body: object) -> object | None:
+        self.calls.append((header.correlation_id, body))
+        if isinstance(body, ProduceRequest):
+            assert body.acks == 0
+            return None
+        assert isinstance(body, MetadataRequest) and body.topics
+        await trio.sleep(DELAYS[body.topics[0]])
+        return MetadataResponse(
+            brokers=[],
+            controller_id=-1,
+            topics=[TopicMetadata(error_code=0, name=body.topics[0], partitions=[])],
+        )
+
+
+class RawClient:
+    """The client end of a memory stream: writes raw frames, reads framed responses."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self.decoder = FrameDecoder(MAX_FRAME)
+
+    async def send_raw(self, data: bytes) -> None:
+        await self.stream.send_all(data)
+
+    async def send(self, corr_id: int, body: object) -> None:
+        header = RequestHeader(
+            api_key=_api_key(body), api_version=0, correlation_id=corr_id, client_id="t"
+        )
+        await self.send_raw(frame(encode_request(header, body)))
+
+    async def receive(self) -> tuple[int, MetadataResponse]:
+        while (payload := self.decoder.next_frame()) is None:
+            data = await self.stream.receive_some(1 << 16)
+            assert data, "server closed the connection instead of answering"
+            self.decoder.receive_data(data)
+        return decode_response(payload, MetadataResponse)
+
+    async def closed_by_server(self) -> bool:
+        """True when the server closed the stream (EOF or a broken stream)."""
+        try:
+            data = await self.stream.receive_some(1 << 16)
+        except trio.BrokenResourceError:
+            return True
+        return data == b""
+
+
+def _api_key(body: object) -> int:
+    return ApiKey.METADATA if isinstance(body, MetadataRequest) else ApiKey.PRODUCE
+
+
+def metadata(name: str) -> MetadataRequest:
+    return MetadataRequest(topics=[name])
+
+
+def serve(stream, dispatch, events):
+    return partial(
+        serve_connection,
+        stream,
+        dispatch,
+        max_frame_bytes=MAX_FRAME,
+        max_in_flight=8,
+        events=events,
+    )
+
+
+@pytest.fixture
+def events() -> EventLog:
+    return EventLog(None, node_id=1)
+
+
+async def test_request_gets_its_response_with_its_correlation_id(autojump_clock, events):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(server_stream, dispatch, events))
+        client = RawClient(client_stream)
+        await client.send(41, metadata("now"))
+        corr_id, response = await client.receive()
+        assert corr_id == 41
+        assert response.topics[0].name == "now"
+        assert dispatch.calls == [(41, metadata("now"))]
+        await client_stream.aclose()
+    assert events.counts.get("bad_request", 0) == 0
+
+
+async def test_pipelined_requests_answered_out_of_order(autojump_clock, events):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(server_stream, dispatch, events))
+        client = RawClient(client_stream)
+        start = trio.current_time()
+        await client.send(1, metadata("slow"))  # handler finishes at t+2
+        await client.send(2, metadata("fast"))  # handler finishes at t+1
+        first = await client.receive()
+        second = await client.receive()
+        # The fast one overtakes the slow one, and each carries its own correlation id.
+        assert (first[0], first[1].topics[0].name) == (2, "fast")
+        assert (second[0], second[1].topics[0].name) == (1, "slow")
+        # Handled concurrently: both done after 2 simulated seconds, not 3.
+        assert trio.current_time() - start == pytest.approx(2.0)
+        await client_stream.aclose()
+
+
+async def test_clean_eof_lets_in_flight_requests_finish(autojump_clock, events):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(server_stream, dispatch, events))
+        client = RawClient(client_stream)
+        await client.send(7, metadata("slow"))
+        await client_stream.send_eof()  # half-close: no more requests
+        corr_id, response = await client.receive()
+        assert (corr_id, response.topics[0].name) == (7, "slow")
+        assert await client.closed_by_server()
+    assert events.counts.get("bad_request", 0) == 0
+
+
+async def test_acks_zero_gets_no_response(autojump_clock, events):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = FakeDispatcher()
+    produce = ProduceRequest(
+        acks=0,
+        timeout_ms=1000,
+        partitions=[ProducePartition(topic="t", partition=0, records=b"x")],
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(server_stream, dispatch, events))
+        client = RawClient(client_stream)
+        await client.send(-1, produce)
+        await client.send(5, metadata("fast"))
+        # The first (and only) frame back is the Metadata answer: nothing for acks=0.
+        corr_id, response = await client.receive()
+        assert corr_id == 5
+        assert client.decoder.buffered_bytes == 0
+        assert [c for c, _ in dispatch.calls] == [-1, 5]
+        await client_stream.aclose()
+
+
+def _envelope(api_key: int, body: object) -> bytes:
+    return frame(msgpack.packb([api_key, 0, 9, "bad-client", body], use_bin_type=True))
+
+
+BAD_FRAMES = {
+    "garbage_msgpack": frame(b"\xc1\xc1\xc1"),
+    "oversized_length": struct.pack(">I", MAX_FRAME + 1) + b"\x00" * 16,
+    "unknown_api_key": _envelope(999, {}),
+    "wrong_field_type": _envelope(
+        int(ApiKey.PRODUCE), {"acks": "all", "timeout_ms": 1000, "partitions": []}
+    ),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_FRAMES), ids=list(BAD_FRAMES))
+async def test_malformed_frame_closes_only_that_connection(autojump_clock, events, bad):
+    bad_client_stream, bad_server_stream = trio.testing.memory_stream_pair()
+    good_client_stream, good_server_stream = trio.testing.memory_stream_pair()
+    dispatch = FakeDispatcher()
+    bad_served = trio.Event()
+
+    async def serve_bad() -> None:
+        await serve(bad_server_stream, dispatch, events)()
+        bad_served.set()  # serve_connection returned normally: it did not crash the nursery
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_bad)
+        nursery.start_soon(serve(good_server_stream, dispatch, events))
+        good = RawClient(good_client_stream)
+        await good.send(1, metadata("slow"))  # in flight on the good connection meanwhile
+
+        bad_client = RawClient(bad_client_stream)
+        await bad_client.send_raw(BAD_FRAMES[bad])
+        assert await bad_client.closed_by_server()
+        await bad_served.wait()
+        assert events.counts == {"bad_request": 1}
+
+        # The other connection is unaffected: its in-flight request and a new one are answered.
+        await good.send(2, metadata("now"))
+        answers = {(await good.receive())[0], (await good.receive())[0]}
+        assert answers == {1, 2}
+        # The dispatcher never saw the malformed request: only the good connection's two.
+        assert [c for c, _ in dispatch.calls] == [1, 2]
+        await good_client_stream.aclose()
+
+
+async def test_malformed_frame_after_good_one_still_logged_once(autojump_clock, events):
+    """A good request and a garbage frame in one chunk: the dispatcher sees only the good one,
+    and the connection is closed with one bad_request event."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = FakeDispatcher()
+    header = RequestHeader(
+        api_key=ApiKey.METADATA, api_version=0, correlation_id=3, client_id="t"
+    )
+    chunk = frame(encode_request(header, metadata("now"))) + BAD_FRAMES["garbage_msgpack"]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(server_stream, dispatch, events))
+        await client_stream.send_all(chunk)
+        client = RawClient(client_stream)
+        # Drain until the server closes (a response to the good request may or may not come).
+        while True:
+            try:
+                data = await client_stream.receive_some(1 << 16)
+            except trio.BrokenResourceError:
+                break
+            if not data:
+                break
+            client.decoder.receive_data(data)
+    assert events.counts == {"bad_request": 1}
+    assert [c for c, _ in dispatch.calls] in ([], [3])
