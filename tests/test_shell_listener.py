@@ -43,6 +43,8 @@ class FakeDispatcher:
             assert body.acks == 0
             return None
         assert isinstance(body, MetadataRequest) and body.topics
+        if body.topics[0] == "boom":
+            raise ValueError("handler bug")
         await trio.sleep(DELAYS[body.topics[0]])
         return MetadataResponse(
             brokers=[],
@@ -227,9 +229,7 @@ async def test_malformed_frame_after_good_one_still_logged_once(autojump_clock, 
     and the connection is closed with one bad_request event."""
     client_stream, server_stream = trio.testing.memory_stream_pair()
     dispatch = FakeDispatcher()
-    header = RequestHeader(
-        api_key=ApiKey.METADATA, api_version=0, correlation_id=3, client_id="t"
-    )
+    header = RequestHeader(api_key=ApiKey.METADATA, api_version=0, correlation_id=3, client_id="t")
     chunk = frame(encode_request(header, metadata("now"))) + BAD_FRAMES["garbage_msgpack"]
     async with trio.open_nursery() as nursery:
         nursery.start_soon(serve(server_stream, dispatch, events))
@@ -246,3 +246,20 @@ async def test_malformed_frame_after_good_one_still_logged_once(autojump_clock, 
             client.decoder.receive_data(data)
     assert events.counts == {"bad_request": 1}
     assert [c for c, _ in dispatch.calls] in ([], [3])
+
+
+async def test_handler_bug_drops_that_connection_only(autojump_clock, events):
+    bad_client_stream, bad_server_stream = trio.testing.memory_stream_pair()
+    good_client_stream, good_server_stream = trio.testing.memory_stream_pair()
+    dispatch = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(bad_server_stream, dispatch, events))
+        nursery.start_soon(serve(good_server_stream, dispatch, events))
+        bad_client = RawClient(bad_client_stream)
+        await bad_client.send(1, metadata("boom"))
+        assert await bad_client.closed_by_server()
+        assert events.counts == {"handler_error": 1}
+        good = RawClient(good_client_stream)
+        await good.send(2, metadata("now"))
+        assert (await good.receive())[0] == 2
+        await good_client_stream.aclose()

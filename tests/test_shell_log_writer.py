@@ -64,24 +64,23 @@ async def test_queued_appends_commit_together_in_fifo_order(store):
     writer = LogWriter(store)
     committed = record_commits(writer)
     n = 8
+    next_offset = 0
+    done: list[int] = []
+
+    async def produce(count: int) -> None:
+        nonlocal next_offset
+        base = next_offset  # reserve offsets and queue with no checkpoint in between
+        next_offset += count
+        await writer.append([write(TP, base, count)])
+        done.append(base)
+
     async with trio.open_nursery() as nursery:
-        next_offset = 0
-
-        async def produce(count: int) -> None:
-            nonlocal next_offset
-            base = next_offset  # reserve offsets and queue with no checkpoint in between
-            next_offset += count
-            await writer.append([write(TP, base, count)])
-
         for i in range(n):
             nursery.start_soon(produce, 1 + i % 3)
         await trio.testing.wait_all_tasks_blocked()  # all queued, none written yet
-        assert writer.commits == 0
+        assert writer.commits == 0 and done == []
         await nursery.start(writer.run)
-        # produce() tasks return once durable; the nursery waits for them ...
-        async with trio.open_nursery() as waiters:
-            waiters.start_soon(trio.testing.wait_all_tasks_blocked)
-        while writer.commits == 0:
+        while len(done) < n:
             await trio.sleep(0)
         writer.close()
     assert writer.commits < n

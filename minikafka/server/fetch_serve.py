@@ -75,7 +75,7 @@ async def handle_fetch(
             )
             continue
         if is_follower:
-            if req.replica_id not in p.leader.replicas:
+            if req.replica_id not in p.leader.replicas or req.replica_id == p.leader.local_id:
                 answers[i] = FetchPartitionResponse(
                     topic=fp.topic,
                     partition=fp.partition,

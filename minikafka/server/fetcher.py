@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 
 import trio
 
-from minikafka.client.connection import open_connection
+from minikafka.client.connection import Connection, open_connection
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
 from minikafka.core.log import (
     assign_epoch,
@@ -51,8 +52,10 @@ class ReplicaFetcherManager:
         metrics: Metrics,
         rng: random.Random,
         lookup: Callable[[TopicPartition], LocalPartition | None],
+        connect: Callable[..., AbstractAsyncContextManager[Connection]] = open_connection,
     ) -> None:
         self.config = config
+        self.connect = connect  # open_connection's signature; tests pass in-memory streams
         self.writer = writer
         self.events = events
         self.metrics = metrics
@@ -127,7 +130,7 @@ class ReplicaFetcher:
         try:
             while self.planner.partitions:
                 try:
-                    async with open_connection(
+                    async with self.m.connect(
                         self.leader.host,
                         self.leader.port,
                         client_id=f"replica-fetcher-{self.m.config.node_id}-{self.index}",

@@ -65,6 +65,7 @@ class ReplicaManager:
         self._lock = trio.Lock()
         self._alter_send, self._alter_recv = trio.open_memory_channel[TopicPartition](10_000)
         writer.on_committed = self._on_committed
+        writer.on_failed = self._on_failed
         metrics.gauge("partitions", lambda: len(self.partitions))
         metrics.gauge(
             "leader_partitions", lambda: sum(p.is_leader for p in self.partitions.values())
@@ -84,6 +85,16 @@ class ReplicaManager:
                 continue
             base, _epoch, count = peek_header(w.batches[-1])
             p.on_committed(base + count)
+
+    def _on_failed(self, writes: Sequence[AppendWrite]) -> None:
+        # A failed append wrote nothing: give back the offsets produce reserved for it, or
+        # every later append to the partition would start past the log end and fail too.
+        for w in writes:
+            p = self.partitions.get(w.tp)
+            if p is None or not w.batches:
+                continue
+            base = peek_header(w.batches[0])[0]
+            p.next_offset = max(p.log_end_offset, min(p.next_offset, base))
 
     # ------------------------------------------------------------------ LeaderAndIsr
 

@@ -1,0 +1,299 @@
+"""In-process brokers wired on memory streams, for shell tests under Trio's MockClock.
+
+- `MemoryBroker`: the broker pieces of one node (LogStore in a directory, LogWriter,
+  ReplicaFetcherManager, ReplicaManager) with a `FakeControllerLink` in place of the controller,
+  and a dispatcher for Produce, Fetch and ListOffsets. Roles come from `apply()` with
+  PartitionState values, as a controller's LeaderAndIsr would set them.
+- `MemoryNetwork`: a `connect` factory with `open_connection`'s signature that reaches a broker
+  by its advertised (host, port) over `trio.testing.memory_stream_pair`, each connection served
+  by the real `serve_connection`; so replica fetchers replicate between in-process brokers
+  exactly as over TCP. `cut()`/`heal()` make a broker unreachable.
+- `wait_until`: poll a condition on the (mock) clock; `run_sync_inline`: patch it over
+  `trio.to_thread.run_sync` so that storage calls take no simulated time.
+
+Nothing here sleeps for real: with the autojump clock, a replication test covering seconds of
+long polls runs in milliseconds.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from minikafka.client.connection import Connection, open_connection
+from minikafka.core.types import TopicPartition
+from minikafka.errors import BrokerError, ErrorCode
+from minikafka.server.config import NodeConfig
+from minikafka.server.eventlog import EventLog
+from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
+from minikafka.server.fetcher import ReplicaFetcherManager
+from minikafka.server.listener import Dispatcher, serve_connection
+from minikafka.server.local_partition import LocalPartition
+from minikafka.server.log_writer import LogWriter
+from minikafka.server.metrics import Metrics
+from minikafka.server.produce import handle_produce
+from minikafka.server.replica_manager import ReplicaManager
+from minikafka.storage import LogStore, ReadSpec, StoreConfig
+from minikafka.wire.codec import RequestHeader
+from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES
+from minikafka.wire.messages import (
+    AlterPartitionItemResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerInfo,
+    FetchRequest,
+    ListOffsetsRequest,
+    PartitionState,
+    ProduceRequest,
+    TopicPartitionError,
+)
+
+TEST_STORE = StoreConfig(map_size_bytes=1 << 26, sync=False)
+
+
+class FakeControllerLink:
+    """Records every request; accepts AlterPartition proposals (partition epoch + 1) or, with
+    `accept=False`, refuses them with INVALID_UPDATE_VERSION."""
+
+    def __init__(self, *, broker_epoch: int = 1, accept: bool = True) -> None:
+        self.broker_epoch = broker_epoch
+        self.accept = accept
+        self.requests: list[object] = []
+
+    @property
+    def alter_partitions(self) -> list[AlterPartitionRequest]:
+        return [r for r in self.requests if isinstance(r, AlterPartitionRequest)]
+
+    async def request(self, body: object, *, timeout_s: float) -> object:
+        self.requests.append(body)
+        if not isinstance(body, AlterPartitionRequest):
+            raise BrokerError(ErrorCode.NETWORK_EXCEPTION, f"fake link: {type(body).__name__}")
+        answers = []
+        for item in body.partitions:
+            if self.accept:
+                answers.append(
+                    AlterPartitionItemResponse(
+                        topic=item.topic,
+                        partition=item.partition,
+                        error_code=ErrorCode.NONE,
+                        leader=body.broker_id,
+                        leader_epoch=item.leader_epoch,
+                        isr=list(item.new_isr),
+                        partition_epoch=item.partition_epoch + 1,
+                    )
+                )
+            else:
+                answers.append(
+                    AlterPartitionItemResponse(
+                        topic=item.topic,
+                        partition=item.partition,
+                        error_code=ErrorCode.INVALID_UPDATE_VERSION,
+                    )
+                )
+        return AlterPartitionResponse(error_code=ErrorCode.NONE, partitions=answers)
+
+
+class MemoryNetwork:
+    """Routes `connect(host, port, ...)` to in-process brokers over memory streams."""
+
+    def __init__(self) -> None:
+        self.routes: dict[tuple[str, int], Dispatcher] = {}
+        self.down: set[tuple[str, int]] = set()
+        self.events = EventLog(None, node_id=-1)  # the serving side's bad_request etc.
+        self.connections = 0
+
+    def add(self, address: tuple[str, int], dispatch: Dispatcher) -> None:
+        self.routes[address] = dispatch
+
+    def cut(self, address: tuple[str, int]) -> None:
+        """New connections to `address` fail (existing ones are not touched)."""
+        self.down.add(address)
+
+    def heal(self, address: tuple[str, int]) -> None:
+        self.down.discard(address)
+
+    @asynccontextmanager
+    async def connect(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        connect_timeout_s: float = 10.0,
+    ) -> AsyncIterator[Connection]:
+        label = f"{host}:{port}"
+        dispatch = self.routes.get((host, port))
+        if dispatch is None or (host, port) in self.down:
+            await trio.lowlevel.checkpoint()
+            raise BrokerError(ErrorCode.NETWORK_EXCEPTION, f"connection to {label} refused")
+        self.connections += 1
+        client_stream, server_stream = trio.testing.memory_stream_pair()
+        conn = Connection(
+            client_stream, client_id=client_id, max_frame_bytes=max_frame_bytes, label=label
+        )
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(
+                partial(
+                    serve_connection,
+                    server_stream,
+                    dispatch,
+                    max_frame_bytes=max_frame_bytes,
+                    max_in_flight=64,
+                    events=self.events,
+                )
+            )
+            nursery.start_soon(conn.run_reader)
+            try:
+                yield conn
+            finally:
+                nursery.cancel_scope.cancel()
+                await conn.aclose()
+
+
+class MemoryBroker:
+    """One broker's replication pieces, in process. `async with broker.running(): ...`"""
+
+    def __init__(
+        self,
+        config: NodeConfig,
+        data_dir: Path,
+        *,
+        network: MemoryNetwork | None = None,
+        controller: FakeControllerLink | None = None,
+        seed: int = 0,
+    ) -> None:
+        self.config = config
+        self.events = EventLog(None, node_id=config.node_id)
+        self.metrics = Metrics()
+        self.store = LogStore(data_dir, TEST_STORE)
+        self.writer = LogWriter(self.store)
+        self.controller = controller if controller is not None else FakeControllerLink()
+        self.network = network
+        self.topics: set[str] = set()
+        self.fetchers = ReplicaFetcherManager(
+            config=config,
+            writer=self.writer,
+            events=self.events,
+            metrics=self.metrics,
+            rng=random.Random(f"{seed}/{config.node_id}"),
+            lookup=lambda tp: self.rm.partitions.get(tp),
+            connect=network.connect if network is not None else open_connection,
+        )
+        self.rm = ReplicaManager(
+            config=config,
+            store=self.store,
+            writer=self.writer,
+            events=self.events,
+            metrics=self.metrics,
+            fetchers=self.fetchers,
+            controller=self.controller,  # type: ignore[arg-type]
+        )
+        if network is not None:
+            network.add(self.address, self.dispatch)
+
+    @property
+    def address(self) -> tuple[str, int]:
+        return (self.config.host, self.config.port)
+
+    @property
+    def info(self) -> BrokerInfo:
+        return BrokerInfo(node_id=self.config.node_id, host=self.config.host, port=self.config.port)
+
+    @asynccontextmanager
+    async def running(self, *, isr_expiration: bool = False) -> AsyncIterator[MemoryBroker]:
+        """Run the writer, the fetcher manager and the AlterPartition sender (and, if asked, the
+        ISR expiration loop) until the block ends; then stop them and close the store."""
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.writer.run)
+                await nursery.start(self.fetchers.run)
+                await self.rm.load()
+                await nursery.start(self.rm.run_alter_partition_sender)
+                if isr_expiration:
+                    await nursery.start(self.rm.run_isr_expiration)
+                yield self
+                nursery.cancel_scope.cancel()
+        finally:
+            self.store.close()
+
+    async def dispatch(self, header: RequestHeader, body: object) -> object | None:
+        match body:
+            case ProduceRequest():
+                return await handle_produce(self.rm, body, self.topics)
+            case FetchRequest():
+                return await handle_fetch(self.rm, body, self.topics)
+            case ListOffsetsRequest():
+                return handle_list_offsets(self.rm, body, self.topics)
+        raise BrokerError(ErrorCode.INVALID_REQUEST, f"not served here: {type(body).__name__}")
+
+    async def apply(
+        self, states: Sequence[PartitionState], brokers: Sequence[BrokerInfo] = ()
+    ) -> list[TopicPartitionError]:
+        """What a LeaderAndIsr carrying `states` does (live leaders `brokers`)."""
+        self.topics.update(st.topic for st in states)
+        return await self.rm.apply_leader_and_isr(states, brokers)
+
+    def partition(self, topic: str, partition: int = 0) -> LocalPartition:
+        return self.rm.partitions[TopicPartition(topic, partition)]
+
+    def log_bytes(self, topic: str, partition: int = 0) -> bytes:
+        """Every durable batch of the partition, as stored (for byte-for-byte comparisons)."""
+        spec = ReadSpec(
+            tp=TopicPartition(topic, partition),
+            fetch_offset=0,
+            max_offset=1 << 62,
+            partition_max_bytes=1 << 30,
+        )
+        return self.store.read([spec], 1 << 30)[0]
+
+
+def partition_state(
+    topic: str,
+    partition: int = 0,
+    *,
+    leader: int,
+    isr: Sequence[int],
+    replicas: Sequence[int] | None = None,
+    leader_epoch: int = 1,
+    partition_epoch: int = 1,
+) -> PartitionState:
+    return PartitionState(
+        topic=topic,
+        partition=partition,
+        leader=leader,
+        leader_epoch=leader_epoch,
+        isr=list(isr),
+        partition_epoch=partition_epoch,
+        replicas=list(replicas if replicas is not None else isr),
+    )
+
+
+async def run_sync_inline(fn: Callable[..., object], *args: object, **_kwargs: object) -> object:
+    """Stand-in for `trio.to_thread.run_sync` in MockClock tests (patch it in with a fixture).
+
+    The autojump clock jumps whenever every task is blocked, and a task waiting for a worker
+    thread is blocked: with real threads, simulated time leaps forward by however many timers
+    fall due while LMDB works, so timing assertions become flaky. Run inline, each storage call
+    takes zero simulated time, deterministically. Like the real one, a call in a cancelled scope
+    raises Cancelled before it starts and never once it has started.
+    """
+    await trio.lowlevel.checkpoint_if_cancelled()
+    result = fn(*args)
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    return result
+
+
+async def wait_until(
+    condition: Callable[[], bool], *, timeout_s: float = 60.0, poll_s: float = 0.01
+) -> None:
+    """Poll `condition` every `poll_s` of Trio time; trio.TooSlowError after `timeout_s`."""
+    with trio.fail_after(timeout_s):
+        while not condition():
+            await trio.sleep(poll_s)
