@@ -385,18 +385,13 @@ def test_snapshot_is_plain_values():
 # ---------------------------------------------------------------- controller-made ISR changes
 
 
-def _leader_of_three(now_ms: int = 0) -> PartitionLeaderState:
-    return PartitionLeaderState(
-        tp=TopicPartition("t", 0),
-        local_id=1,
-        replicas=[1, 2, 3],
-        isr=[1, 2, 3],
+def _leader_of_three() -> PartitionLeaderState:
+    return make(
         leader_epoch=4,
         partition_epoch=7,
         leader_epoch_start_offset=0,
         log_end_offset=10,
         high_watermark=0,
-        now_ms=now_ms,
     )
 
 
