@@ -1,26 +1,33 @@
-"""Cluster benchmark: produce throughput and follower catch-up on a local cluster, with references.
+"""Cluster benchmark: produce throughput and follower catch-up on local clusters, with references.
 
-One run, on 127.0.0.1, in a fresh temporary cluster dir (a controller process and 3 brokers):
+One run on 127.0.0.1, everything under a fresh temporary dir, removed at the end unless `--keep`:
 
-1. references, measured first on this machine: raw Trio loopback frame throughput
-   (`trio_reference.py`) and raw LMDB batched appends, sync on and off (`lmdb_reference.py`);
-2. produce: `tools/perf.py` `run_produce_perf` with acks=all into a replication-factor-2 topic,
-   batches of `--batch-bytes` (default 1000 records x 100 B = 100 KB);
-3. follower catch-up: a 100-partition r=2 topic is filled with `--data-mb` MB (acks=all), one
-   broker is killed and the controller fences it (the survivor leads every partition alone), its
-   data dir is wiped (`lmdb/` and `node.json`), and it is started again: a new incarnation with
-   empty logs, which re-replicates every partition it hosts from offset 0. The clock runs from the
-   restart until the broker is back in the ISR of every one of those partitions (Metadata, polled
-   every 20 ms from a surviving broker). Bytes are the whole batches it had to copy: each
-   partition's end offset / records per batch x the exact batch size; its metrics.jsonl
-   `replication_bytes_in` counter is read back as a cross-check, with the peak per-second rate.
+1. References, measured first, on this machine, in this run (best of 3 each): raw Trio loopback
+   frame throughput (`trio_reference.py`: 1 MiB frames, one way) and raw LMDB batched appends of
+   100 KB values, 100 per transaction, with sync on (what brokers run: `log.sync=true`) and off
+   (`lmdb_reference.py`).
+2. Produce, on a fresh cluster (a controller process and 3 brokers): a `--produce-partitions`
+   topic, replication factor 2, one warm-up batch per partition (not timed), then `--records`
+   records through `tools/perf.py` `run_produce_perf` with acks=all, batches of `--batch-bytes`
+   record bytes (default 1000 records x 100 B), `--in-flight` requests outstanding of
+   `--batches-per-request` batches each.
+3. Follower catch-up, on a second fresh cluster: a 100-partition r=2 topic is filled with
+   `--data-mb` MB of record values (acks=all, whole batches only); one broker (chosen by the seed)
+   is killed and fenced by the controller (the survivor then leads each partition alone), its
+   `lmdb/` and `node.json` are wiped, and it is restarted: a new incarnation with empty logs that
+   re-replicates every partition it hosts from offset 0. The clock runs from the restart until
+   Metadata from a surviving broker (polled every 20 ms) shows it back in the ISR of all of them.
+   Bytes are the whole batches it had to copy: per partition, end offset / records per batch x
+   the exact batch size. Its metrics.jsonl `replication_bytes_in` counter is read back as a
+   cross-check, with the peak of `replication_bytes_in_per_s` (1 s intervals).
 
-Figures are printed beside their references: catch-up / min(trio, lmdb sync=on) (target 0.25),
-produce MB/s (target 50). MB are 10**6 bytes; MB/s counts record values for produce and whole
-batches (headers and msgpack framing included) for catch-up. Progress goes to stderr; the table,
-or with `--json` one JSON object, to stdout. Every wait is bounded and fails with a message.
+Each figure is printed with its ratio to min(trio reference, lmdb sync=on reference); the targets
+are catch-up >= 0.25 of that and produce >= 50 MB/s. MB are 10**6 bytes; produce MB/s counts
+record values (as tools/perf.py does), catch-up MB/s whole batches (24-byte header and msgpack
+framing included, about 13 bytes per 100 B record). Progress goes to stderr; the table, or with
+`--json` one JSON object, to stdout. Every wait is bounded and fails with a one-line message.
 
-    .venv/bin/python benchmarks/cluster_bench.py [--data-mb 300] [--records 2000000] [--json]
+    .venv/bin/python benchmarks/cluster_bench.py [--data-mb 500] [--records 5000000] [--json]
 """
 
 from __future__ import annotations
@@ -31,10 +38,13 @@ import os
 import platform
 import random
 import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -43,11 +53,12 @@ import trio
 from lmdb_reference import measure_lmdb_append_mb_per_s
 from trio_reference import measure_trio_loopback_mb_per_s
 
-from cluster import ClusterSpec, LocalCluster, plan_cluster
+from cluster import ClusterSpec, LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.core.records import make_batch
+from minikafka.errors import ConfigError, MiniKafkaError
 from tools.perf import PerfSpec, run_produce_perf
 
 BROKERS = 3
@@ -56,8 +67,13 @@ CATCHUP_PARTITIONS = 100
 PRODUCE_TARGET_MB_S = 50.0
 CATCHUP_TARGET_RATIO = 0.25
 POLL_S = 0.02
+REFERENCE_RUNS = 3
+DEFAULT_SEED = 42
 # Fast failure detection, as in `make demo`: a killed broker is fenced within ~3 s.
 NODE_CONFIGS = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
+
+
+Say = Callable[[str], None]
 
 
 class BenchError(Exception):
@@ -76,6 +92,7 @@ class BenchConfig:
     batches_per_request: int
     timeout_s: float
     ref_mb: int
+    node_configs: dict[str, str] = field(default_factory=dict)  # on top of NODE_CONFIGS
 
     @property
     def records_per_batch(self) -> int:
@@ -96,28 +113,53 @@ def machine_info() -> dict[str, Any]:
         pass
     return {
         "date": datetime.now().astimezone().isoformat(timespec="seconds"),
-        "nproc": os.cpu_count(),
+        "commit": source_commit(),
+        "nproc": len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
         "cpu_model": model,
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
 
 
-def measure_references(tmpdir: Path, ref_mb: int, *, say) -> dict[str, float]:  # noqa: ANN001
-    say("references: trio loopback (best of 3), lmdb append sync=on, sync=off")
-    trio_mb_s = max(
-        measure_trio_loopback_mb_per_s(total_bytes=ref_mb << 20, frame_bytes=1 << 20)
-        for _ in range(3)
-    )
-    lmdb = {
-        sync: measure_lmdb_append_mb_per_s(tmpdir, total_bytes=ref_mb << 20, sync=sync)
-        for sync in (True, False)
-    }
-    return {
-        "trio_loopback_mb_per_s": round(trio_mb_s, 1),
-        "lmdb_append_sync_mb_per_s": round(lmdb[True], 1),
-        "lmdb_append_nosync_mb_per_s": round(lmdb[False], 1),
-    }
+def source_commit() -> str:
+    """The git commit of this checkout (read-only `git rev-parse`), or "unknown"."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            env=os.environ | {"GIT_OPTIONAL_LOCKS": "0"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return done.stdout.strip() if done.returncode == 0 else "unknown"
+
+
+def measure_references(tmpdir: Path, ref_mb: int, *, say: Say) -> dict[str, Any]:
+    """Median of REFERENCE_RUNS runs of each reference, and the runs themselves.
+
+    The median, not the best: on a VM the disk's speed swings between runs (LMDB sync=on from
+    ~250 to ~650 MB/s on the 2-vCPU dev VM), and the single catch-up run it is compared with
+    gets a typical disk, not the luckiest one.
+    """
+    say(f"references: trio loopback, lmdb append sync=on and off ({REFERENCE_RUNS} runs each)")
+    total = ref_mb << 20
+    runs = range(REFERENCE_RUNS)
+    rates = {"trio_loopback": [measure_trio_loopback_mb_per_s(total_bytes=total) for _ in runs]}
+    with tempfile.TemporaryDirectory(prefix="lmdb-ref-", dir=tmpdir) as where:
+        for name, sync in (("lmdb_append_sync", True), ("lmdb_append_nosync", False)):
+            rates[name] = [
+                measure_lmdb_append_mb_per_s(where, total_bytes=total, sync=sync) for _ in runs
+            ]
+    out: dict[str, Any] = {}
+    for name, values in rates.items():
+        out[f"{name}_mb_per_s"] = round(statistics.median(values), 1)
+        out[f"{name}_runs"] = [round(v, 1) for v in values]
+    return out
 
 
 # ---------------------------------------------------------------------------------- produce
@@ -136,40 +178,42 @@ def perf_spec(cfg: BenchConfig, topic: str, num_records: int) -> PerfSpec:
 
 
 async def create_and_produce(
-    bootstrap: str, cfg: BenchConfig, *, topic: str, partitions: int, num_records: int, say
-) -> dict[str, Any]:  # noqa: ANN001
+    bootstrap: str, cfg: BenchConfig, *, topic: str, partitions: int, num_records: int, say: Say
+) -> dict[str, Any]:
+    """Create the topic, warm it up, then time `num_records` with tools/perf.py (its report)."""
     async with open_client(bootstrap, client_id="cluster-bench") as client:
         await Admin(client).create_topic(
             topic, partitions=partitions, replication_factor=REPLICATION_FACTOR
         )
-    say(f"topic {topic}: {partitions} partitions, r={REPLICATION_FACTOR}; producing")
+    # Warm-up, not timed: one full batch per partition with acks=all. A follower that sent its
+    # first fetch before the leader knew it led gets NOT_LEADER_OR_FOLLOWER and backs off
+    # replica.fetch.backoff.ms (1 s); that start-up stall is not the steady state measured here.
+    warm = partitions * cfg.records_per_batch
+    with trio.move_on_after(cfg.timeout_s) as scope:
+        await run_produce_perf(bootstrap, perf_spec(cfg, topic, warm))
+    if scope.cancelled_caught:
+        raise BenchError(f"warm-up of {topic} took over {cfg.timeout_s}s")
+    say(f"topic {topic}: {partitions} partitions, r={REPLICATION_FACTOR}, warmed up; producing")
     with trio.move_on_after(cfg.timeout_s) as scope:
         report = await run_produce_perf(bootstrap, perf_spec(cfg, topic, num_records), say)
     if scope.cancelled_caught:
         raise BenchError(f"producing {num_records} records to {topic} took over {cfg.timeout_s}s")
     report.pop("summary", None)
+    report["warmup_records"] = warm
     return report
 
 
 # ---------------------------------------------------------------------------------- catch-up
 
 
-async def replicas_of(bootstrap: str, topic: str) -> dict[int, tuple[int, int, tuple, tuple]]:
-    """partition -> (leader, leader epoch, replicas, isr), from one Metadata request."""
-    async with open_client(bootstrap, client_id="cluster-bench") as client:
-        md = await client.refresh_metadata([topic])
-    (t,) = [t for t in md.topics if t.name == topic]
-    return {
-        p.partition: (p.leader, p.leader_epoch, tuple(p.replicas), tuple(p.isr))
-        for p in t.partitions
-    }
-
-
 async def wait_for_isr(
     bootstrap: str, topic: str, broker: int, *, member: bool, timeout_s: float, what: str
-) -> tuple[float, dict[int, tuple]]:
+) -> tuple[float, list[int]]:
     """Poll Metadata until `broker` is (member=True) or is not (member=False) in the ISR of every
-    partition it replicates, and leads none when not a member; the monotonic time it was seen."""
+    partition of `topic` it replicates, and leads none of them when not a member.
+
+    Returns the monotonic time of the answer that showed it, and those partitions.
+    """
     async with open_client(bootstrap, client_id="cluster-bench") as client:
         with trio.move_on_after(timeout_s):
             while True:
@@ -182,7 +226,7 @@ async def wait_for_isr(
                 else:
                     done = all(broker not in p.isr and p.leader != broker for p in mine)
                 if mine and done:
-                    return seen, {p.partition: tuple(p.isr) for p in t.partitions}
+                    return seen, sorted(p.partition for p in mine)
                 await trio.sleep(POLL_S)
     raise BenchError(
         f"broker {broker} {what} within {timeout_s}s (Metadata polled from {bootstrap})"
@@ -213,20 +257,19 @@ def metrics_after(path: Path, offset: int) -> list[dict[str, Any]]:
     return [json.loads(line) for line in lines if line.strip()]
 
 
-def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say) -> dict[str, Any]:  # noqa: ANN001
+def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say: Say) -> dict[str, Any]:
+    """Kill a broker, wait until it is fenced, wipe it, restart it, time its catch-up."""
     broker = random.Random(cfg.seed).choice([n.node_id for n in lc.spec.brokers])
     others = ",".join(n.address for n in lc.spec.brokers if n.node_id != broker)
     node_dir = lc.spec.node(broker).data_dir
     say(f"killing broker {broker}; waiting until the controller fences it")
     lc.kill(broker)
-    trio.run(
+    _seen, mine = trio.run(
         lambda: wait_for_isr(
             others, topic, broker, member=False, timeout_s=30, what="was not fenced"
         )
     )
     ends = trio.run(log_end_offsets, others, topic)
-    layout = trio.run(replicas_of, others, topic)
-    mine = sorted(p for p, (_l, _e, replicas, _i) in layout.items() if broker in replicas)
     per_batch = cfg.records_per_batch
     if any(ends[p] % per_batch for p in mine):
         raise BenchError("a partition holds a partial batch; byte count would be inexact")
@@ -239,12 +282,12 @@ def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say) -> dict[str
     t0 = time.monotonic()
     lc.restart(broker, ready_timeout_s=30)
     t_ready = time.monotonic()
-    t_end, _isr = trio.run(
+    t_end, _mine = trio.run(
         lambda: wait_for_isr(
             others, topic, broker, member=True, timeout_s=cfg.timeout_s, what="did not catch up"
         )
     )
-    time.sleep(1.5)  # one more metrics interval (1 s), so the counter's final total is written
+    time.sleep(1.5)  # past one more metrics interval (1 s): the counter's final total is written
     lines = metrics_after(metrics_path, metrics_offset)
     got = max((ln.get("replication_bytes_in", 0) for ln in lines), default=0)
     peak = max((ln.get("replication_bytes_in_per_s", 0.0) for ln in lines), default=0.0)
@@ -259,6 +302,7 @@ def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say) -> dict[str
         "mb_per_s": round(expected / 1e6 / elapsed, 2),
         "mb_per_s_from_ready": round(expected / 1e6 / (t_end - t_ready), 2),
         "replication_bytes_in": got,
+        "replication_bytes_in_matches": got == expected,
         "replication_bytes_in_per_s_peak": peak,
     }
 
@@ -268,14 +312,19 @@ def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say) -> dict[str
 
 def cluster_spec(base_dir: Path, cfg: BenchConfig) -> ClusterSpec:
     return plan_cluster(
-        base_dir=base_dir, brokers=BROKERS, seed=cfg.seed, node_configs=NODE_CONFIGS
+        base_dir=base_dir,
+        brokers=BROKERS,
+        seed=cfg.seed,
+        node_configs=NODE_CONFIGS | cfg.node_configs,
     )
 
 
-def run_bench(cfg: BenchConfig, base: Path, *, say) -> dict[str, Any]:  # noqa: ANN001
+def run_bench(cfg: BenchConfig, base: Path, *, say: Say) -> dict[str, Any]:
     refs = measure_references(base, cfg.ref_mb, say=say)
-    fill_records = cfg.data_mb * 10**6 // cfg.record_size
-    fill_records -= fill_records % (cfg.records_per_batch * CATCHUP_PARTITIONS)
+    # Whole rounds of full batches, the warm-up round included, so every log is whole batches.
+    round_records = cfg.records_per_batch * CATCHUP_PARTITIONS
+    fill_records = max(cfg.data_mb * 10**6 // cfg.record_size // round_records - 1, 1)
+    fill_records *= round_records
     # Two fresh clusters, one after the other: the catch-up broker then hosts only the
     # catch-up topic, and the produce figure is not taken on a cluster with skewed leadership.
     with LocalCluster.up(cluster_spec(base / "produce", cfg), progress=say) as lc:
@@ -306,7 +355,12 @@ def run_bench(cfg: BenchConfig, base: Path, *, say) -> dict[str, Any]:  # noqa: 
     floor = min(refs["trio_loopback_mb_per_s"], refs["lmdb_append_sync_mb_per_s"])
     return {
         "machine": machine_info(),
-        "config": asdict(cfg) | {"brokers": BROKERS, "replication_factor": REPLICATION_FACTOR},
+        "config": asdict(cfg)
+        | {
+            "brokers": BROKERS,
+            "replication_factor": REPLICATION_FACTOR,
+            "node_configs": NODE_CONFIGS | cfg.node_configs,
+        },
         "references": refs,
         "produce": produce,
         "fill": fill,
@@ -324,6 +378,11 @@ def run_bench(cfg: BenchConfig, base: Path, *, say) -> dict[str, Any]:  # noqa: 
     }
 
 
+def ref_line(label: str, refs: dict[str, Any], name: str) -> str:
+    runs = ", ".join(f"{v:.0f}" for v in refs[f"{name}_runs"])
+    return f"  {label:<40} {refs[name + '_mb_per_s']:8.1f} MB/s  (runs: {runs})"
+
+
 def render(r: dict[str, Any]) -> str:
     m, c, refs, p, f, k = (
         r[k] for k in ("machine", "config", "references", "produce", "fill", "catchup")
@@ -335,14 +394,15 @@ def render(r: dict[str, Any]) -> str:
     batch = f"{c['batch_bytes'] // c['record_size']} records x {c['record_size']} B"
     return "\n".join(
         [
-            f"minikafka cluster benchmark  {m['date']}  seed {c['seed']}",
+            f"minikafka cluster benchmark  {m['date']}  commit {m['commit']}  seed {c['seed']}",
             f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}, {m['platform']}",
+            "node configs: " + ", ".join(f"{n}={v}" for n, v in c["node_configs"].items()),
             "",
-            "references (this machine, this run; MB = 10**6 bytes)",
-            f"  trio loopback, 1 MiB frames, one way       {refs['trio_loopback_mb_per_s']:8.1f} MB/s",
-            f"  lmdb append, 100 KB values, sync=on        {refs['lmdb_append_sync_mb_per_s']:8.1f} MB/s",
-            f"  lmdb append, 100 KB values, sync=off       {refs['lmdb_append_nosync_mb_per_s']:8.1f} MB/s",
-            f"  min(trio, lmdb sync=on)                    {floor:8.1f} MB/s",
+            f"references (this machine, this run, median of {REFERENCE_RUNS}; MB = 10**6 bytes)",
+            ref_line("trio loopback, 1 MiB frames, one way", refs, "trio_loopback"),
+            ref_line("lmdb append, 100 KB values, sync=on", refs, "lmdb_append_sync"),
+            ref_line("lmdb append, 100 KB values, sync=off", refs, "lmdb_append_nosync"),
+            f"  {'min(trio, lmdb sync=on)':<40} {floor:8.1f} MB/s",
             "",
             f"produce: acks=all, r=2, {c['brokers']} brokers, {c['produce_partitions']} partitions, "
             f"batches of {batch}, in_flight {c['in_flight']}, "
@@ -354,14 +414,16 @@ def render(r: dict[str, Any]) -> str:
             f"  target >= {t['produce_mb_per_s']:.0f} MB/s: {verdict(t['produce_met'])}  "
             f"(ratio to min reference {ratios['produce_to_min_reference']:.2f})",
             "",
-            f"fill: {f['records']} records into {CATCHUP_PARTITIONS} partitions in "
-            f"{f['elapsed_s']} s ({f['mb_per_s']:.1f} MB/s, acks=all)",
+            f"fill: {f['warmup_records']} warm-up + {f['records']} records into "
+            f"{CATCHUP_PARTITIONS} partitions, r=2, in {f['elapsed_s']} s "
+            f"({f['mb_per_s']:.1f} MB/s, acks=all)",
             f"follower catch-up: broker {k['broker']} wiped and restarted, "
             f"{k['partitions']} partitions, {k['bytes'] / 1e6:.1f} MB of batches",
             f"  caught up (in every ISR) {k['elapsed_s']} s after restart "
             f"(node ready after {k['ready_s']} s): {k['mb_per_s']:.1f} MB/s "
             f"({k['mb_per_s_from_ready']:.1f} MB/s from ready)",
-            f"  its replication_bytes_in: {k['replication_bytes_in'] / 1e6:.1f} MB, "
+            f"  its replication_bytes_in: {k['replication_bytes_in'] / 1e6:.1f} MB "
+            f"({'equal to' if k['replication_bytes_in_matches'] else 'DIFFERS from'} the logs), "
             f"peak {k['replication_bytes_in_per_s_peak'] / 1e6:.1f} MB/s over 1 s",
             f"  ratio to min reference {ratios['catchup_to_min_reference']:.3f}, "
             f"target >= {t['catchup_ratio']}: {verdict(t['catchup_met'])}",
@@ -371,23 +433,43 @@ def render(r: dict[str, Any]) -> str:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data-mb", type=int, default=300, help="MB of record values for catch-up")
-    p.add_argument("--records", type=int, default=2_000_000, help="records for the produce test")
+    p.add_argument("--data-mb", type=int, default=500, help="MB of record values for catch-up")
+    p.add_argument("--records", type=int, default=5_000_000, help="records for the produce test")
     p.add_argument("--record-size", type=int, default=100, help="bytes per record value")
     p.add_argument("--batch-bytes", type=int, default=100_000, help="record bytes per batch")
     p.add_argument("--produce-partitions", type=int, default=12)
-    p.add_argument("--in-flight", type=int, default=8, help="concurrent produce requests")
+    p.add_argument("--in-flight", type=int, default=16, help="concurrent produce requests")
     p.add_argument("--batches-per-request", type=int, default=10)
     p.add_argument("--ref-mb", type=int, default=256, help="MiB per reference measurement")
     p.add_argument("--timeout-s", type=float, default=180.0, help="bound of each phase")
-    p.add_argument("--seed", type=int, default=int(os.environ.get("MINIKAFKA_SEED", "42")))
+    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
     p.add_argument("--keep", action="store_true", help="keep the cluster dir and print it")
     p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="node config for every node (repeatable), e.g. num.replica.fetchers=2",
+    )
     args = p.parse_args(argv)
-    for name in ("data_mb", "records", "record_size", "batch_bytes", "produce_partitions"):
+    try:
+        args.node_configs = parse_node_configs(args.set)
+    except ConfigError as exc:
+        p.error(str(exc))
+    if args.seed is None:
+        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
+        if not env.isdigit():
+            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
+        args.seed = int(env)
+    positive = ("data_mb", "records", "record_size", "batch_bytes", "produce_partitions")
+    positive += ("in_flight", "batches_per_request", "ref_mb", "timeout_s")
+    for name in positive:
         if getattr(args, name) <= 0:
-            p.error(f"--{name.replace('_', '-')} must be positive")
+            p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if args.batch_bytes < args.record_size:
+        p.error("--batch-bytes must be at least --record-size")
     return args
 
 
@@ -404,13 +486,14 @@ def main(argv: list[str] | None = None) -> int:
         batches_per_request=args.batches_per_request,
         timeout_s=args.timeout_s,
         ref_mb=args.ref_mb,
+        node_configs=args.node_configs,
     )
     say = lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     base = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=args.dir))
     say(f"seed {cfg.seed}; working dir {base}")
     try:
         result = run_bench(cfg, base, say=say)
-    except BenchError as exc:
+    except (BenchError, MiniKafkaError, trio.TooSlowError) as exc:
         say(f"FAILED: {exc}")
         return 1
     finally:
