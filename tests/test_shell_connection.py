@@ -173,3 +173,15 @@ async def test_send_oneway_gets_no_waiter_and_next_request_works(autojump_clock)
         resp = await conn.request(metadata("after"))
         assert resp.topics[0].name == "after"
         nursery.cancel_scope.cancel()
+
+
+async def test_a_cancelled_request_leaves_no_waiter_behind(autojump_clock):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    conn = Connection(client_stream, client_id="t")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+        with trio.move_on_after(1):
+            await conn.request(MetadataRequest())
+        assert conn._waiters == {}  # the cancelled request forgot its waiter
+        assert not conn.broken  # the frame had been sent whole: the connection is still good
+        nursery.cancel_scope.cancel()

@@ -51,10 +51,13 @@ class Connection:
         connection breaks, REQUEST_TIMED_OUT after timeout_s)."""
         waiter = _Waiter()
         corr_id = await self._send(body, waiter)
-        with trio.move_on_after(timeout_s) as scope:
-            await waiter.event.wait()
+        try:
+            with trio.move_on_after(timeout_s) as scope:
+                await waiter.event.wait()
+        finally:  # timed out or cancelled: a late answer is decoded and dropped
+            if not waiter.event.is_set():
+                self._waiters.pop(corr_id, None)
         if scope.cancelled_caught:
-            self._waiters.pop(corr_id, None)
             raise BrokerError(
                 ErrorCode.REQUEST_TIMED_OUT, f"no answer from {self.label} in {timeout_s}s"
             )
@@ -78,12 +81,16 @@ class Connection:
                 api_key=api_key, api_version=0, correlation_id=-1, client_id=self._client_id
             )
             payload = encode_request(header, body)
-        try:
-            async with self._send_lock:
+        async with self._send_lock:
+            try:
                 await self._stream.send_all(frame_header(len(payload)) + payload)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
-            self._fail_all(exc)
-            self._raise_if_broken()
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                self._fail_all(exc)
+                self._raise_if_broken()
+            except trio.Cancelled:
+                # A frame may be half written: nothing more can be sent on this stream.
+                self._fail_all(trio.ClosedResourceError("a send was cancelled mid-frame"))
+                raise
         return corr_id
 
     async def run_reader(self) -> None:
