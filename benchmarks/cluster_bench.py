@@ -254,7 +254,13 @@ def metrics_after(path: Path, offset: int) -> list[dict[str, Any]]:
             lines = f.read().decode().splitlines()
     except OSError:
         return []
-    return [json.loads(line) for line in lines if line.strip()]
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a line being written as we read, or cut short by the kill
+    return out
 
 
 def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say: Say) -> dict[str, Any]:
