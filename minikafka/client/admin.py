@@ -1,20 +1,35 @@
-"""The admin client: create and describe topics (requests go to any broker, which forwards
-admin requests to the controller)."""
+"""The admin client: create and describe topics, alter and describe dynamic configs (requests
+go to any broker, which forwards admin requests to the controller).
+
+Config requests are retried while the answer is a retriable whole-request error (a broker that
+cannot reach the controller, e.g. during a controller restart), up to `wait_s`; per-resource
+errors are answers, never retried."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import trio
 
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.wire.messages import (
+    AlterableConfig,
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     MetadataResponse,
 )
+
+RETRY_BACKOFF_S = 0.2
 
 
 class Admin:
@@ -62,3 +77,77 @@ class Admin:
 
     async def describe(self, topics: list[str] | None = None) -> MetadataResponse:
         return await self.client.refresh_metadata(topics)
+
+    # ------------------------------------------------------------------------ dynamic configs
+
+    async def alter_configs(
+        self,
+        entity_type: str,
+        entity_name: str,
+        *,
+        set_configs: Mapping[str, str] | None = None,
+        delete_configs: Sequence[str] = (),
+        validate_only: bool = False,
+        wait_s: float = 30.0,
+    ) -> None:
+        """Set and delete configs of one entity ("" = the default); BrokerError if refused."""
+        ops = [AlterableConfig(name=k, op="set", value=v) for k, v in (set_configs or {}).items()]
+        ops += [AlterableConfig(name=k, op="delete") for k in delete_configs]
+        resource = AlterConfigsResource(
+            resource_type=entity_type, resource_name=entity_name, configs=ops
+        )
+        (result,) = await self.alter_configs_many(
+            [resource], validate_only=validate_only, wait_s=wait_s
+        )
+        if result.error_code != ErrorCode.NONE:
+            raise BrokerError(result.error_code, result.error_message or "")
+
+    async def alter_configs_many(
+        self,
+        resources: Sequence[AlterConfigsResource],
+        *,
+        validate_only: bool = False,
+        wait_s: float = 30.0,
+    ) -> list[AlterConfigsResourceResponse]:
+        """IncrementalAlterConfigs: one response per resource, errors included (not raised)."""
+        req = IncrementalAlterConfigsRequest(resources=list(resources), validate_only=validate_only)
+        resp = await self._config_request(req, wait_s)
+        assert isinstance(resp, IncrementalAlterConfigsResponse)
+        return resp.responses
+
+    async def describe_configs(
+        self, entity_type: str, entity_name: str | None = None, *, wait_s: float = 30.0
+    ) -> list[DescribeConfigsResult]:
+        """One entity's configs (with inherited defaults), or every configured entity of a type
+        when `entity_name` is None. BrokerError if the entity is refused (e.g. unknown topic)."""
+        req = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsResource(resource_type=entity_type, resource_name=entity_name)
+            ]
+        )
+        resp = await self._config_request(req, wait_s)
+        assert isinstance(resp, DescribeConfigsResponse)
+        for result in resp.results:
+            if result.error_code != ErrorCode.NONE:
+                raise BrokerError(result.error_code, result.error_message or "")
+        return resp.results
+
+    async def _config_request(self, req: object, wait_s: float) -> object:
+        last: BrokerError | None = None
+        with trio.move_on_after(wait_s):
+            while True:
+                try:
+                    resp = await self.client.request_any(req)
+                except BrokerError as exc:
+                    if not exc.retriable:
+                        raise
+                    last = exc
+                else:
+                    code = getattr(resp, "error_code", ErrorCode.NONE)
+                    if code == ErrorCode.NONE:
+                        return resp
+                    last = BrokerError(code, "the controller did not answer")
+                    if not last.retriable:
+                        raise last
+                await trio.sleep(RETRY_BACKOFF_S)
+        raise BrokerError(ErrorCode.REQUEST_TIMED_OUT, f"no answer in {wait_s} s (last: {last})")

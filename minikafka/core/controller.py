@@ -21,6 +21,9 @@ Rules:
   ISR, like the ZK controller's OfflineReplica transition), and to a broker that joins for all
   its partitions; UpdateMetadata goes to every live broker with the changed partitions (all
   partitions for a joining broker).
+- Dynamic configs (core/dynamic_config.py, core/controller_configs.py) are one versioned
+  `ConfigSnapshot`, persisted in the document; it is pushed whole in UpdateMetadata to every live
+  broker when an alter changes it, and to every broker that joins.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any
 
 from minikafka.core.controller_alter import alter_one
 from minikafka.core.controller_changes import PartitionChange, fence_changes, unfence_changes
+from minikafka.core.controller_configs import alter_configs, describe_configs
 from minikafka.core.controller_model import (
     BrokerRecord,
     ControllerConfig,
@@ -43,15 +47,20 @@ from minikafka.core.controller_model import (
     request_effects,
 )
 from minikafka.core.controller_topics import TopicPlan, plan_topic
+from minikafka.core.dynamic_config import ConfigSnapshot
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import (
     NO_LEADER,
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
     AlterPartitionItem,
     AlterPartitionItemResponse,
     BrokerInfo,
     CreatableTopic,
     CreatableTopicResult,
+    DescribeConfigsResource,
+    DescribeConfigsResult,
     PartitionState,
 )
 
@@ -78,6 +87,7 @@ class ControllerState:
         self._brokers: dict[int, BrokerRecord] = {}
         self._topics: dict[str, dict[str, str]] = {}  # name -> configs
         self._partitions: dict[TopicPartition, PartitionRecord] = {}
+        self._configs = ConfigSnapshot()
 
     # ------------------------------------------------------------------------ persistence
 
@@ -96,6 +106,7 @@ class ControllerState:
                 }
                 for name, configs in sorted(self._topics.items())
             ],
+            "configs": self._configs.to_doc(),
         }
 
     @classmethod
@@ -124,6 +135,8 @@ class ControllerState:
                     state._partitions[TopicPartition(name, index)] = PartitionRecord.from_doc(
                         rec_doc
                     )
+            if "configs" in doc:  # absent from documents written before dynamic configs
+                state._configs = ConfigSnapshot.from_doc(doc["configs"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"controller metadata document is malformed: {exc!r}") from exc
         return state
@@ -161,6 +174,15 @@ class ControllerState:
     def topic_configs(self, topic: str) -> dict[str, str]:
         """A copy of the topic's configs as given at creation; KeyError if unknown."""
         return dict(self._topics[topic])
+
+    def config_snapshot(self) -> ConfigSnapshot:
+        """Every dynamic config, as last committed (immutable)."""
+        return self._configs
+
+    def pushed_configs(self) -> ConfigSnapshot | None:
+        """The snapshot a joining broker is sent: None while no config was ever set (version 0,
+        empty: what a broker starts with anyway)."""
+        return self._configs if self._configs.version > 0 else None
 
     def describe(self) -> dict[str, Any]:
         """A plain summary for the CLI and the event log."""
@@ -348,6 +370,34 @@ class ControllerState:
         events.append(Event(name="topic_created", fields=fields))
         return created
 
+    # ------------------------------------------------------------------------ configs
+
+    def alter_configs(
+        self, resources: Sequence[AlterConfigsResource], *, validate_only: bool = False
+    ) -> tuple[list[AlterConfigsResourceResponse], list[Effect]]:
+        """IncrementalAlterConfigs: one response per resource, in order.
+
+        A change emits `config_changed` events and pushes the whole new snapshot to every live
+        broker; `validate_only` answers as if applied and changes nothing.
+        """
+        responses, after, events = alter_configs(
+            self._configs, resources, topic_exists=self._topics.__contains__
+        )
+        if validate_only or after is self._configs:
+            return responses, []
+        self._configs = after
+        effects: list[Effect] = list(events)
+        live = tuple(self._live_ids())
+        if live:
+            effects.append(SendUpdateMetadata(broker_ids=live, partitions=(), configs=after))
+        return responses, effects
+
+    def describe_configs(
+        self, resources: Sequence[DescribeConfigsResource]
+    ) -> list[DescribeConfigsResult]:
+        """DescribeConfigs: see core/controller_configs.py for the shape of the results."""
+        return describe_configs(self._configs, resources, topic_exists=self._topics.__contains__)
+
     # ------------------------------------------------------------------------ AlterPartition
 
     def alter_partition(
@@ -441,4 +491,5 @@ class ControllerState:
             joined=joined,
             leader_and_isr=leader_and_isr,
             broker_list_changed=broker_list_changed,
+            configs=self.pushed_configs(),
         )

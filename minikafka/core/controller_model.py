@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from minikafka.core.dynamic_config import ConfigSnapshot
 from minikafka.core.types import TopicPartition
 from minikafka.wire.messages import NO_LEADER, BrokerInfo, PartitionState
 
@@ -47,10 +48,13 @@ class SendLeaderAndIsr:
 @dataclass(**VALUE)
 class SendUpdateMetadata:
     """UpdateMetadata to each of `broker_ids`; `partitions` are the changed ones only
-    (or all of them for a broker that just joined). The shell adds the live broker list."""
+    (or all of them for a broker that just joined). The shell adds the live broker list.
+    `configs` is the whole dynamic config snapshot when it changed or the broker just joined
+    (None: the request carries no configs)."""
 
     broker_ids: tuple[int, ...]
     partitions: tuple[PartitionState, ...]
+    configs: ConfigSnapshot | None = None
 
 
 @dataclass(**VALUE)
@@ -171,13 +175,15 @@ def request_effects(
     joined: int | None = None,
     leader_and_isr: bool = True,
     broker_list_changed: bool = True,
+    configs: ConfigSnapshot | None = None,
 ) -> list[Effect]:
     """LeaderAndIsr per broker, then UpdateMetadata: the ZK controller's batch order.
 
     LeaderAndIsr goes to the live replicas of the `changed` partitions (if `leader_and_isr`)
     and to a `joined` broker for all of its partitions; UpdateMetadata gives a joined broker
-    every partition and the other live brokers the changed ones (sent even when none changed
-    if the live broker list did). `live_epochs` maps each live broker to its broker epoch.
+    every partition (and the `configs` snapshot) and the other live brokers the changed ones
+    (sent even when none changed if the live broker list did). `live_epochs` maps each live
+    broker to its broker epoch.
     """
     targets: dict[int, set[TopicPartition]] = {}
     if leader_and_isr:
@@ -199,7 +205,9 @@ def request_effects(
     ]
     if joined is not None:
         effects.append(
-            SendUpdateMetadata(broker_ids=(joined,), partitions=_states(partitions, partitions))
+            SendUpdateMetadata(
+                broker_ids=(joined,), partitions=_states(partitions, partitions), configs=configs
+            )
         )
     others = tuple(sorted(b for b in live_epochs if b != joined))
     if others and (changed or broker_list_changed):

@@ -18,7 +18,7 @@ Rules:
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from minikafka.core.types import UNDEFINED_EPOCH, TopicPartition
@@ -31,6 +31,9 @@ class FollowerFetchState:
     current_leader_epoch: int
     last_fetched_epoch: int = UNDEFINED_EPOCH
     delayed_until_ms: int = 0
+    # max(0, leader HW - next fetch offset) as of the last response; None until one arrives
+    # (Kafka PartitionFetchState.lag: a follower is caught up when it is known and <= 0).
+    lag: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,11 +63,16 @@ class FetchPlanner:
         return [tp for tp, st in self.partitions.items() if st.delayed_until_ms <= now_ms]
 
     def build_request(
-        self, now_ms: int, *, exclude: frozenset[TopicPartition] = frozenset()
+        self,
+        now_ms: int,
+        *,
+        exclude: frozenset[TopicPartition] = frozenset(),
+        limits: Mapping[TopicPartition, int] | None = None,
     ) -> FetchRequest | None:
         """The next fetch, partitions shuffled (KIP-73); None when nothing is ready to fetch.
 
-        `exclude` leaves partitions out of this request (the follower-side throttle)."""
+        `exclude` leaves partitions out of this request (the follower-side throttle); `limits`
+        lowers some partitions' `partition_max_bytes` (the precise throttle mode)."""
         chosen = [tp for tp in self.ready(now_ms) if tp not in exclude]
         if not chosen:
             return None
@@ -78,7 +86,11 @@ class FetchPlanner:
                     topic=tp.topic,
                     partition=tp.partition,
                     fetch_offset=st.fetch_offset,
-                    partition_max_bytes=s.partition_max_bytes,
+                    partition_max_bytes=min(
+                        s.partition_max_bytes, limits.get(tp, s.partition_max_bytes)
+                    )
+                    if limits
+                    else s.partition_max_bytes,
                     current_leader_epoch=st.current_leader_epoch,
                     last_fetched_epoch=st.last_fetched_epoch,
                 )
@@ -103,6 +115,12 @@ class FetchPlanner:
         if st is not None:
             st.fetch_offset = fetch_offset
             st.last_fetched_epoch = last_fetched_epoch
+
+    def observe_leader(self, tp: TopicPartition, leader_high_watermark: int) -> None:
+        """A response told us the leader's HW: how far behind we are (Kafka's fetch lag)."""
+        st = self.partitions.get(tp)
+        if st is not None and leader_high_watermark >= 0:
+            st.lag = max(0, leader_high_watermark - st.fetch_offset)
 
     def delay(self, tp: TopicPartition, now_ms: int) -> None:
         st = self.partitions.get(tp)

@@ -3,7 +3,9 @@
 The controller link registers the broker (a fresh incarnation id per process start, so the
 controller can tell a restart from a retry), heartbeats every `broker.heartbeat.interval.ms`,
 re-registers when the controller no longer knows its epoch, and carries AlterPartition and
-forwarded CreateTopics (KIP-590 style forwarding: clients may send admin requests to any broker).
+forwarded CreateTopics, IncrementalAlterConfigs and DescribeConfigs (KIP-590 style forwarding:
+clients may send admin requests to any broker). UpdateMetadata may carry the controller's dynamic
+config snapshot, which goes to the `DynamicConfigs` holder (server/dynamic_configs.py).
 Requests from a controller carry its epoch: an older epoch than one already seen is refused with
 STALE_CONTROLLER_EPOCH, and LeaderAndIsr/StopReplica meant for an older incarnation of this broker
 with STALE_BROKER_EPOCH.
@@ -18,6 +20,7 @@ import trio
 from minikafka.client.connection import Connection, open_connection
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
+from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
 from minikafka.server.metadata_cache import MetadataCache
@@ -29,7 +32,11 @@ from minikafka.wire.messages import (
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     CreateTopicsRequest,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
     FetchRequest,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     ListOffsetsRequest,
@@ -129,12 +136,14 @@ class Broker:
         link: ControllerLink,
         cache: MetadataCache,
         events: EventLog,
+        dynamic: DynamicConfigs | None = None,
     ) -> None:
         self.config = config
         self.rm = rm
         self.link = link
         self.cache = cache
         self.events = events
+        self.dynamic = dynamic if dynamic is not None else DynamicConfigs()
         self.controller_epoch = -1
 
     def _stale_controller(self, epoch: int) -> bool:
@@ -143,13 +152,13 @@ class Broker:
         self.controller_epoch = epoch
         return False
 
-    async def dispatch(self, body: object) -> object | None:
+    async def dispatch(self, body: object, *, client_id: str = "") -> object | None:
         """The response to a broker API request, or NotImplemented if this is not one."""
         match body:
             case ProduceRequest():
-                return await handle_produce(self.rm, body, self.cache.topics)
+                return await handle_produce(self.rm, body, self.cache.topics, client_id)
             case FetchRequest():
-                return await handle_fetch(self.rm, body, self.cache.topics)
+                return await handle_fetch(self.rm, body, self.cache.topics, client_id)
             case ListOffsetsRequest():
                 return handle_list_offsets(self.rm, body, self.cache.topics)
             case MetadataRequest():
@@ -162,6 +171,7 @@ class Broker:
                 self.cache.controller_id = body.controller_id
                 self.cache.update(brokers=body.brokers, partitions=body.partitions)
                 self.rm.apply_metadata(body.partitions)
+                self._apply_configs(body)
                 return UpdateMetadataResponse(error_code=ErrorCode.NONE)
             case StopReplicaRequest():
                 if self._stale_controller(body.controller_epoch):
@@ -174,7 +184,29 @@ class Broker:
                 )
             case CreateTopicsRequest():
                 return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
+            case IncrementalAlterConfigsRequest():
+                return await self._forward(body, IncrementalAlterConfigsResponse)
+            case DescribeConfigsRequest():
+                return await self._forward(body, DescribeConfigsResponse)
         return NotImplemented
+
+    async def _forward(self, body: object, response_type: type) -> object:
+        """Forward an admin request to the controller; if it cannot be reached, say so with a
+        retriable top-level error code instead of dropping the client's connection."""
+        try:
+            return await self.link.request(body, timeout_s=30)
+        except BrokerError as exc:
+            return response_type(error_code=exc.code)
+        except MiniKafkaError:
+            return response_type(error_code=ErrorCode.NETWORK_EXCEPTION)
+
+    def _apply_configs(self, body: UpdateMetadataRequest) -> None:
+        if body.configs_version < 0:
+            return  # this UpdateMetadata carries no configs
+        if self.dynamic.apply(body.configs, body.configs_version):
+            self.events.emit(
+                "configs_applied", version=body.configs_version, entities=len(body.configs)
+            )
 
     async def _leader_and_isr(self, body: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
         if self._stale_controller(body.controller_epoch):

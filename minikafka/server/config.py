@@ -77,6 +77,22 @@ OPTIONS: dict[str, _Option] = {
         _Option("socket.max.frame.bytes", "socket_max_frame_bytes", _parse_int(1024, 1 << 31)),
         _Option("metrics.interval.ms", "metrics_interval_ms", _parse_int(10, 3_600_000)),
         _Option("request.max.in.flight", "request_max_in_flight", _parse_int(1, 1024)),
+        _Option(
+            "replication.quota.window.num", "replication_quota_window_num", _parse_int(1, 1000)
+        ),
+        _Option(
+            "replication.quota.window.size.seconds",
+            "replication_quota_window_size_seconds",
+            _parse_int(1, 3600),
+        ),
+        _Option("quota.window.num", "quota_window_num", _parse_int(1, 1000)),
+        _Option("quota.window.size.seconds", "quota_window_size_seconds", _parse_int(1, 3600)),
+        _Option(
+            "replication.throttle.in.sync.exempt",
+            "replication_throttle_in_sync_exempt",
+            _parse_bool,
+        ),
+        _Option("replication.quota.precise", "replication_quota_precise", _parse_bool),
     ]
 }
 
@@ -111,6 +127,16 @@ class NodeConfig:
     socket_max_frame_bytes: int = 64 * MiB
     metrics_interval_ms: int = 1000
     request_max_in_flight: int = 64  # per connection, requests handled concurrently
+    # Quotas (REFERENCE.md sections 1 and 3).
+    replication_quota_window_num: int = 11
+    replication_quota_window_size_seconds: int = 1
+    quota_window_num: int = 11
+    quota_window_size_seconds: int = 1
+    # KAFKA-4313's exemption of in-sync replicas; false reproduces ISR thrashing (ours).
+    replication_throttle_in_sync_exempt: bool = True
+    # Budget each throttled response against the remaining allowance (beyond Kafka: KIP-73's
+    # rejected "pessimistic" design), so no response overshoots the bound.
+    replication_quota_precise: bool = False
 
     @property
     def is_broker(self) -> bool:

@@ -6,6 +6,10 @@ epoch), then hand the effects to the per-broker channels. A channel (Kafka's
 ControllerChannelManager RequestSendThread) sends its broker's requests one at a time, in order,
 retrying on connection failure; a LeaderAndIsr addressed to an older incarnation of the broker
 is dropped, since the new incarnation gets fresh ones when it registers.
+
+Dynamic configs: IncrementalAlterConfigs goes through the same lock/persist/execute path (the
+snapshot is part of the document, so it survives a restart); DescribeConfigs reads the state.
+An UpdateMetadata effect that carries the config snapshot is sent with it and its version.
 """
 
 from __future__ import annotations
@@ -38,6 +42,10 @@ from minikafka.wire.messages import (
     BrokerRegistrationResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     LeaderAndIsrRequest,
     MetadataRequest,
     UpdateMetadataRequest,
@@ -125,11 +133,14 @@ class ControllerService:
                 )
                 self._channel(effect.broker_id).send(req)
             case SendUpdateMetadata():
+                configs = effect.configs
                 req = UpdateMetadataRequest(
                     controller_id=self.config.node_id,
                     controller_epoch=c.controller_epoch,
                     brokers=c.live_brokers(),
                     partitions=list(effect.partitions),
+                    configs=[] if configs is None else configs.to_wire(),
+                    configs_version=-1 if configs is None else configs.version,
                 )
                 for broker_id in effect.broker_ids:
                     self._channel(broker_id).send(req)
@@ -166,6 +177,7 @@ class ControllerService:
                             SendUpdateMetadata(
                                 broker_ids=(body.broker_id,),
                                 partitions=tuple(state.partition_states()),
+                                configs=state.pushed_configs(),
                             )
                         )
                 return BrokerRegistrationResponse(error_code=code, broker_epoch=epoch)
@@ -190,6 +202,15 @@ class ControllerService:
                     )
                     await self._commit(effects)
                 return AlterPartitionResponse(error_code=code, partitions=items)
+            case IncrementalAlterConfigsRequest():
+                async with self._lock:
+                    responses, effects = state.alter_configs(
+                        body.resources, validate_only=body.validate_only
+                    )
+                    await self._commit(effects)
+                return IncrementalAlterConfigsResponse(responses=responses)
+            case DescribeConfigsRequest():
+                return DescribeConfigsResponse(results=state.describe_configs(body.resources))
             case MetadataRequest():
                 return metadata_response(
                     state.live_brokers(),

@@ -16,8 +16,10 @@ from __future__ import annotations
 import trio
 
 from minikafka.core.log import check_follower_fetch
+from minikafka.core.replication_quota import ThrottleClass, leader_throttle_class, should_throttle
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
+from minikafka.server.clock import now_ms
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import ReadSpec
@@ -36,14 +38,15 @@ from minikafka.wire.messages import (
 
 
 async def handle_fetch(
-    rm: ReplicaManager, req: FetchRequest, known_topic: frozenset[str] | set[str]
+    rm: ReplicaManager,
+    req: FetchRequest,
+    known_topic: frozenset[str] | set[str],
+    client_id: str = "",
 ) -> FetchResponse:
     is_follower = req.replica_id >= 0
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     answers: dict[int, FetchPartitionResponse] = {}
     readable: list[tuple[int, FetchPartition, LocalPartition]] = []
-    from minikafka.server.clock import now_ms
-
     t = now_ms()
     for i, fp in enumerate(req.partitions):
         p = rm.partitions.get(TopicPartition(fp.topic, fp.partition))
@@ -88,7 +91,10 @@ async def handle_fetch(
             rm.maybe_expand_isr(p)
         readable.append((i, fp, p))
 
-    data = await _read_until_enough(rm, req, readable, is_follower, deadline, early=bool(answers))
+    throttle = _LeaderThrottle(rm, req.replica_id, readable) if is_follower else None
+    data = await _read_until_enough(rm, req, readable, throttle, deadline, early=bool(answers))
+    if throttle is not None:
+        throttle.record(data)
     for (i, fp, p), records in zip(readable, data, strict=True):
         answers[i] = FetchPartitionResponse(
             topic=fp.topic,
@@ -100,36 +106,118 @@ async def handle_fetch(
         )
     sent = sum(len(a.records) for a in answers.values())
     rm.metrics.inc("replication_bytes_out" if is_follower else "bytes_out", sent)
-    return FetchResponse(partitions=[answers[i] for i in range(len(req.partitions))])
+    throttle_ms = 0
+    if not is_follower:  # KIP-13: consumers are throttled by delaying the response; replicas never
+        bound = rm.dynamic.client_quota(client_id)[1] if rm.dynamic is not None else None
+        throttle_ms = rm.fetch_quotas.record_and_throttle(client_id, sent, bound, now_ms())
+        await trio.sleep(throttle_ms / 1000)
+    return FetchResponse(
+        partitions=[answers[i] for i in range(len(req.partitions))], throttle_time_ms=throttle_ms
+    )
 
 
 async def _read_until_enough(
     rm: ReplicaManager,
     req: FetchRequest,
     readable: list[tuple[int, FetchPartition, LocalPartition]],
-    is_follower: bool,
+    throttle: _LeaderThrottle | None,
     deadline: float,
     early: bool,
 ) -> list[bytes]:
     """Read; while below min_bytes and before the deadline, wait for a change and read again.
-    A response that already carries an error or a divergence is answered at once (early)."""
+    A response that already carries an error or a divergence is answered at once (early).
+    Throttled partitions are not read, so their bytes never complete a delayed fetch."""
+    is_follower = throttle is not None
     while True:
+        limits = throttle.limits(now_ms()) if throttle is not None else [None] * len(readable)
+        wanted = [k for k, limit in enumerate(limits) if limit != 0]
         specs = [
             ReadSpec(
                 tp=p.tp,
                 fetch_offset=fp.fetch_offset,
                 max_offset=p.log_end_offset if is_follower else p.high_watermark,
-                partition_max_bytes=fp.partition_max_bytes,
+                partition_max_bytes=fp.partition_max_bytes
+                if limits[k] is None
+                else min(fp.partition_max_bytes, limits[k]),
             )
-            for _i, fp, p in readable
+            for k, (_i, fp, p) in enumerate(readable)
+            if k in set(wanted)
         ]
-        data = await trio.to_thread.run_sync(rm.store.read, specs, req.max_bytes) if specs else []
+        got = await trio.to_thread.run_sync(rm.store.read, specs, req.max_bytes) if specs else []
+        data = [b""] * len(readable)
+        for k, records in zip(wanted, got, strict=True):
+            limit = limits[k]
+            # Precise mode never lets a throttled partition exceed its allowance, not even
+            # with the one oversized batch KIP-74 would return: it waits for more allowance.
+            data[k] = records if limit is None or len(records) <= limit else b""
         total = sum(len(d) for d in data)
         if early or total >= req.min_bytes or trio.current_time() >= deadline or not readable:
             return data
         if any(not p.is_leader for _i, _fp, p in readable):
             return data
         await wait_for_change([p for _i, _fp, p in readable], deadline)
+
+
+class _LeaderThrottle:
+    """The leader side of KIP-73 for one follower fetch (Kafka's shouldLeaderThrottle)."""
+
+    def __init__(
+        self,
+        rm: ReplicaManager,
+        follower_id: int,
+        readable: list[tuple[int, FetchPartition, LocalPartition]],
+    ) -> None:
+        self.rm = rm
+        self.quotas = rm.replication_quotas
+        self.classes: list[ThrottleClass | None] = []
+        self.in_sync: list[bool] = []
+        dynamic = rm.dynamic
+        config = dynamic.broker_config(rm.config.node_id) if dynamic is not None else None
+        for _i, fp, p in readable:
+            cls = None
+            if config is not None and p.state is not None:
+                leader_list, _follower_list = dynamic.topic_throttled_replicas(fp.topic)
+                cls = leader_throttle_class(
+                    partition=fp.partition,
+                    local_id=rm.config.node_id,
+                    follower_id=follower_id,
+                    adding_replicas=p.state.adding_replicas,
+                    topic_leader_list=leader_list,
+                    config=config,
+                )
+            self.classes.append(cls)
+            self.in_sync.append(p.leader is not None and p.leader.is_in_sync(follower_id))
+
+    def limits(self, now: int) -> list[int | None]:
+        """Per partition: 0 = throttled (return nothing), None = unlimited, n = precise budget."""
+        exempt = self.rm.config.replication_throttle_in_sync_exempt
+        precise = self.rm.config.replication_quota_precise
+        out: list[int | None] = []
+        shares: dict[ThrottleClass, int] = {}
+        for cls, in_sync in zip(self.classes, self.in_sync, strict=True):
+            eligible = cls is not None and not (in_sync and exempt)
+            if precise and eligible:
+                shares[cls] = shares.get(cls, 0) + 1
+        for cls, in_sync in zip(self.classes, self.in_sync, strict=True):
+            exceeded = self.quotas.exceeded("leader", cls, now)
+            if should_throttle(
+                in_sync=in_sync, throttle_class=cls, quota_exceeded=exceeded, exempt_in_sync=exempt
+            ):
+                out.append(0)
+            elif precise and cls in shares:
+                budget = int(self.quotas.remaining("leader", cls, now) // shares[cls])
+                out.append(max(budget, 0))
+            else:
+                out.append(None)
+        return out
+
+    def record(self, data: list[bytes]) -> None:
+        """After the response is built: every byte of the throttle set counts, in-sync too."""
+        now = now_ms()
+        for cls, records in zip(self.classes, data, strict=True):
+            self.quotas.record("leader", cls, len(records), now)
+            if cls is not None and records:
+                self.rm.metrics.inc(f"leader_{cls.value}_throttled_bytes", len(records))
 
 
 def _leader_error(

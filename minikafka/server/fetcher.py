@@ -28,14 +28,22 @@ from minikafka.core.log import (
     truncate_epochs_from_end,
 )
 from minikafka.core.records import iter_batches
+from minikafka.core.replication_quota import (
+    ThrottleClass,
+    follower_caught_up,
+    follower_throttle_class,
+    should_throttle,
+)
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode, MiniKafkaError
 from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
+from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
+from minikafka.server.quotas import ReplicationQuotas
 from minikafka.storage import AppendWrite
 from minikafka.wire.messages import BrokerInfo, FetchPartitionResponse, FetchRequest, FetchResponse
 
@@ -62,6 +70,9 @@ class ReplicaFetcherManager:
         self.rng = rng
         self.lookup = lookup
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        # Set by the node: the replication quotas (shared with the leader side) and live configs.
+        self.quotas: ReplicationQuotas | None = None
+        self.dynamic: DynamicConfigs | None = None
         self._owner: dict[TopicPartition, tuple[int, int]] = {}
         self._nursery: trio.Nursery | None = None
 
@@ -146,9 +157,13 @@ class ReplicaFetcher:
 
     async def _fetch_loop(self, conn) -> None:  # noqa: ANN001 - client Connection
         while self.planner.partitions:
-            request = self.planner.build_request(now_ms())
+            t = now_ms()
+            throttle = _FollowerThrottle(self.m, self.planner, t)
+            request = self.planner.build_request(
+                t, exclude=throttle.excluded, limits=throttle.limits
+            )
             if request is None:
-                await self._back_off()
+                await self._back_off(throttled=bool(throttle.excluded))
                 continue
             response = await conn.request(
                 request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
@@ -156,13 +171,22 @@ class ReplicaFetcher:
             assert isinstance(response, FetchResponse)
             await self._process(request, response)
 
-    async def _back_off(self) -> None:
-        """Nothing fetchable: wait until a delayed partition is ready or partitions arrive."""
+    async def _back_off(self, *, throttled: bool) -> None:
+        """Nothing fetchable: wait until a delayed partition is ready or partitions arrive; when
+        the follower quota held everything back, wait replica.fetch.backoff.ms (Kafka's
+        maybeFetch waits fetchBackOffMs when the request comes out empty)."""
         self.wakeup = trio.Event()
         ready = self.planner.next_ready_ms()
         if ready is None:
             return
-        with trio.move_on_after(max(ready - now_ms(), 1) / 1000):
+        wait_ms = max(ready - now_ms(), 1)
+        if throttled:
+            wait_ms = (
+                self.m.config.replica_fetch_backoff_ms
+                if ready <= now_ms()
+                else min(wait_ms, self.m.config.replica_fetch_backoff_ms)
+            )
+        with trio.move_on_after(wait_ms / 1000):
             await self.wakeup.wait()
 
     async def _process(self, request: FetchRequest, response: FetchResponse) -> None:
@@ -189,8 +213,10 @@ class ReplicaFetcher:
                 p.high_watermark = max(
                     p.high_watermark, follower_high_watermark(pr.high_watermark, p.log_end_offset)
                 )
+                self.planner.observe_leader(tp, pr.high_watermark)
         if writes:
             await self.m.writer.append(writes)
+            t = now_ms()
             for p, leader_hw, size in appended:
                 p.high_watermark = max(
                     p.high_watermark, follower_high_watermark(leader_hw, p.log_end_offset)
@@ -198,7 +224,15 @@ class ReplicaFetcher:
                 self.planner.advance(
                     p.tp, fetch_offset=p.log_end_offset, last_fetched_epoch=latest_epoch(p.epochs)
                 )
+                self.planner.observe_leader(p.tp, leader_hw)
                 self.m.metrics.inc("replication_bytes_in", size)
+                p.bytes_in.record(size, t)
+            # After appending: every throttled partition's bytes count, caught up or not.
+            for p, _hw, size in appended:
+                cls = _follower_class(self.m, p)
+                if self.m.quotas is not None and cls is not None:
+                    self.m.quotas.record("follower", cls, size, t)
+                    self.m.metrics.inc(f"follower_{cls.value}_throttled_bytes", size)
 
     def _prepare_append(
         self, p: LocalPartition, pr: FetchPartitionResponse, t: int
@@ -267,3 +301,54 @@ class ReplicaFetcher:
             error_code=pr.error_code,
         )
         self.planner.delay(tp, t)
+
+
+def _follower_class(m: ReplicaFetcherManager, p: LocalPartition) -> ThrottleClass | None:
+    if m.dynamic is None or p.state is None:
+        return None
+    _leader_list, follower_list = m.dynamic.topic_throttled_replicas(p.tp.topic)
+    return follower_throttle_class(
+        partition=p.tp.partition,
+        local_id=m.config.node_id,
+        adding_replicas=p.state.adding_replicas,
+        topic_follower_list=follower_list,
+        config=m.dynamic.broker_config(m.config.node_id),
+    )
+
+
+class _FollowerThrottle:
+    """The follower side of KIP-73 for one request (Kafka's shouldFollowerThrottle): leave out
+    partitions that are not caught up, are throttled, and whose quota is exceeded; in precise
+    mode, cap the others of a throttled class by their share of the remaining allowance."""
+
+    def __init__(self, m: ReplicaFetcherManager, planner: FetchPlanner, now: int) -> None:
+        excluded: set[TopicPartition] = set()
+        self.limits: dict[TopicPartition, int] = {}
+        quotas = m.quotas
+        if quotas is None or m.dynamic is None:
+            self.excluded = frozenset()
+            return
+        exempt = m.config.replication_throttle_in_sync_exempt
+        eligible: dict[ThrottleClass, list[TopicPartition]] = {}
+        for tp, st in planner.partitions.items():
+            p = m.lookup(tp)
+            cls = _follower_class(m, p) if p is not None else None
+            caught_up = follower_caught_up(st.lag)
+            if should_throttle(
+                in_sync=caught_up,
+                throttle_class=cls,
+                quota_exceeded=quotas.exceeded("follower", cls, now),
+                exempt_in_sync=exempt,
+            ):
+                excluded.add(tp)
+            elif cls is not None and not (caught_up and exempt):
+                eligible.setdefault(cls, []).append(tp)
+        if m.config.replication_quota_precise:
+            for cls, tps in eligible.items():
+                share = int(quotas.remaining("follower", cls, now) // len(tps))
+                for tp in tps:
+                    if share <= 0:
+                        excluded.add(tp)
+                    else:
+                        self.limits[tp] = share
+        self.excluded = frozenset(excluded)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import trio
 
 from minikafka.core.partition import PartitionLeaderState
+from minikafka.core.stats import MetricConfig, Rate
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.storage import LoadedPartition
 from minikafka.wire.messages import NO_EPOCH, NO_LEADER, PartitionState
@@ -31,6 +32,8 @@ class LocalPartition:
         self.state: PartitionState | None = None  # the controller's last word on it
         self.leader: PartitionLeaderState | None = None  # set while this broker leads it
         self._watchers: set[trio.Event] = set()
+        # KIP-73's PartitionBytesInRate: every byte appended here, produced or replicated.
+        self.bytes_in = Rate(MetricConfig())
 
     @property
     def is_leader(self) -> bool:

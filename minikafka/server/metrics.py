@@ -20,16 +20,16 @@ from minikafka.server.clock import now_ms
 class Metrics:
     def __init__(self) -> None:
         self.counters: dict[str, int] = {}
-        self.gauges: dict[str, Callable[[], float | int]] = {}
+        self.gauges: dict[str, Callable[[], object]] = {}
 
     def inc(self, name: str, amount: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + amount
 
-    def gauge(self, name: str, read: Callable[[], float | int]) -> None:
+    def gauge(self, name: str, read: Callable[[], object]) -> None:
         self.gauges[name] = read
 
-    def snapshot(self) -> dict[str, float | int]:
-        out: dict[str, float | int] = dict(self.counters)
+    def snapshot(self) -> dict[str, object]:
+        out: dict[str, object] = dict(self.counters)
         for name, read in self.gauges.items():
             out[name] = read()
         return out

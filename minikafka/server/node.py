@@ -22,6 +22,7 @@ from minikafka.errors import ErrorCode
 from minikafka.server.broker import Broker, ControllerLink
 from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
+from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.listener import run_listener
@@ -62,6 +63,8 @@ class Node:
         )
         self.controller: ControllerService | None = None
         self.broker: Broker | None = None
+        # Dynamic configs pushed by the controller (fed by the broker role's UpdateMetadata).
+        self.dynamic = DynamicConfigs()
         self.port = config.port
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -135,11 +138,24 @@ class Node:
             fetchers=fetchers,
             controller=link,
         )
+        # Live configs drive the quotas: both sides of replication read them, and every change
+        # re-bounds the sensors (keeping their samples).
+        rm.dynamic = fetchers.dynamic = self.dynamic
+        fetchers.quotas = rm.replication_quotas
+        self.dynamic.subscribe(lambda _snapshot: rm.on_configs_changed())
+        rm.on_configs_changed()
         await rm.load()
         nursery.start_soon(rm.run_isr_expiration)
         nursery.start_soon(rm.run_alter_partition_sender)
         nursery.start_soon(rm.run_hw_checkpoints)
-        self.broker = Broker(config=c, rm=rm, link=link, cache=MetadataCache(), events=self.events)
+        self.broker = Broker(
+            config=c,
+            rm=rm,
+            link=link,
+            cache=MetadataCache(),
+            events=self.events,
+            dynamic=self.dynamic,
+        )
         nursery.start_soon(link.run)
         await link.registered.wait()
 
@@ -151,11 +167,14 @@ class Node:
                     for k, (lo, hi) in SUPPORTED_VERSIONS.items()
                 ]
             )
-        for role in (self.controller, self.broker):
-            if role is not None:
-                response = await role.dispatch(body)
-                if response is not NotImplemented:
-                    return response
+        if self.controller is not None:
+            response = await self.controller.dispatch(body)
+            if response is not NotImplemented:
+                return response
+        if self.broker is not None:
+            response = await self.broker.dispatch(body, client_id=header.client_id or "")
+            if response is not NotImplemented:
+                return response
         return refusal(body)
 
     def _write_node_file(self) -> None:

@@ -20,6 +20,7 @@ import trio
 from minikafka.core.records import iter_batches, restamp
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
+from minikafka.server.clock import now_ms
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import AppendWrite
@@ -38,7 +39,10 @@ class _Pending:
 
 
 async def handle_produce(
-    rm: ReplicaManager, req: ProduceRequest, known_topic: set[str] | frozenset[str]
+    rm: ReplicaManager,
+    req: ProduceRequest,
+    known_topic: set[str] | frozenset[str],
+    client_id: str = "",
 ) -> ProduceResponse | None:
     answers: dict[tuple[str, int], ProducePartitionResponse] = {}
     pending: list[_Pending] = []
@@ -75,8 +79,13 @@ async def handle_produce(
                 )
             pending = []
         rm.metrics.inc("bytes_in", sum(i.size for i in pending))
+        t = now_ms()
+        for item in pending:
+            item.p.bytes_in.record(item.size, t)
         rm.metrics.inc("messages_in_batches", len(writes))
+    throttle_ms = _client_throttle(rm, client_id, sum(len(pp.records) for pp in req.partitions))
     if req.acks == 0:
+        await trio.sleep(throttle_ms / 1000)  # no response to delay: hold this request slot
         return None
     if req.acks == -1 and pending:
         await _wait_for_replication(pending, req.timeout_ms)
@@ -89,7 +98,17 @@ async def handle_produce(
             base_offset=item.base_offset if code == ErrorCode.NONE else -1,
             log_start_offset=item.p.log_start_offset,
         )
-    return ProduceResponse(partitions=[answers[(pp.topic, pp.partition)] for pp in req.partitions])
+    # KIP-13: the data is appended first, then the answer waits out the throttle time.
+    await trio.sleep(throttle_ms / 1000)
+    return ProduceResponse(
+        partitions=[answers[(pp.topic, pp.partition)] for pp in req.partitions],
+        throttle_time_ms=throttle_ms,
+    )
+
+
+def _client_throttle(rm: ReplicaManager, client_id: str, nbytes: int) -> int:
+    bound = rm.dynamic.client_quota(client_id)[0] if rm.dynamic is not None else None
+    return rm.produce_quotas.record_and_throttle(client_id, nbytes, bound, now_ms())
 
 
 def _check_leader(

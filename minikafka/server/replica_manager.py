@@ -15,21 +15,26 @@ pure `PartitionLeaderState`:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
+from functools import partial
 
 import trio
 
 from minikafka.core.log import assign_epoch, latest_epoch
 from minikafka.core.partition import PartitionLeaderState
 from minikafka.core.records import peek_header
+from minikafka.core.replication_quota import ThrottleClass
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
+from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
+from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
 from minikafka.storage import AppendWrite, LogStore
 from minikafka.wire.messages import (
     AlterPartitionItem,
@@ -62,6 +67,17 @@ class ReplicaManager:
         self.fetchers = fetchers
         self.controller = controller
         self.partitions: dict[TopicPartition, LocalPartition] = {}
+        self.dynamic: DynamicConfigs | None = None  # live configs, set by the node
+        self.replication_quotas = ReplicationQuotas(
+            samples=config.replication_quota_window_num,
+            window_ms=config.replication_quota_window_size_seconds * 1000,
+        )
+        client_window = dict(
+            samples=config.quota_window_num, window_ms=config.quota_window_size_seconds * 1000
+        )
+        self.produce_quotas = ClientQuotas("produce", **client_window)
+        self.fetch_quotas = ClientQuotas("fetch", **client_window)
+        self._register_quota_gauges(metrics)
         self._lock = trio.Lock()
         self._alter_send, self._alter_recv = trio.open_memory_channel[TopicPartition](10_000)
         writer.on_committed = self._on_committed
@@ -72,6 +88,11 @@ class ReplicaManager:
         )
         metrics.gauge("under_replicated_partitions", self._under_replicated)
         metrics.gauge("SumReplicaLag", self._sum_replica_lag)
+
+    def on_configs_changed(self) -> None:
+        """The dynamic configs changed: new replication bounds (samples kept)."""
+        if self.dynamic is not None:
+            self.replication_quotas.apply(self.dynamic.broker_config(self.config.node_id))
 
     async def load(self) -> None:
         loaded = await trio.to_thread.run_sync(self.store.load_all)
@@ -423,6 +444,42 @@ class ReplicaManager:
 
     # ------------------------------------------------------------------ gauges
 
+    def _register_quota_gauges(self, metrics: Metrics) -> None:
+        """KIP-73's metrics by name, and the client quota picture (KIP-13)."""
+        q = self.replication_quotas
+        for side in ("leader", "follower"):
+            for cls, label in (
+                (ThrottleClass.REPLICATION, "Replication"),
+                (ThrottleClass.REASSIGNMENT, "Reassignment"),
+            ):
+                metrics.gauge(
+                    f"{side.capitalize()}{label}ThrottledRate", partial(_rounded, q.rate, side, cls)
+                )
+        metrics.gauge(
+            "PartitionBytesInRate",
+            lambda: {
+                str(tp): round(p.bytes_in.measure(now_ms()), 1) for tp, p in self.partitions.items()
+            },
+        )
+        metrics.gauge(
+            "client_byte_rate",
+            lambda: {
+                "produce": self.produce_quotas.rates(now_ms()),
+                "fetch": self.fetch_quotas.rates(now_ms()),
+            },
+        )
+        metrics.gauge(
+            "client_throttle_time_ms",
+            lambda: {
+                "produce": dict(self.produce_quotas.throttle_ms_total),
+                "fetch": dict(self.fetch_quotas.throttle_ms_total),
+            },
+        )
+        metrics.gauge(
+            "throttle_configs",
+            lambda: {k: v for k, v in asdict(q.config).items() if v not in (None, False)},
+        )
+
     def _under_replicated(self) -> int:
         return sum(
             1
@@ -438,6 +495,10 @@ class ReplicaManager:
             for r in p.leader.replicas
             if r != self.config.node_id
         )
+
+
+def _rounded(measure, side: str, cls: ThrottleClass) -> float:  # noqa: ANN001
+    return round(measure(side, cls, now_ms()), 1)
 
 
 def _is_stale(current: PartitionState, new: PartitionState) -> bool:

@@ -29,6 +29,8 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     OFFSET_FOR_LEADER_EPOCH = 23
+    DESCRIBE_CONFIGS = 32
+    INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION = 56
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
@@ -291,11 +293,24 @@ class LeaderAndIsrResponse:
 
 
 @dataclass(**MSG)
+class ConfigEntity:
+    """One entity's dynamic configs (core/dynamic_config.py): `entity_name` "" is the default."""
+
+    entity_type: str  # "brokers" | "topics" | "clients"
+    entity_name: str
+    configs: dict[str, str]
+
+
+@dataclass(**MSG)
 class UpdateMetadataRequest:
     controller_id: int
     controller_epoch: int
     brokers: list[BrokerInfo]
     partitions: list[PartitionState]
+    # The whole dynamic config snapshot when `configs_version` >= 0 (sent when it changes and to
+    # a newly registered broker); -1: this request carries no configs, keep the ones you have.
+    configs: list[ConfigEntity] = field(default_factory=list)
+    configs_version: int = -1
 
 
 @dataclass(**MSG)
@@ -419,6 +434,85 @@ class CreateTopicsResponse:
     throttle_time_ms: int = 0
 
 
+# ---------------------------------------------------------------------------- configs
+#
+# Kafka's IncrementalAlterConfigs (44) and DescribeConfigs (32), with entity types as strings
+# ("brokers", "topics", "clients": the kafka-configs tool's names) where Kafka has int8 resource
+# types, and client quotas folded in (Kafka has AlterClientQuotas for those). Resource name ""
+# is the default entity (a broker default or the default client). Brokers forward both requests
+# to the controller. The top-level `error_code` is for the request as a whole (e.g. the
+# controller could not be reached); per-resource outcomes are in the results.
+
+
+@dataclass(**MSG)
+class AlterableConfig:
+    name: str
+    op: str  # "set" | "delete" (Kafka's AlterConfigOp SET and DELETE)
+    value: str | None = None  # required for "set"
+
+
+@dataclass(**MSG)
+class AlterConfigsResource:
+    resource_type: str
+    resource_name: str
+    configs: list[AlterableConfig]
+
+
+@dataclass(**MSG)
+class IncrementalAlterConfigsRequest:
+    resources: list[AlterConfigsResource]
+    validate_only: bool = False
+
+
+@dataclass(**MSG)
+class AlterConfigsResourceResponse:
+    resource_type: str
+    resource_name: str
+    error_code: int
+    error_message: str | None = None
+
+
+@dataclass(**MSG)
+class IncrementalAlterConfigsResponse:
+    responses: list[AlterConfigsResourceResponse] = field(default_factory=list)
+    error_code: int = 0
+    throttle_time_ms: int = 0
+
+
+@dataclass(**MSG)
+class DescribeConfigsResource:
+    resource_type: str
+    resource_name: str | None = None  # None: every entity of that type that has configs
+
+
+@dataclass(**MSG)
+class DescribeConfigsRequest:
+    resources: list[DescribeConfigsResource]
+
+
+@dataclass(**MSG)
+class DescribeConfigsEntry:
+    name: str
+    value: str
+    source: str  # "dynamic_entity" | "dynamic_default"
+
+
+@dataclass(**MSG)
+class DescribeConfigsResult:
+    resource_type: str
+    resource_name: str
+    error_code: int
+    error_message: str | None = None
+    entries: list[DescribeConfigsEntry] = field(default_factory=list)
+
+
+@dataclass(**MSG)
+class DescribeConfigsResponse:
+    results: list[DescribeConfigsResult] = field(default_factory=list)
+    error_code: int = 0
+    throttle_time_ms: int = 0
+
+
 # ---------------------------------------------------------------------------- the registry
 
 API: dict[ApiKey, tuple[type, type]] = {
@@ -432,6 +526,11 @@ API: dict[ApiKey, tuple[type, type]] = {
     ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (
+        IncrementalAlterConfigsRequest,
+        IncrementalAlterConfigsResponse,
+    ),
     ApiKey.ALTER_PARTITION: (AlterPartitionRequest, AlterPartitionResponse),
     ApiKey.BROKER_REGISTRATION: (BrokerRegistrationRequest, BrokerRegistrationResponse),
     ApiKey.BROKER_HEARTBEAT: (BrokerHeartbeatRequest, BrokerHeartbeatResponse),

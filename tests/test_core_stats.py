@@ -1,0 +1,484 @@
+"""Windowed rates, sensors, quotas and KIP-13 throttle time (core/stats.py).
+
+Kafka's metrics and quota test stories in spirit (MetricsTest, SampledStatTest, RateTest,
+ClientQuotaManagerTest, ReplicationQuotaManagerTest), with the arithmetic in the comments. The
+clock is a plain int: N samples of W ms, times in ms.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minikafka.core.stats import (
+    LONG_MAX_MS,
+    MetricConfig,
+    Rate,
+    Sensor,
+    SimpleRate,
+    throttle_time_ms,
+)
+from minikafka.errors import ConfigError
+
+
+def sensor(kind: type[Rate], *, samples: int = 11, window_ms: int = 1000, quota=None) -> Sensor:
+    cfg = MetricConfig(samples=samples, window_ms=window_ms, quota=quota)
+    return Sensor("test", kind(cfg), cfg)
+
+
+# -- a fresh sensor -------------------------------------------------------------------------------
+
+
+def test_simple_rate_first_recording_counts_one_full_window() -> None:
+    s = sensor(SimpleRate)
+    s.record(1000, 0)
+    # window = max(0 - 0, W) = 1000 ms -> 1000 B / 1 s
+    assert s.stat.window_size_ms(0) == 1000
+    assert s.measure(0) == 1000.0
+    # t=500: still max(500, 1000) = 1000 ms
+    assert s.measure(500) == 1000.0
+    # t=2000: the true elapsed time, 2000 ms -> 500 B/s
+    assert s.stat.window_size_ms(2000) == 2000
+    assert s.measure(2000) == 500.0
+
+
+def test_rate_first_recording_counts_n_minus_1_windows() -> None:
+    s = sensor(Rate)
+    s.record(1000, 0)
+    # elapsed 0, full windows 0 < N-1 = 10: window = 0 + 10 * 1000 -> 1000 B / 10 s = 100 B/s
+    assert s.stat.window_size_ms(0) == 10_000
+    assert s.measure(0) == 100.0
+    # t=500: 500 + 10 * 1000 = 10500 ms
+    assert s.stat.window_size_ms(500) == 10_500
+    # t=1000: one full window, 1000 + 9 * 1000 = 10000 ms: the padded window falls back by W
+    assert s.stat.window_size_ms(1000) == 10_000
+    # t=10999: 10 full windows = N - 1, no padding: 1000 B / 10.999 s
+    assert s.stat.window_size_ms(10_999) == 10_999
+    # t=11000: 11000 - last event 0 >= N*W: the sample expires and restarts empty at 11000,
+    # so elapsed is 0 again and the window is padded back to 10 s.
+    assert s.stat.total(11_000) == 0.0
+    assert s.stat.window_size_ms(11_000) == 10_000
+
+
+def test_rate_window_is_at_least_one_ms() -> None:
+    # N = 1: no padding (N - 1 = 0 prior windows); measured at the sample's first instant the
+    # elapsed time is 0, which Kafka lifts to 1 ms: 5 B / 0.001 s = 5000 B/s.
+    s = sensor(Rate, samples=1)
+    s.record(5, 0)
+    assert s.stat.window_size_ms(0) == 1
+    assert s.measure(0) == 5000.0
+    assert s.stat.window_size_ms(400) == 400  # then the true elapsed time
+
+
+def test_measuring_before_any_record_starts_the_window() -> None:
+    # SampledStat.oldest creates the first sample at the time of the first measurement.
+    early = sensor(SimpleRate)
+    assert early.measure(5000) == 0.0  # sample created, start = 5000
+    early.record(1000, 5900)  # 5900 - 5000 < W: same sample
+    # t=6800: window = max(6800 - 5000, 1000) = 1800 ms -> 1000 / 1.8 = 555.5 B/s
+    assert early.measure(6800) == pytest.approx(1000 / 1.8)
+
+    late = sensor(SimpleRate)
+    late.record(1000, 5900)  # first sample starts at the record
+    # t=6800: max(900, 1000) = 1000 ms -> 1000 B/s
+    assert late.measure(6800) == 1000.0
+
+
+# -- bound: exceeded, equal, falling back --------------------------------------------------------
+
+
+def test_quota_exceeded_then_falls_back_as_time_passes() -> None:
+    s = sensor(SimpleRate, quota=1000.0)
+    s.record(3000, 0)  # recorded although it is 3x the bound
+    assert s.measure(0) == 3000.0 and s.quota_exceeded(0)
+    assert s.quota_exceeded(2000)  # 3000 / 2 s = 1500 > 1000
+    assert s.quota_exceeded(2999)  # 3000 / 2.999 s = 1000.33 > 1000
+    assert s.measure(3000) == 1000.0 and not s.quota_exceeded(3000)  # 3000 / 3 s: equal is fine
+    assert s.measure(10_999) == pytest.approx(3000 / 10.999)  # 272.7: the sample is still live
+    # t=11000: 11000 - last event 0 >= N*W = 11000: purged (start 11000, value 0)
+    assert s.stat.total(11_000) == 0.0
+    assert s.measure(11_000) == 0.0
+
+
+def test_equal_is_acceptable() -> None:
+    s = sensor(Rate, quota=100.0)
+    s.record(1000, 0)
+    # 1000 B / 10 s (elapsed 0, padded to N - 1 = 10 whole windows) = 100 B/s == bound
+    assert s.measure(0) == 100.0
+    assert not s.quota_exceeded(0)
+    assert s.throttle_time_ms(0) == 0
+    s.record(1, 0)  # 1001 / 10 = 100.1 > 100
+    assert s.quota_exceeded(0)
+    assert s.throttle_time_ms(0) == 10  # (100.1 - 100) / 100 * 10000 = 10 ms
+
+
+def test_no_quota_is_never_exceeded() -> None:
+    s = sensor(SimpleRate)
+    s.record(10**12, 0)
+    assert not s.quota_exceeded(0)
+    assert s.throttle_time_ms(0) == 0
+    assert s.remaining_bytes(0) == math.inf
+
+
+def test_change_of_quota_keeps_the_samples() -> None:
+    # ClientQuotaManagerTest.testQuotaParsing in spirit: quota 2000 B/s, 2500 * 11 B recorded.
+    s = sensor(Rate, quota=2000.0)
+    s.record(2500 * 11, 0)
+    # 27500 B / 10 s = 2750 B/s > 2000: throttle (2750 - 2000) / 2000 * 10000 = 3750 ms
+    assert s.throttle_time_ms(0) == 3750
+    s.reconfigure(MetricConfig(quota=3000.0))
+    # same 27500 B of history, now under the bound: 2750 <= 3000
+    s.record(0, 0)
+    assert s.measure(0) == 2750.0
+    assert s.throttle_time_ms(0) == 0
+    s.reconfigure(MetricConfig(quota=500.0))
+    # the history is still there: (2750 - 500) / 500 * 10000 = 45000 ms
+    assert s.throttle_time_ms(0) == 45_000
+    s.reconfigure(MetricConfig(quota=None))
+    assert not s.quota_exceeded(0) and s.measure(0) == 2750.0
+
+
+def test_change_of_window_keeps_the_samples() -> None:
+    s = sensor(SimpleRate, window_ms=1000)
+    s.record(1000, 0)
+    assert s.measure(500) == 1000.0  # max(500, 1000) ms
+    s.reconfigure(MetricConfig(window_ms=2000))
+    assert s.measure(500) == 500.0  # max(500, 2000) ms: same 1000 B over 2 s
+
+
+def test_change_of_sample_count_keeps_the_newest_samples() -> None:
+    # N = 3, W = 1000: four slots. 100 B each at 0, 999 (slot 0, last event 999), 1000
+    # (slot 1), 2000, 2999 (slot 2, last event 2999), 3000 (slot 3). At 3000 all four are live
+    # (3000 - 999 < 3 * 1000): 600 B.
+    s = sensor(SimpleRate, samples=3)
+    for t in (0, 999, 1000, 2000, 2999, 3000):
+        s.record(100, t)
+    assert s.stat.total(3000) == 600.0
+    # N = 1: two slots, the newest kept: slot 2 (200 B, last event 2999, live under the new
+    # expire age 1 * 1000 since 3000 - 2999 < 1000) and slot 3 (100 B): 300 B.
+    s.reconfigure(MetricConfig(samples=1))
+    assert s.stat.total(3000) == 300.0
+    assert s.stat.window_size_ms(3000) == 1000  # max(3000 - 2000, 1000)
+    # Back to N = 3 (expire age 3000): the next advance appends, no live sample is reset.
+    s.reconfigure(MetricConfig(samples=3))
+    s.record(100, 4000)
+    assert s.stat.total(4000) == 400.0  # 200 (2000) + 100 (3000) + 100 (4000)
+
+
+# -- the ring -------------------------------------------------------------------------------------
+
+
+def test_ring_keeps_n_plus_1_samples_and_wraps_onto_an_expired_one() -> None:
+    # N = 3, W = 1000: 100 B at 0 and 200 B at 900 (slot 0 started at 0, last event 900), then
+    # 200 @1000 (slot 1), 300 @2000 (slot 2), 400 @3000 (slot 3): all four slots live at 3000,
+    # since 3000 - 900 = 2100 < N*W = 3000. Sum 1200 B over max(3000 - 0, 1000) ms = 400 B/s.
+    s = sensor(SimpleRate, samples=3)
+    for value, t in ((100, 0), (200, 900), (200, 1000), (300, 2000), (400, 3000)):
+        s.record(value, t)
+    assert s.stat.total(3000) == 1200.0
+    assert s.measure(3000) == 400.0
+    # Rate: 3 full windows >= N - 1 = 2, no padding: 1200 B / 3 s as well.
+    r = sensor(Rate, samples=3)
+    for value, t in ((100, 0), (200, 900), (200, 1000), (300, 2000), (400, 3000)):
+        r.record(value, t)
+    assert r.stat.window_size_ms(3000) == 3000 and r.measure(3000) == 400.0
+    # 500 @4000: slot 3 is complete, the ring wraps to slot 0 and resets it. Slot 0 was expired
+    # anyway (4000 - 900 >= 3000), and so is slot 1 (4000 - 1000 >= 3000, purged to start 4000).
+    # Live: 300 (2000) + 400 (3000) + 500 (4000) = 1200 B over 4000 - 2000 = 2000 ms = 600 B/s.
+    s.record(500, 4000)
+    assert s.stat.total(4000) == 1200.0
+    assert s.stat.window_size_ms(4000) == 2000
+    assert s.measure(4000) == 600.0
+
+
+def test_purge_of_obsolete_samples() -> None:
+    # N = 2, W = 1000: 100 @0 (slot 0), 200 @1000 (slot 1). Expire age N*W = 2000.
+    s = sensor(SimpleRate, samples=2)
+    s.record(100, 0)
+    s.record(200, 1000)
+    assert s.stat.total(1999) == 300.0  # 1999 - 0 < 2000: kept
+    # t=2000: slot 0 reset (start 2000, 0 B). Oldest start now 1000: 200 B / 1 s.
+    assert s.stat.total(2000) == 200.0
+    assert s.measure(2000) == 200.0
+    assert s.stat.total(3000) == 0.0  # slot 1: 3000 - 1000 >= 2000
+
+
+def test_a_sample_is_kept_while_its_last_event_is_young() -> None:
+    # Started at 0 but written at 1900: live until 1900 + 2000, "samples overlapping the
+    # monitored window are kept, even if they started before it" (SampledStat).
+    s = sensor(SimpleRate, samples=2)
+    s.record(100, 0)
+    s.record(100, 900)  # same sample (900 - 0 < 1000)
+    assert s.stat.total(2899) == 200.0
+    assert s.measure(2899) == pytest.approx(200 / 2.899)  # window from the start at 0
+    assert s.stat.total(2900) == 0.0
+
+
+def test_record_after_a_gap_longer_than_n_windows() -> None:
+    # N = 11, W = 1000: 500 @0, then nothing until 300 @20000 (> N*W = 11000 later).
+    s = sensor(Rate)
+    s.record(500, 0)
+    s.record(300, 20_000)  # 20000 - 0 >= W: advance to slot 1, start 20000
+    # slot 0 expired (20000 - 0 >= 11000) and reset to start 20000: only 300 B, elapsed 0,
+    # padded to N - 1 = 10 windows -> 30 B/s (Kafka: "prior windows with zero records").
+    assert s.stat.total(20_000) == 300.0
+    assert s.measure(20_000) == 30.0
+    simple = sensor(SimpleRate)
+    simple.record(500, 0)
+    simple.record(300, 20_000)
+    assert simple.measure(20_000) == 300.0  # max(0, 1000) ms
+
+
+def test_record_into_a_sample_reset_by_a_measurement() -> None:
+    # A measurement after the gap resets slot 0 to start 10000; the next record lands in it.
+    s = sensor(SimpleRate, samples=2)
+    s.record(500, 0)
+    assert s.measure(10_000) == 0.0
+    s.record(300, 10_500)  # 10500 - 10000 < W: same slot
+    assert s.stat.total(10_500) == 300.0
+    assert s.measure(11_500) == pytest.approx(300 / 1.5)  # window from 10000
+
+
+# -- client throttle time (KIP-13) ----------------------------------------------------------------
+
+
+def test_kip13_example() -> None:
+    # 5 MB/s quota, 10 s window, 60 MB produced -> O = 6 MB/s: (6 - 5) / 5 * 10000 = 2000 ms.
+    assert throttle_time_ms(6e6, 5e6, 10_000) == 2000
+    assert throttle_time_ms(5e6, 5e6, 10_000) == 0  # at the bound: no delay
+    assert throttle_time_ms(4e6, 5e6, 10_000) == 0
+
+
+def test_throttle_rounds_half_up_like_java() -> None:
+    # (O - T) / T * W with T = 2, W = 4: O = 2.25 -> 0.5, O = 3.25 -> 2.5 (exact in binary).
+    assert throttle_time_ms(2.25, 2.0, 4) == 1  # Python's round(0.5) would give 0
+    assert throttle_time_ms(3.25, 2.0, 4) == 3  # round(2.5) would give 2
+    assert throttle_time_ms(2.74, 2.0, 4) == 1  # 1.48
+
+
+def test_zero_quota_throttles_for_ever_like_kafka() -> None:
+    assert throttle_time_ms(1.0, 0.0, 1000) == LONG_MAX_MS  # Math.round(+Infinity)
+    assert throttle_time_ms(0.0, 0.0, 1000) == 0
+    with pytest.raises(ValueError):
+        throttle_time_ms(1.0, -1.0, 1000)
+
+
+def test_client_quota_manager_story() -> None:
+    # ClientQuotaManagerTest.testQuotaViolation: quota 500 B/s, 11 samples of 1 s.
+    s = sensor(Rate, quota=500.0)
+    t = 0
+    for _ in range(10):  # 400 B every second: under the quota
+        s.record(400, t)
+        # at t = 9000: 4000 B, elapsed 9000 ms, 9 < 10 full windows -> padded to 10 s = 400 B/s
+        assert s.throttle_time_ms(t) == 0
+        t += 1000
+    t += 500  # t = 10500
+    s.record(2300, t)
+    # 400 * 10 + 2300 = 6300 B over 10.5 s (oldest start 0, 10 full windows) = 600 B/s
+    # (600 - 500) / 500 * 10500 = 2100 ms
+    assert s.measure(t) == 600.0
+    assert s.stat.window_size_ms(t) == 10_500
+    assert s.throttle_time_ms(t) == 2100
+    t += 2100  # t = 12600: the samples of 0 and 1000 expire (12600 - 1000 >= 11000)
+    # 6300 - 800 = 5500 B over 12600 - 2000 = 10.6 s = 518.9 B/s: still above the bound, the
+    # KIP-13 identity assumed the window would grow to 12.6 s with all 6300 B still in it.
+    assert s.stat.total(t) == 5500.0
+    assert s.measure(t) == pytest.approx(5500 / 10.6)
+    # (5500 / 10.6 - 500) / 500 * 10600 = (5_500_000 - 5_300_000) / 500 = 400 ms
+    assert s.throttle_time_ms(t) == 400
+    throttles = []
+    for _ in range(10):  # "Could continue to see delays until the bursty sample disappears"
+        s.record(400, t)
+        throttles.append(s.throttle_time_ms(t))
+        t += 1000
+    # t = 12600: 400 (new) + 8 * 400 (2000..9000) + 2300 = 5900 B / 10.6 s -> 1200 ms
+    assert throttles[0] == 1200
+    # t = 20600: 9 * 400 (12600..20600) + 2300 (10500, still live) = 5900 B / 10.1 s
+    #   -> (5_900_000 - 500 * 10100) / 500 = 1700 ms
+    assert throttles[8] == 1700
+    # t = 21600: the burst expired (21600 - 10500 >= 11000): 4000 B / 10 s = 400 B/s
+    assert throttles[9] == 0
+    s.record(0, t)
+    assert s.throttle_time_ms(t) == 0  # "unthrottled since bursty sample has rolled over"
+
+
+def test_padded_window_does_not_grow_while_the_client_waits() -> None:
+    # Rate's first N - 1 windows: a burst at t = 900 in a stat started at t = 0.
+    s = sensor(Rate, quota=500.0)
+    s.record(0, 0)
+    s.record(6000, 900)
+    # window 900 + 10 * 1000 = 10900 ms -> 550.46 B/s; X = (6_000_000 - 500 * 10900) / 500 = 1100
+    assert s.throttle_time_ms(900) == 1100
+    # t = 2000: 2 full windows -> 2000 + 8 * 1000 = 10000 ms: the window shrank, 600 B/s
+    assert s.stat.window_size_ms(2000) == 10_000
+    assert s.measure(2000) == 600.0 and s.quota_exceeded(2000)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    measured=st.floats(min_value=1e-3, max_value=1e9),
+    quota=st.floats(min_value=1e-3, max_value=1e9),
+    window_ms=st.integers(min_value=1, max_value=10**6),
+)
+def test_throttle_time_solves_the_kip13_identity(measured, quota, window_ms) -> None:
+    # O * W / (W + X) = T  <=>  W + X = O * W / T; X is rounded, so within half a ms.
+    x = throttle_time_ms(measured, quota, window_ms)
+    if measured <= quota:
+        assert x == 0
+    else:
+        assert x >= 0
+        assert abs(window_ms + x - measured * window_ms / quota) <= 0.5 + 1e-9 * (window_ms + x)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    samples=st.integers(min_value=2, max_value=12),
+    window_ms=st.integers(min_value=100, max_value=2000),
+    quota=st.integers(min_value=1, max_value=10**6),
+    fill=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=11, max_size=11),
+    d_frac=st.floats(min_value=0.0, max_value=1.0),
+    excess=st.floats(min_value=1e-3, max_value=1.0),
+)
+def test_waiting_the_throttle_time_brings_a_steady_rate_to_the_bound(
+    samples, window_ms, quota, fill, d_frac, excess
+) -> None:
+    # Steady regime: one record per window from t = 0 for N - 1 windows (each at most the
+    # quota's share of a window), then a burst at now = (N-1)*W + d, so the Rate window is the
+    # true elapsed time w = (N-1)*W + d. The burst makes O = T * (1 + e) with e chosen so the
+    # delay X ~ e * w stays under W - d: no sample expires while the client waits (the oldest,
+    # written at 0, expires at N*W). Then the same total over w + X must be the bound, within
+    # the half millisecond of rounding.
+    s = sensor(Rate, samples=samples, window_ms=window_ms, quota=float(quota))
+    d = int(d_frac * (window_ms - 2))
+    prefix = 0.0
+    for k in range(samples - 1):
+        value = fill[k] * quota * window_ms / 1000
+        s.record(value, k * window_ms)
+        prefix += value
+    now = (samples - 1) * window_ms + d
+    w = now
+    target = quota * (1 + excess * (window_ms - d - 1.5) / w)
+    s.record(target * w / 1000 - prefix, now)
+    assert s.stat.window_size_ms(now) == w
+    total = s.stat.total(now)
+    x = s.throttle_time_ms(now)
+    assert 0 <= x < window_ms - d  # by construction
+    # nothing expired, the window grew by exactly X
+    assert s.stat.total(now + x) == total
+    assert s.stat.window_size_ms(now + x) == w + x
+    measured = s.measure(now + x)
+    tol = 1e-9 * quota
+    assert measured <= quota * (w + x + 0.5) / (w + x) + tol
+    assert measured >= quota * (w + x - 0.5) / (w + x) - tol
+
+
+# -- remaining bytes (precise mode) ---------------------------------------------------------------
+
+
+def test_remaining_bytes_exactly_fills_the_bound() -> None:
+    s = sensor(SimpleRate, quota=1000.0)
+    s.record(400, 0)
+    # t=500: window max(500, 1000) = 1000 ms; room = 1000 B/s * 1 s - 400 = 600 B
+    assert s.remaining_bytes(500) == 600.0
+    s.record(600, 500)
+    assert s.measure(500) == 1000.0 and not s.quota_exceeded(500)
+    assert s.remaining_bytes(500) == 0.0
+    s.record(1, 500)
+    assert s.quota_exceeded(500)
+    assert s.remaining_bytes(500) == -1.0
+
+
+def test_remaining_bytes_sees_the_window_shrink_of_the_record_itself() -> None:
+    # N = 2, W = 1000, three slots. 100 @0 (slot 0), 50 @1000 (slot 1); a measurement at 2000
+    # purges slot 0 into an empty sample starting at 2000; 500 @2100 opens slot 2.
+    def history() -> Sensor:
+        s = sensor(SimpleRate, samples=2, quota=1000.0)
+        s.record(100, 0)
+        s.record(50, 1000)
+        s.measure(2000)
+        s.record(500, 2100)
+        return s
+
+    s = history()
+    # t=3100: slot 1 expires (3100 - 1000 >= 2000); the empty slot 0 (start 2000) is the
+    # oldest: window 1100 ms, so a naive room is 1000 * 1.1 - 500 = 600 B.
+    assert s.stat.window_size_ms(3100) == 1100
+    # But a record at 3100 completes slot 2 (3100 - 2100 >= W) and wraps onto slot 0, resetting
+    # it to start 3100: the window becomes 3100 - 2100 = 1000 ms, room 1000 * 1 - 500 = 500 B.
+    assert s.remaining_bytes(3100) == 500.0
+    naive = history()
+    naive.record(600, 3100)
+    assert naive.measure(3100) == 1100.0 and naive.quota_exceeded(3100)
+    s.record(500, 3100)
+    assert s.measure(3100) == 1000.0 and not s.quota_exceeded(3100)
+
+
+op_st = st.tuples(
+    st.sampled_from(["record", "measure"]),
+    st.one_of(st.integers(0, 1500), st.integers(0, 40_000)),  # gap in ms, sometimes long
+    st.integers(0, 5000),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    kind=st.sampled_from([Rate, SimpleRate]),
+    samples=st.integers(min_value=1, max_value=12),
+    window_ms=st.integers(min_value=1, max_value=2000),
+    quota=st.one_of(st.integers(0, 100_000), st.floats(min_value=0.0, max_value=1e5)),
+    ops=st.lists(op_st, max_size=30),
+    gap=st.integers(0, 5000),
+)
+def test_remaining_bytes_is_exactly_the_room_under_the_bound(
+    kind, samples, window_ms, quota, ops, gap
+) -> None:
+    s = sensor(kind, samples=samples, window_ms=window_ms, quota=float(quota))
+    now = 0
+    for op, dt, value in ops:
+        now += dt
+        if op == "record":
+            s.record(value, now)
+        else:
+            s.measure(now)
+    now += gap
+    room = s.remaining_bytes(now)
+    if room > 0:
+        s.record(room, now)  # exactly the room: the bound holds
+        assert not s.quota_exceeded(now)
+    s.record(1, now)  # one more unit than fits
+    assert s.quota_exceeded(now)
+
+
+# -- config ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"samples": 0},
+        {"window_ms": 0},
+        {"samples": 1.5},
+        {"quota": -1.0},
+        {"quota": math.nan},
+        {"quota": "10"},
+    ],
+)
+def test_metric_config_rejects_bad_values(kwargs) -> None:
+    with pytest.raises(ConfigError):
+        MetricConfig(**kwargs)
+
+
+def test_metric_config_defaults_are_kafkas() -> None:
+    # quota.window.num = 11, quota.window.size.seconds = 1, no bound
+    assert MetricConfig() == MetricConfig(samples=11, window_ms=1000, quota=None)
+
+
+def test_sensor_config_governs_its_stat() -> None:
+    stat = SimpleRate(MetricConfig(window_ms=5000))
+    s = Sensor("x", stat, MetricConfig(window_ms=1000, quota=10.0))
+    assert stat.config.window_ms == 1000
+    s.record(10, 0)
+    assert s.measure(0) == 10.0  # 10 B over max(0, 1000) ms
