@@ -116,10 +116,16 @@ async def run_produce_perf(
             for q, v in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99), ("max", 1.0))
         },
         "retries": producer.retries,
+        "throttle_time_ms_total": producer.throttle_time_ms_total,
     }
     lat = report["batch_latency_ms"]
     report["summary"] = (
         f"{sent['records']} records sent, {rec_s:.1f} records/sec ({mb_s:.2f} MB/sec), "
         f"batch latency p50 {lat['p50']} ms, p95 {lat['p95']} ms, p99 {lat['p99']} ms, max {lat['max']} ms"
+        + (
+            f", throttled {producer.throttle_time_ms_total} ms (client quota)"
+            if producer.throttle_time_ms_total
+            else ""
+        )
     )
     return report

@@ -42,6 +42,8 @@ class Consumer:
         self.max_wait_ms = max_wait_ms
         self.partition_max_bytes = partition_max_bytes
         self.max_bytes = max_bytes
+        self.throttle_time_ms_total = 0  # KIP-13, as the brokers reported it
+        self.last_throttle_time_ms = 0
 
     async def list_offsets(
         self, tps: list[TopicPartition], *, earliest: bool
@@ -104,6 +106,8 @@ class Consumer:
                 stale = True
                 return
             assert isinstance(resp, FetchResponse)
+            self.last_throttle_time_ms = resp.throttle_time_ms
+            self.throttle_time_ms_total += resp.throttle_time_ms
             for pr in resp.partitions:
                 tp = TopicPartition(pr.topic, pr.partition)
                 if pr.error_code != ErrorCode.NONE:

@@ -45,6 +45,9 @@ class Producer:
         self.client = client
         self.config = config
         self.retries = 0
+        # KIP-13: what the brokers told us to wait (the response was already delayed by it).
+        self.throttle_time_ms_total = 0
+        self.last_throttle_time_ms = 0
 
     async def send_batches(
         self, batches: Sequence[tuple[TopicPartition, bytes, int]]
@@ -122,6 +125,8 @@ class Producer:
             return []
         resp = await conn.request(req, timeout_s=self.config.request_timeout_ms / 1000 + 5)
         assert isinstance(resp, ProduceResponse)
+        self.last_throttle_time_ms = resp.throttle_time_ms
+        self.throttle_time_ms_total += resp.throttle_time_ms
         failed = []
         for i, pr in zip(items, resp.partitions, strict=True):
             if pr.error_code == ErrorCode.NONE:

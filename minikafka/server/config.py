@@ -93,6 +93,7 @@ OPTIONS: dict[str, _Option] = {
             _parse_bool,
         ),
         _Option("replication.quota.precise", "replication_quota_precise", _parse_bool),
+        _Option("metrics.port", "metrics_port", _parse_int(-1, 65535)),
     ]
 }
 
@@ -137,6 +138,8 @@ class NodeConfig:
     # Budget each throttled response against the remaining allowance (beyond Kafka: KIP-73's
     # rejected "pessimistic" design), so no response overshoots the bound.
     replication_quota_precise: bool = False
+    # Prometheus text on http://host:metrics.port/metrics; 0 = any free port, -1 = off (ours).
+    metrics_port: int = 0
 
     @property
     def is_broker(self) -> bool:

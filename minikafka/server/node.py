@@ -29,6 +29,7 @@ from minikafka.server.listener import run_listener
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.metrics import Metrics, run_metrics_log
+from minikafka.server.prometheus import serve_metrics
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import LogStore, MetadataStore, StoreConfig
 from minikafka.wire.codec import RequestHeader
@@ -66,6 +67,7 @@ class Node:
         # Dynamic configs pushed by the controller (fed by the broker role's UpdateMetadata).
         self.dynamic = DynamicConfigs()
         self.port = config.port
+        self.metrics_port = -1
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         c = self.config
@@ -90,6 +92,10 @@ class Node:
                         interval_ms=c.metrics_interval_ms,
                     )
                 )
+                if c.metrics_port >= 0:
+                    self.metrics_port = await nursery.start(
+                        serve_metrics, c.host, c.metrics_port, self.metrics.snapshot, c.node_id
+                    )
                 self._write_node_file()
                 self.events.emit("node_ready", host=c.host, port=self.port)
                 task_status.started(self.port)
@@ -184,6 +190,7 @@ class Node:
             "roles": list(c.roles),
             "host": c.host,
             "port": self.port,
+            "metrics_port": self.metrics_port,
             "pid": os.getpid(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
