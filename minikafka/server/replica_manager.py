@@ -78,6 +78,15 @@ class ReplicaManager:
         self.produce_quotas = ClientQuotas("produce", **client_window)
         self.fetch_quotas = ClientQuotas("fetch", **client_window)
         self._register_quota_gauges(metrics)
+        for counter in (
+            "bytes_in",
+            "bytes_out",
+            "replication_bytes_in",
+            "replication_bytes_out",
+            "isr_shrinks",
+            "isr_expands",
+        ):
+            metrics.inc(counter, 0)  # present (as 0) from the first snapshot on
         self._lock = trio.Lock()
         self._alter_send, self._alter_recv = trio.open_memory_channel[TopicPartition](10_000)
         writer.on_committed = self._on_committed
