@@ -8,6 +8,10 @@
   by its advertised (host, port) over `trio.testing.memory_stream_pair`, each connection served
   by the real `serve_connection`; so replica fetchers replicate between in-process brokers
   exactly as over TCP. `cut()`/`heal()` make a broker unreachable.
+- Dynamic configs: each MemoryBroker holds a `DynamicConfigs` wired as server/node.py wires a
+  node's (the replica manager and the fetchers read it; every change re-bounds the replication
+  sensors, keeping their samples). `set_configs(...)` plays the controller's UpdateMetadata push:
+  the whole snapshot, validated and normalised as the controller would, with a newer version.
 - `wait_until`: poll a condition on the (mock) clock; `run_sync_inline`: patch it over
   `trio.to_thread.run_sync` so that storage calls take no simulated time.
 
@@ -18,7 +22,7 @@ long polls runs in milliseconds.
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
@@ -27,9 +31,11 @@ import trio
 import trio.testing
 
 from minikafka.client.connection import Connection, open_connection
+from minikafka.core.dynamic_config import validate_changes
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.server.config import NodeConfig
+from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
 from minikafka.server.fetcher import ReplicaFetcherManager
@@ -47,6 +53,7 @@ from minikafka.wire.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerInfo,
+    ConfigEntity,
     FetchRequest,
     ListOffsetsRequest,
     PartitionState,
@@ -168,11 +175,12 @@ class MemoryBroker:
         network: MemoryNetwork | None = None,
         controller: FakeControllerLink | None = None,
         seed: int = 0,
+        store_config: StoreConfig = TEST_STORE,
     ) -> None:
         self.config = config
         self.events = EventLog(None, node_id=config.node_id)
         self.metrics = Metrics()
-        self.store = LogStore(data_dir, TEST_STORE)
+        self.store = LogStore(data_dir, store_config)
         self.writer = LogWriter(self.store)
         self.controller = controller if controller is not None else FakeControllerLink()
         self.network = network
@@ -195,6 +203,13 @@ class MemoryBroker:
             fetchers=self.fetchers,
             controller=self.controller,  # type: ignore[arg-type]
         )
+        # As server/node.py wires a node: both sides of replication read the live configs, the
+        # fetchers share the replica manager's quotas, and every change re-bounds the sensors.
+        self.dynamic = DynamicConfigs()
+        self.rm.dynamic = self.fetchers.dynamic = self.dynamic
+        self.fetchers.quotas = self.rm.replication_quotas
+        self.dynamic.subscribe(lambda _snapshot: self.rm.on_configs_changed())
+        self.rm.on_configs_changed()
         if network is not None:
             network.add(self.address, self.dispatch)
 
@@ -223,12 +238,37 @@ class MemoryBroker:
         finally:
             self.store.close()
 
+    def set_configs(
+        self,
+        entities: Mapping[tuple[str, str], Mapping[str, str]] | Iterable[ConfigEntity],
+        *,
+        version: int | None = None,
+    ) -> bool:
+        """Push a whole dynamic-config snapshot, as the controller's UpdateMetadata does.
+
+        `entities` is {(entity_type, entity_name): {name: value}} (entity name "" is the
+        default broker or client) or ConfigEntity values. Each entity is validated and
+        normalised as the controller would (ConfigError on a typo, nothing applied). The
+        version defaults to one above the held one; True if the snapshot was taken (an older
+        or equal version is ignored, as a broker ignores a stale push).
+        """
+        if isinstance(entities, Mapping):
+            items = [(t, n, dict(cfg)) for (t, n), cfg in entities.items()]
+        else:
+            items = [(e.entity_type, e.entity_name, dict(e.configs)) for e in entities]
+        wire = []
+        for entity_type, entity_name, configs in items:
+            name, values, _deletes = validate_changes(entity_type, entity_name, configs, ())
+            wire.append(ConfigEntity(entity_type=entity_type, entity_name=name, configs=values))
+        return self.dynamic.apply(wire, self.dynamic.version + 1 if version is None else version)
+
     async def dispatch(self, header: RequestHeader, body: object) -> object | None:
+        client_id = header.client_id or ""  # as Node.dispatch: client quotas are per client id
         match body:
             case ProduceRequest():
-                return await handle_produce(self.rm, body, self.topics)
+                return await handle_produce(self.rm, body, self.topics, client_id)
             case FetchRequest():
-                return await handle_fetch(self.rm, body, self.topics)
+                return await handle_fetch(self.rm, body, self.topics, client_id)
             case ListOffsetsRequest():
                 return handle_list_offsets(self.rm, body, self.topics)
         raise BrokerError(ErrorCode.INVALID_REQUEST, f"not served here: {type(body).__name__}")
