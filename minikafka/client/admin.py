@@ -1,9 +1,10 @@
-"""The admin client: create and describe topics, alter and describe dynamic configs (requests
-go to any broker, which forwards admin requests to the controller).
+"""The admin client: create and describe topics, alter and describe dynamic configs, alter and
+list partition reassignments (requests go to any broker, which forwards admin requests to the
+controller).
 
-Config requests are retried while the answer is a retriable whole-request error (a broker that
-cannot reach the controller, e.g. during a controller restart), up to `wait_s`; per-resource
-errors are answers, never retried."""
+Config and reassignment requests are retried while the answer is a retriable whole-request error
+(a broker that cannot reach the controller, e.g. during a controller restart), up to `wait_s`;
+per-resource and per-partition errors are answers, never retried."""
 
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from minikafka.client.cluster_client import ClusterClient
+from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.wire.messages import (
     AlterableConfig,
     AlterConfigsResource,
     AlterConfigsResourceResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    ConfigEntity,
     CreatableTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
@@ -26,7 +31,12 @@ from minikafka.wire.messages import (
     DescribeConfigsResult,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     MetadataResponse,
+    OngoingPartitionReassignment,
+    ReassignablePartition,
+    ReassignablePartitionResponse,
 )
 
 RETRY_BACKOFF_S = 0.2
@@ -132,6 +142,49 @@ class Admin:
                 raise BrokerError(result.error_code, result.error_message or "")
         return resp.results
 
+    # ------------------------------------------------------------------------ reassignments
+
+    async def alter_partition_reassignments(
+        self,
+        moves: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        throttle_configs: Sequence[ConfigEntity] = (),
+        wait_s: float = 30.0,
+    ) -> dict[TopicPartition, ReassignablePartitionResponse]:
+        """Move each partition to its new replicas (the first is the preferred leader), or
+        cancel its move (None). `throttle_configs` records the dynamic configs set for this
+        reassignment: the controller removes them when its last partition is done.
+
+        -> one response per partition, errors included (not raised); BrokerError when the
+        request as a whole is refused (e.g. malformed throttle_configs)."""
+        req = AlterPartitionReassignmentsRequest(
+            partitions=[
+                ReassignablePartition(
+                    topic=tp.topic,
+                    partition=tp.partition,
+                    replicas=None if replicas is None else list(replicas),
+                )
+                for tp, replicas in moves.items()
+            ],
+            timeout_ms=int(wait_s * 1000),
+            throttle_configs=list(throttle_configs),
+        )
+        resp = await self._config_request(req, wait_s)
+        assert isinstance(resp, AlterPartitionReassignmentsResponse)
+        return {TopicPartition(r.topic, r.partition): r for r in resp.responses}
+
+    async def list_partition_reassignments(
+        self, topics: Sequence[str] | None = None, *, wait_s: float = 30.0
+    ) -> dict[TopicPartition, OngoingPartitionReassignment]:
+        """The partitions being moved (of `topics`, or of every topic), with their replicas
+        (target first), adding and removing replicas. Empty when nothing moves."""
+        req = ListPartitionReassignmentsRequest(
+            topics=None if topics is None else list(topics), timeout_ms=int(wait_s * 1000)
+        )
+        resp = await self._config_request(req, wait_s)
+        assert isinstance(resp, ListPartitionReassignmentsResponse)
+        return {TopicPartition(r.topic, r.partition): r for r in resp.reassignments}
+
     async def _config_request(self, req: object, wait_s: float) -> object:
         last: BrokerError | None = None
         with trio.move_on_after(wait_s):
@@ -146,7 +199,8 @@ class Admin:
                     code = getattr(resp, "error_code", ErrorCode.NONE)
                     if code == ErrorCode.NONE:
                         return resp
-                    last = BrokerError(code, "the controller did not answer")
+                    message = getattr(resp, "error_message", None)
+                    last = BrokerError(code, message or "the controller did not answer")
                     if not last.retriable:
                         raise last
                 await trio.sleep(RETRY_BACKOFF_S)

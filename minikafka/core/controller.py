@@ -24,6 +24,10 @@ Rules:
 - Dynamic configs (core/dynamic_config.py, core/controller_configs.py) are one versioned
   `ConfigSnapshot`, persisted in the document; it is pushed whole in UpdateMetadata to every live
   broker when an alter changes it, and to every broker that joins.
+- Reassignments (core/controller_reassign.py, KIP-455) are persisted with the partitions. Every
+  call that changes ISRs ends in `_effects`, which first completes the reassignments whose
+  targets are now in sync, removes the throttles no reassignment claims any more, and sends
+  StopReplica(delete) to the live brokers that lost replicas (after LeaderAndIsr/UpdateMetadata).
 """
 
 from __future__ import annotations
@@ -43,9 +47,12 @@ from minikafka.core.controller_model import (
     Event,
     PartitionRecord,
     SendLeaderAndIsr,
+    SendStopReplica,
     SendUpdateMetadata,
     request_effects,
 )
+from minikafka.core.controller_reassign import Reassignments
+from minikafka.core.controller_throttles import remove_unclaimed
 from minikafka.core.controller_topics import TopicPlan, plan_topic
 from minikafka.core.dynamic_config import ConfigSnapshot
 from minikafka.core.types import TopicPartition
@@ -57,11 +64,15 @@ from minikafka.wire.messages import (
     AlterPartitionItem,
     AlterPartitionItemResponse,
     BrokerInfo,
+    ConfigEntity,
     CreatableTopic,
     CreatableTopicResult,
     DescribeConfigsResource,
     DescribeConfigsResult,
+    OngoingPartitionReassignment,
     PartitionState,
+    ReassignablePartition,
+    ReassignablePartitionResponse,
 )
 
 # The effect and config types live in controller_model; importable from here too.
@@ -71,6 +82,7 @@ __all__ = [
     "Effect",
     "Event",
     "SendLeaderAndIsr",
+    "SendStopReplica",
     "SendUpdateMetadata",
 ]
 
@@ -88,6 +100,7 @@ class ControllerState:
         self._topics: dict[str, dict[str, str]] = {}  # name -> configs
         self._partitions: dict[TopicPartition, PartitionRecord] = {}
         self._configs = ConfigSnapshot()
+        self._reassign = Reassignments()
 
     # ------------------------------------------------------------------------ persistence
 
@@ -107,6 +120,7 @@ class ControllerState:
                 for name, configs in sorted(self._topics.items())
             ],
             "configs": self._configs.to_doc(),
+            "reassignments": self._reassign.to_doc(),
         }
 
     @classmethod
@@ -137,6 +151,8 @@ class ControllerState:
                     )
             if "configs" in doc:  # absent from documents written before dynamic configs
                 state._configs = ConfigSnapshot.from_doc(doc["configs"])
+            if "reassignments" in doc:  # absent from documents written before reassignments
+                state._reassign = Reassignments.from_doc(doc["reassignments"])
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"controller metadata document is malformed: {exc!r}") from exc
         return state
@@ -208,6 +224,7 @@ class ControllerState:
             "partitions": len(states),
             "offline_partitions": sum(1 for s in states if s.leader == NO_LEADER),
             "under_replicated_partitions": sum(1 for s in states if len(s.isr) < len(s.replicas)),
+            "reassigning_partitions": len(self._reassign.ongoing),
         }
 
     # ------------------------------------------------------------------------ brokers
@@ -385,18 +402,53 @@ class ControllerState:
         )
         if validate_only or after is self._configs:
             return responses, []
-        self._configs = after
-        effects: list[Effect] = list(events)
-        live = tuple(self._live_ids())
-        if live:
-            effects.append(SendUpdateMetadata(broker_ids=live, partitions=(), configs=after))
-        return responses, effects
+        return responses, [*events, *self._push_configs(after)]
 
     def describe_configs(
         self, resources: Sequence[DescribeConfigsResource]
     ) -> list[DescribeConfigsResult]:
         """DescribeConfigs: see core/controller_configs.py for the shape of the results."""
         return describe_configs(self._configs, resources, topic_exists=self._topics.__contains__)
+
+    def _push_configs(self, after: ConfigSnapshot) -> list[Effect]:
+        """Commit a new snapshot and push it whole to every live broker."""
+        self._configs = after
+        live = tuple(self._live_ids())
+        return [SendUpdateMetadata(broker_ids=live, partitions=(), configs=after)] if live else []
+
+    # ------------------------------------------------------------------------ reassignments
+
+    def alter_partition_reassignments(
+        self,
+        items: Sequence[ReassignablePartition],
+        throttle_configs: Sequence[ConfigEntity] = (),
+    ) -> tuple[int, str | None, list[ReassignablePartitionResponse], list[Effect]]:
+        """-> (error_code, error_message, per-partition responses, effects).
+
+        AlterPartitionReassignments (KIP-455, core/controller_reassign.py): start, replace or
+        cancel (replicas None) the move of each partition. Bad `throttle_configs` refuse the
+        whole request (INVALID_CONFIG) and change nothing.
+        """
+        result = self._reassign.alter(
+            self._partitions,
+            items,
+            throttle_configs,
+            registered=self._brokers,
+            live=set(self._live_ids()),
+        )
+        if result.error_code != ErrorCode.NONE:
+            return result.error_code, result.error_message, [], []
+        events: list[Event] = []
+        changed = self._apply(result.changes, events)
+        events += result.events
+        effects = self._effects(events, changed, broker_list_changed=False)
+        return ErrorCode.NONE, None, result.responses, effects
+
+    def list_partition_reassignments(
+        self, topics: Sequence[str] | None = None
+    ) -> list[OngoingPartitionReassignment]:
+        """The partitions being moved (of `topics`, or all), sorted."""
+        return self._reassign.listing(self._partitions, topics)
 
     # ------------------------------------------------------------------------ AlterPartition
 
@@ -484,12 +536,30 @@ class ControllerState:
         leader_and_isr: bool = True,
         broker_list_changed: bool = True,
     ) -> list[Effect]:
-        return list(events) + request_effects(
+        # Reassignments whose targets are now in sync complete (the AlterPartition that did it
+        # needs no LeaderAndIsr, but a completion does), throttles no move claims go.
+        progress = self._reassign.progress(self._partitions, changed, live=set(self._live_ids()))
+        completed = self._apply(progress.changes, events)
+        events += progress.events
+        tail: list[Effect] = []
+        unclaimed = self._reassign.take_unclaimed()
+        if unclaimed:
+            after, throttle_events = remove_unclaimed(
+                self._configs, unclaimed, topic_exists=self._topics.__contains__
+            )
+            events += throttle_events
+            if after is not self._configs:
+                tail = self._push_configs(after)
+        live_epochs = {b: rec.epoch for b, rec in self._brokers.items() if not rec.fenced}
+        requests = request_effects(
             self._partitions,
-            {b: rec.epoch for b, rec in self._brokers.items() if not rec.fenced},
-            changed,
+            live_epochs,
+            changed | completed,
             joined=joined,
             leader_and_isr=leader_and_isr,
             broker_list_changed=broker_list_changed,
             configs=self.pushed_configs(),
+            forced_leader_and_isr=completed,
         )
+        stops: list[Effect] = list(self._reassign.take_stops(live_epochs, self._partitions))
+        return [*events, *requests, *stops, *tail]

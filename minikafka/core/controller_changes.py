@@ -39,28 +39,30 @@ class PartitionChange:
         return self.before.leader != self.after.leader
 
     def event(self) -> Event:
-        """`leader_elected`, `partition_offline` (leader now -1) or `isr_changed`."""
+        """`leader_elected`, `partition_offline` (leader now -1) or `isr_changed`; a change of
+        the replica set (a reassignment) also names the replicas before and after."""
         if not self.leader_changed:
             name = "isr_changed"
         elif self.after.leader == NO_LEADER:
             name = "partition_offline"
         else:
             name = "leader_elected"
-        return Event(
-            name=name,
-            fields={
-                "topic": self.tp.topic,
-                "partition": self.tp.partition,
-                "leader": self.after.leader,
-                "previous_leader": self.before.leader,
-                "leader_epoch": self.after.leader_epoch,
-                "isr": list(self.after.isr),
-                "previous_isr": list(self.before.isr),
-                "partition_epoch": self.after.partition_epoch,
-                "unclean": self.unclean,
-                "reason": self.reason,
-            },
-        )
+        fields = {
+            "topic": self.tp.topic,
+            "partition": self.tp.partition,
+            "leader": self.after.leader,
+            "previous_leader": self.before.leader,
+            "leader_epoch": self.after.leader_epoch,
+            "isr": list(self.after.isr),
+            "previous_isr": list(self.before.isr),
+            "partition_epoch": self.after.partition_epoch,
+            "unclean": self.unclean,
+            "reason": self.reason,
+        }
+        if self.after.replicas != self.before.replicas:
+            fields["replicas"] = list(self.after.replicas)
+            fields["previous_replicas"] = list(self.before.replicas)
+        return Event(name=name, fields=fields)
 
 
 def changed_record(

@@ -2,9 +2,9 @@
 
 Effects are what the controller state machine (core/controller.py) asks the shell to do. The
 shell persists `ControllerState.to_doc()` after every call that returned effects, then executes
-them in order: `SendLeaderAndIsr` and `SendUpdateMetadata` become LeaderAndIsr and
-UpdateMetadata requests (the shell adds controller id/epoch and the live broker list), and an
-`Event` becomes a line of the JSON-lines event log.
+them in order: `SendLeaderAndIsr`, `SendUpdateMetadata` and `SendStopReplica` become LeaderAndIsr,
+UpdateMetadata and StopReplica requests (the shell adds controller id/epoch and the live broker
+list), and an `Event` becomes a line of the JSON-lines event log.
 
 Records: a partition is a frozen `PartitionRecord` (tuples, never shared mutable lists),
 replaced whole on every change, keyed by TopicPartition; it is turned into a fresh wire
@@ -58,6 +58,18 @@ class SendUpdateMetadata:
 
 
 @dataclass(**VALUE)
+class SendStopReplica:
+    """One StopReplica request to one broker, stamped with that broker's current epoch:
+    `partitions` are (topic, partition, leader_epoch); `delete` also drops their logs (a replica
+    a reassignment removed, Kafka's ReplicaDeletionStarted)."""
+
+    broker_id: int
+    broker_epoch: int
+    partitions: tuple[tuple[str, int, int], ...]
+    delete: bool
+
+
+@dataclass(**VALUE)
 class Event:
     """A line of the controller's JSON-lines event log; `fields` are JSON/msgpack-able."""
 
@@ -65,7 +77,7 @@ class Event:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-Effect = SendLeaderAndIsr | SendUpdateMetadata | Event
+Effect = SendLeaderAndIsr | SendUpdateMetadata | SendStopReplica | Event
 
 
 # ---------------------------------------------------------------------------- records
@@ -73,13 +85,20 @@ Effect = SendLeaderAndIsr | SendUpdateMetadata | Event
 
 @dataclass(**VALUE)
 class PartitionRecord:
-    """A partition's registration (KRaft PartitionRegistration), replaced whole on change."""
+    """A partition's registration (KRaft PartitionRegistration), replaced whole on change.
+
+    While a reassignment moves it (core/controller_reassign.py), `replicas` is the union
+    `target ++ (current -- target)` and `adding` / `removing` say which replicas come and go
+    (KIP-455); a broker learns from `adding` that it is being added (the KIP-542 throttle).
+    """
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader: int = NO_LEADER
     leader_epoch: int = 0
     partition_epoch: int = 0
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
 
     def to_state(self, tp: TopicPartition) -> PartitionState:
         return PartitionState(
@@ -90,16 +109,22 @@ class PartitionRecord:
             isr=list(self.isr),
             partition_epoch=self.partition_epoch,
             replicas=list(self.replicas),
+            adding_replicas=list(self.adding),
+            removing_replicas=list(self.removing),
         )
 
     def to_doc(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "replicas": list(self.replicas),
             "isr": list(self.isr),
             "leader": self.leader,
             "leader_epoch": self.leader_epoch,
             "partition_epoch": self.partition_epoch,
         }
+        if self.adding or self.removing:
+            doc["adding"] = list(self.adding)
+            doc["removing"] = list(self.removing)
+        return doc
 
     @classmethod
     def from_doc(cls, doc: dict[str, Any]) -> PartitionRecord:
@@ -109,6 +134,8 @@ class PartitionRecord:
             leader=int(doc["leader"]),
             leader_epoch=int(doc["leader_epoch"]),
             partition_epoch=int(doc["partition_epoch"]),
+            adding=tuple(int(r) for r in doc.get("adding", ())),
+            removing=tuple(int(r) for r in doc.get("removing", ())),
         )
 
 
@@ -176,21 +203,22 @@ def request_effects(
     leader_and_isr: bool = True,
     broker_list_changed: bool = True,
     configs: ConfigSnapshot | None = None,
+    forced_leader_and_isr: Set[TopicPartition] = frozenset(),
 ) -> list[Effect]:
     """LeaderAndIsr per broker, then UpdateMetadata: the ZK controller's batch order.
 
-    LeaderAndIsr goes to the live replicas of the `changed` partitions (if `leader_and_isr`)
+    LeaderAndIsr goes to the live replicas of the `changed` partitions (if `leader_and_isr`;
+    those in `forced_leader_and_isr` always, e.g. a reassignment an AlterPartition completed)
     and to a `joined` broker for all of its partitions; UpdateMetadata gives a joined broker
     every partition (and the `configs` snapshot) and the other live brokers the changed ones
     (sent even when none changed if the live broker list did). `live_epochs` maps each live
     broker to its broker epoch.
     """
     targets: dict[int, set[TopicPartition]] = {}
-    if leader_and_isr:
-        for tp in changed:
-            for replica in partitions[tp].replicas:
-                if replica in live_epochs:
-                    targets.setdefault(replica, set()).add(tp)
+    for tp in changed if leader_and_isr else forced_leader_and_isr:
+        for replica in partitions[tp].replicas:
+            if replica in live_epochs:
+                targets.setdefault(replica, set()).add(tp)
     if joined is not None:
         mine = {tp for tp, rec in partitions.items() if joined in rec.replicas}
         targets.setdefault(joined, set()).update(mine)

@@ -3,8 +3,9 @@
 The controller link registers the broker (a fresh incarnation id per process start, so the
 controller can tell a restart from a retry), heartbeats every `broker.heartbeat.interval.ms`,
 re-registers when the controller no longer knows its epoch, and carries AlterPartition and
-forwarded CreateTopics, IncrementalAlterConfigs and DescribeConfigs (KIP-590 style forwarding:
-clients may send admin requests to any broker). UpdateMetadata may carry the controller's dynamic
+forwarded CreateTopics, IncrementalAlterConfigs, DescribeConfigs, AlterPartitionReassignments and
+ListPartitionReassignments (KIP-590 style forwarding: clients may send admin requests to any
+broker). UpdateMetadata may carry the controller's dynamic
 config snapshot, which goes to the `DynamicConfigs` holder (server/dynamic_configs.py).
 Requests from a controller carry its epoch: an older epoch than one already seen is refused with
 STALE_CONTROLLER_EPOCH, and LeaderAndIsr/StopReplica meant for an older incarnation of this broker
@@ -27,6 +28,8 @@ from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.produce import handle_produce
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.wire.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
@@ -40,6 +43,8 @@ from minikafka.wire.messages import (
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     ListOffsetsRequest,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     MetadataRequest,
     ProduceRequest,
     StopReplicaRequest,
@@ -176,6 +181,7 @@ class Broker:
             case StopReplicaRequest():
                 if self._stale_controller(body.controller_epoch):
                     return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+                await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)
                 if body.broker_epoch != self.link.broker_epoch:
                     return StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
                 return StopReplicaResponse(
@@ -188,6 +194,10 @@ class Broker:
                 return await self._forward(body, IncrementalAlterConfigsResponse)
             case DescribeConfigsRequest():
                 return await self._forward(body, DescribeConfigsResponse)
+            case AlterPartitionReassignmentsRequest():
+                return await self._forward(body, AlterPartitionReassignmentsResponse)
+            case ListPartitionReassignmentsRequest():
+                return await self._forward(body, ListPartitionReassignmentsResponse)
         return NotImplemented
 
     async def _forward(self, body: object, response_type: type) -> object:

@@ -10,6 +10,11 @@ is dropped, since the new incarnation gets fresh ones when it registers.
 Dynamic configs: IncrementalAlterConfigs goes through the same lock/persist/execute path (the
 snapshot is part of the document, so it survives a restart); DescribeConfigs reads the state.
 An UpdateMetadata effect that carries the config snapshot is sent with it and its version.
+
+Reassignments (KIP-455): AlterPartitionReassignments goes through the same path (the state
+persists the ongoing moves and their throttles); ListPartitionReassignments reads the state.
+A StopReplica effect (replicas a reassignment removed) goes down the broker's channel after its
+LeaderAndIsr and UpdateMetadata, and like them is dropped if that incarnation is gone.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from minikafka.core.controller_model import (
     ControllerConfig,
     Event,
     SendLeaderAndIsr,
+    SendStopReplica,
     SendUpdateMetadata,
 )
 from minikafka.errors import MiniKafkaError
@@ -33,6 +39,8 @@ from minikafka.server.eventlog import EventLog
 from minikafka.server.metadata_cache import metadata_response
 from minikafka.storage import MetadataStore
 from minikafka.wire.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -47,7 +55,11 @@ from minikafka.wire.messages import (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
     LeaderAndIsrRequest,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     MetadataRequest,
+    StopReplicaPartition,
+    StopReplicaRequest,
     UpdateMetadataRequest,
 )
 
@@ -144,6 +156,22 @@ class ControllerService:
                 )
                 for broker_id in effect.broker_ids:
                     self._channel(broker_id).send(req)
+            case SendStopReplica():
+                req = StopReplicaRequest(
+                    controller_id=self.config.node_id,
+                    controller_epoch=c.controller_epoch,
+                    broker_epoch=effect.broker_epoch,
+                    partitions=[
+                        StopReplicaPartition(
+                            topic=topic,
+                            partition=partition,
+                            leader_epoch=epoch,
+                            delete=effect.delete,
+                        )
+                        for topic, partition, epoch in effect.partitions
+                    ],
+                )
+                self._channel(effect.broker_id).send(req)
 
     def _channel(self, broker_id: int) -> BrokerChannel:
         assert self.state is not None and self._nursery is not None
@@ -211,6 +239,19 @@ class ControllerService:
                 return IncrementalAlterConfigsResponse(responses=responses)
             case DescribeConfigsRequest():
                 return DescribeConfigsResponse(results=state.describe_configs(body.resources))
+            case AlterPartitionReassignmentsRequest():
+                async with self._lock:
+                    code, message, responses, effects = state.alter_partition_reassignments(
+                        body.partitions, body.throttle_configs
+                    )
+                    await self._commit(effects)
+                return AlterPartitionReassignmentsResponse(
+                    responses=responses, error_code=code, error_message=message
+                )
+            case ListPartitionReassignmentsRequest():
+                return ListPartitionReassignmentsResponse(
+                    reassignments=state.list_partition_reassignments(body.topics)
+                )
             case MetadataRequest():
                 return metadata_response(
                     state.live_brokers(),
@@ -265,6 +306,6 @@ class BrokerChannel:
         state = self.service.state
         if state is None or state.broker_info(self.broker.node_id) != self.broker:
             return True  # the broker moved (restart on another address): a new channel serves it
-        if isinstance(request, LeaderAndIsrRequest):
+        if isinstance(request, LeaderAndIsrRequest | StopReplicaRequest):
             return request.broker_epoch != state.broker_epoch(self.broker.node_id)
         return False

@@ -10,6 +10,12 @@ pure `PartitionLeaderState`:
 - Every `replica.lag.time.max.ms / 2` each led partition checks for followers out of sync; a
   follower's fetch checks for expansion. Changes go to the controller as AlterPartition and take
   effect only when accepted (KIP-497): until then the HW uses the larger of the two ISRs.
+- Reassignment (KIP-455): a LeaderAndIsr with the same leader epoch and a newer partition epoch
+  gives a leader its new replica set (new followers are tracked, and join the ISR by the normal
+  expand path; removed ones are forgotten). A LeaderAndIsr whose replicas leave this broker out
+  stops the replica (no delete); StopReplica(delete) from the controller stops it, forgets it and
+  drops its log. StopReplica carrying an older leader epoch than the one known is refused
+  (FENCED_LEADER_EPOCH), as Kafka's ReplicaManager.stopReplicas does.
 """
 
 from __future__ import annotations
@@ -147,6 +153,8 @@ class ReplicaManager:
                     )
                     continue
                 if self.config.node_id not in st.replicas:
+                    if p is not None and p.state is not None:
+                        await self._stop(p, delete=False, reason="not_a_replica")
                     errors.append(
                         TopicPartitionError(
                             topic=st.topic, partition=st.partition, error_code=ErrorCode.NONE
@@ -260,6 +268,7 @@ class ReplicaManager:
     def _adopt(self, p: LocalPartition, st: PartitionState, t: int) -> None:
         assert p.leader is not None
         old_isr = sorted(p.leader.isr)
+        old_replicas = list(p.leader.replicas)
         if p.leader.apply_controller_state(
             replicas=list(st.replicas),
             isr=list(st.isr),
@@ -267,8 +276,20 @@ class ReplicaManager:
             now_ms=t,
         ):
             p.high_watermark = p.leader.high_watermark
+        if p.leader.partition_epoch == st.partition_epoch:
+            p.state = st  # adopted: adding_replicas (KIP-542) and the rest are current
+        if list(p.leader.replicas) != old_replicas:
+            self.events.emit(
+                "replicas_updated_by_controller",
+                topic=st.topic,
+                partition=st.partition,
+                old_replicas=old_replicas,
+                replicas=list(st.replicas),
+                adding_replicas=list(st.adding_replicas),
+                removing_replicas=list(st.removing_replicas),
+                partition_epoch=st.partition_epoch,
+            )
         if sorted(p.leader.isr) != old_isr:
-            p.state = st
             self.events.emit(
                 "isr_updated_by_controller",
                 topic=st.topic,
@@ -287,23 +308,29 @@ class ReplicaManager:
             for item in items:
                 tp = TopicPartition(item.topic, item.partition)
                 p = self.partitions.get(tp)
-                if p is not None:
-                    self.fetchers.remove([tp])
-                    p.leader = None
-                    p.state = None
-                    p.notify()
-                    if item.delete:
-                        del self.partitions[tp]
-                        await self.writer.delete(tp)
-                    self.events.emit(
-                        "stop_replica", topic=tp.topic, partition=tp.partition, delete=item.delete
-                    )
+                code = ErrorCode.NONE
+                if p is not None and p.state is not None and item.leader_epoch < p.leader_epoch:
+                    code = ErrorCode.FENCED_LEADER_EPOCH  # a newer LeaderAndIsr overtook it
+                elif p is not None:
+                    await self._stop(p, delete=item.delete, reason="stop_replica")
                 out.append(
-                    TopicPartitionError(
-                        topic=item.topic, partition=item.partition, error_code=ErrorCode.NONE
-                    )
+                    TopicPartitionError(topic=item.topic, partition=item.partition, error_code=code)
                 )
             return out
+
+    async def _stop(self, p: LocalPartition, *, delete: bool, reason: str) -> None:
+        """Stop fetching and serving `p`; with `delete`, forget it and drop its log too.
+        Called with the lock held."""
+        self.fetchers.remove([p.tp])
+        p.leader = None
+        p.state = None
+        p.notify()  # waiting produces and fetches learn it is no longer served here
+        if delete:
+            del self.partitions[p.tp]
+            await self.writer.delete(p.tp)
+        self.events.emit(
+            "stop_replica", topic=p.tp.topic, partition=p.tp.partition, delete=delete, reason=reason
+        )
 
     # ------------------------------------------------------------------ ISR maintenance
 

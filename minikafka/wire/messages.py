@@ -31,6 +31,8 @@ class ApiKey(IntEnum):
     OFFSET_FOR_LEADER_EPOCH = 23
     DESCRIBE_CONFIGS = 32
     INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
     ALTER_PARTITION = 56
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
@@ -513,6 +515,68 @@ class DescribeConfigsResponse:
     throttle_time_ms: int = 0
 
 
+# ---------------------------------------------------------------------------- reassignments
+#
+# Kafka's AlterPartitionReassignments (45) and ListPartitionReassignments (46), KIP-455, flattened
+# to one entry per partition. Brokers forward both to the controller. Beyond Kafka,
+# `throttle_configs` records the dynamic configs the reassign tool set for this reassignment
+# (broker rates, topic throttle lists): the controller removes exactly those keys when the last
+# partition of the reassignment completes or is cancelled, unless a value was changed since.
+
+
+@dataclass(**MSG)
+class ReassignablePartition:
+    topic: str
+    partition: int
+    replicas: list[int] | None  # the target replicas (first = preferred leader); None cancels
+
+
+@dataclass(**MSG)
+class AlterPartitionReassignmentsRequest:
+    partitions: list[ReassignablePartition]
+    timeout_ms: int = 60_000
+    throttle_configs: list[ConfigEntity] = field(default_factory=list)
+
+
+@dataclass(**MSG)
+class ReassignablePartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    error_message: str | None = None
+
+
+@dataclass(**MSG)
+class AlterPartitionReassignmentsResponse:
+    responses: list[ReassignablePartitionResponse] = field(default_factory=list)
+    error_code: int = 0  # the request as a whole (bad throttle_configs, controller unreachable)
+    error_message: str | None = None
+    throttle_time_ms: int = 0
+
+
+@dataclass(**MSG)
+class ListPartitionReassignmentsRequest:
+    topics: list[str] | None = None  # None: every topic
+    timeout_ms: int = 60_000
+
+
+@dataclass(**MSG)
+class OngoingPartitionReassignment:
+    topic: str
+    partition: int
+    replicas: list[int]  # the union: target first, then the replicas being removed
+    adding_replicas: list[int] = field(default_factory=list)
+    removing_replicas: list[int] = field(default_factory=list)
+
+
+@dataclass(**MSG)
+class ListPartitionReassignmentsResponse:
+    reassignments: list[OngoingPartitionReassignment] = field(default_factory=list)
+    error_code: int = 0
+    error_message: str | None = None
+    throttle_time_ms: int = 0
+
+
 # ---------------------------------------------------------------------------- the registry
 
 API: dict[ApiKey, tuple[type, type]] = {
@@ -530,6 +594,14 @@ API: dict[ApiKey, tuple[type, type]] = {
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (
         IncrementalAlterConfigsRequest,
         IncrementalAlterConfigsResponse,
+    ),
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (
+        AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse,
+    ),
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (
+        ListPartitionReassignmentsRequest,
+        ListPartitionReassignmentsResponse,
     ),
     ApiKey.ALTER_PARTITION: (AlterPartitionRequest, AlterPartitionResponse),
     ApiKey.BROKER_REGISTRATION: (BrokerRegistrationRequest, BrokerRegistrationResponse),
