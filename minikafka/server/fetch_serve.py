@@ -88,7 +88,7 @@ async def handle_fetch(
             if p.leader.on_follower_fetch(req.replica_id, fp.fetch_offset, t):
                 p.high_watermark = p.leader.high_watermark
                 p.notify()
-            rm.maybe_expand_isr(p)
+            rm.isr_updates.maybe_expand(p)
         readable.append((i, fp, p))
 
     throttle = _LeaderThrottle(rm, req.replica_id, readable) if is_follower else None

@@ -151,8 +151,8 @@ class Node:
         self.dynamic.subscribe(lambda _snapshot: rm.on_configs_changed())
         rm.on_configs_changed()
         await rm.load()
-        nursery.start_soon(rm.run_isr_expiration)
-        nursery.start_soon(rm.run_alter_partition_sender)
+        nursery.start_soon(rm.isr_updates.run_expiration)
+        nursery.start_soon(rm.isr_updates.run_sender)
         nursery.start_soon(rm.run_hw_checkpoints)
         self.broker = Broker(
             config=c,

@@ -230,9 +230,9 @@ class MemoryBroker:
                 await nursery.start(self.writer.run)
                 await nursery.start(self.fetchers.run)
                 await self.rm.load()
-                await nursery.start(self.rm.run_alter_partition_sender)
+                await nursery.start(self.rm.isr_updates.run_sender)
                 if isr_expiration:
-                    await nursery.start(self.rm.run_isr_expiration)
+                    await nursery.start(self.rm.isr_updates.run_expiration)
                 yield self
                 nursery.cancel_scope.cancel()
         finally:
