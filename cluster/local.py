@@ -123,7 +123,9 @@ class LocalCluster:
             remove_record(spec.base_dir)
             raise
         cluster._set_state("running")
-        _note(progress, f"cluster {spec.name} is up; bootstrap {spec.bootstrap}")
+        _note(
+            progress, f"cluster {spec.name!r} is up in {spec.base_dir}; bootstrap {spec.bootstrap}"
+        )
         return cluster
 
     @classmethod
