@@ -482,3 +482,44 @@ def test_sensor_config_governs_its_stat() -> None:
     assert stat.config.window_ms == 1000
     s.record(10, 0)
     assert s.measure(0) == 10.0  # 10 B over max(0, 1000) ms
+
+
+# -- precise-mode allowance ---------------------------------------------------------------------------
+
+
+def test_precise_allowance_of_an_idle_but_measured_sensor_is_one_window() -> None:
+    # A metrics reporter measures every second; no traffic for 30 s. Kafka's window then starts
+    # at an empty sample up to 11 windows back, so remaining_bytes offers ~11 s of budget.
+    s = Sensor(
+        "x",
+        SimpleRate(MetricConfig(samples=11, window_ms=1000, quota=1000.0)),
+        MetricConfig(samples=11, window_ms=1000, quota=1000.0),
+    )
+    for t in range(0, 30_001, 1000):
+        s.measure(t)
+    assert s.remaining_bytes(30_500) > 5000  # the burst the precise mode must not allow
+    assert s.precise_remaining_bytes(30_500) == 1000.0  # T * W = 1000 B/s * 1 s
+
+
+def test_precise_allowance_tracks_steady_traffic_as_samples_expire() -> None:
+    # 1000 B every second at exactly the bound: the allowance stays about one window's worth
+    # or less, never a multi-second burst, including after the first samples expire (t > 11 s).
+    cfg = MetricConfig(samples=11, window_ms=1000, quota=1000.0)
+    s = Sensor("x", SimpleRate(cfg), cfg)
+    for t in range(0, 20_000, 1000):
+        s.record(1000, t)
+        assert s.precise_remaining_bytes(t + 999) <= 1000.0
+
+
+def test_peek_reads_the_rate_without_moving_the_window() -> None:
+    # Measuring an empty SimpleRate at t=0 creates a sample starting at 0 (Kafka's oldest());
+    # a record at t=5000 then sees a 5 s window. Peeking must not do that.
+    cfg = MetricConfig(samples=11, window_ms=1000, quota=1000.0)
+    measured, peeked = Sensor("m", SimpleRate(cfg), cfg), Sensor("p", SimpleRate(cfg), cfg)
+    measured.measure(0)
+    assert peeked.peek(0) == 0.0
+    measured.record(3000, 5000)
+    peeked.record(3000, 5000)
+    assert measured.measure(5000) == 600.0  # 3000 B over 5 s: the early measure moved the window
+    assert peeked.peek(5000) == 3000.0  # 3000 B over max(0, 1 s): the window starts at the record
+    assert peeked.quota_exceeded(5000) and not measured.quota_exceeded(5000)

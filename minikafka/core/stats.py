@@ -287,6 +287,35 @@ class Sensor:
             step *= 2
         return room
 
+    def peek(self, now_ms: int) -> float:
+        """`measure(now_ms)` without touching the sensor's samples. Kafka's measure may create
+        and reset samples (SampledStat.oldest, purgeObsoleteSamples), which moves the start of
+        the quota window: a metrics reader calling it every second would change the throttle it
+        observes. Gauges read through here, so observing changes nothing."""
+        return self.stat._copy().measure(now_ms)
+
+    def precise_remaining_bytes(self, now_ms: int) -> float:
+        """The allowance of the precise mode (beyond Kafka): like `remaining_bytes`, but over a
+        window that starts at the oldest sample holding traffic, not at an empty sample that a
+        measurement or a purge created (at least W):
+
+            r = T * max(now - oldest busy start, W) / 1000 - S'
+
+        Kafka's window counts idle time since any sample began, so an idle sensor that metrics
+        reporters keep measuring would admit up to N windows' worth at once, and the expiry of
+        a burst's sample would free another burst. Here an idle sensor admits one window's
+        worth (T * W), and steady traffic keeps S'/w' at the bound as samples expire.
+        """
+        bound = self.config.quota
+        if bound is None or math.isinf(bound):
+            return math.inf
+        probe = self.stat._copy()
+        probe.record(0.0, now_ms)
+        total = probe.total(now_ms)  # purges first
+        busy = [s.start_ms for s in probe._samples if s.value > 0]
+        window = max(now_ms - min(busy, default=now_ms), self.config.window_ms)
+        return bound * window / 1000.0 - total
+
 
 def throttle_time_ms(measured: float, quota: float, window_ms: int) -> int:
     """KIP-13's delay X (ms) that brings a measured rate O back to the quota T.

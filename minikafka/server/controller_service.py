@@ -199,15 +199,16 @@ class ControllerService:
                         port=body.port,
                         now_ms=now_ms(),
                     )
-                    await self._commit(effects)
-                    if code == 0:  # a newcomer learns the whole cluster
-                        self._execute(
-                            SendUpdateMetadata(
-                                broker_ids=(body.broker_id,),
-                                partitions=tuple(state.partition_states()),
-                                configs=state.pushed_configs(),
-                            )
+                    if code == 0:
+                        # A newcomer learns the whole cluster, configs included, BEFORE its
+                        # LeaderAndIsr: its first fetch must already be under the throttles.
+                        newcomer = SendUpdateMetadata(
+                            broker_ids=(body.broker_id,),
+                            partitions=tuple(state.partition_states()),
+                            configs=state.pushed_configs(),
                         )
+                        effects = [newcomer, *effects]
+                    await self._commit(effects)
                 return BrokerRegistrationResponse(error_code=code, broker_epoch=epoch)
             case BrokerHeartbeatRequest():
                 async with self._lock:

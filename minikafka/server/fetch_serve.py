@@ -155,7 +155,15 @@ async def _read_until_enough(
             return data
         if any(not p.is_leader for _i, _fp, p in readable):
             return data
-        await wait_for_change([p for _i, _fp, p in readable], deadline)
+        wake = deadline
+        if throttle is not None and throttle.precise and 0 in limits:
+            # Precise mode: the allowance grows with time, not with log changes: look again
+            # soon instead of sleeping out the whole long poll on a throttled partition.
+            wake = min(deadline, trio.current_time() + PRECISE_RECHECK_S)
+        await wait_for_change([p for _i, _fp, p in readable], wake)
+
+
+PRECISE_RECHECK_S = 0.05
 
 
 class _LeaderThrottle:
@@ -169,6 +177,7 @@ class _LeaderThrottle:
     ) -> None:
         self.rm = rm
         self.quotas = rm.replication_quotas
+        self.precise = rm.config.replication_quota_precise
         self.classes: list[ThrottleClass | None] = []
         self.in_sync: list[bool] = []
         dynamic = rm.dynamic

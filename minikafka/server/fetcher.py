@@ -181,11 +181,12 @@ class ReplicaFetcher:
             return
         wait_ms = max(ready - now_ms(), 1)
         if throttled:
-            wait_ms = (
-                self.m.config.replica_fetch_backoff_ms
-                if ready <= now_ms()
-                else min(wait_ms, self.m.config.replica_fetch_backoff_ms)
-            )
+            # Kafka waits replica.fetch.backoff.ms; the precise mode looks again after a tenth
+            # of a quota window, so that no fetch carries a second's worth of allowance at once.
+            backoff = self.m.config.replica_fetch_backoff_ms
+            if self.m.config.replication_quota_precise:
+                backoff = min(backoff, self.m.config.replication_quota_window_size_seconds * 100)
+            wait_ms = backoff if ready <= now_ms() else min(wait_ms, backoff)
         with trio.move_on_after(wait_ms / 1000):
             await self.wakeup.wait()
 

@@ -52,10 +52,11 @@ class ReplicationQuotas:
             self._sensors[(side, cls)].record(nbytes, now_ms)
 
     def remaining(self, side: str, cls: ThrottleClass, now_ms: int) -> float:
-        return self._sensors[(side, cls)].remaining_bytes(now_ms)
+        return self._sensors[(side, cls)].precise_remaining_bytes(now_ms)
 
     def rate(self, side: str, cls: ThrottleClass, now_ms: int) -> float:
-        return self._sensors[(side, cls)].measure(now_ms)
+        """For gauges: a read that leaves the quota window as it is."""
+        return self._sensors[(side, cls)].peek(now_ms)
 
 
 class ClientQuotas:
@@ -96,4 +97,4 @@ class ClientQuotas:
         return throttle
 
     def rates(self, now_ms: int) -> dict[str, float]:
-        return {cid: round(s.measure(now_ms), 1) for cid, s in self._sensors.items()}
+        return {cid: round(s.peek(now_ms), 1) for cid, s in self._sensors.items()}
