@@ -13,6 +13,7 @@ from minikafka.cli.clients import consume_cmd, produce_cmd, topics
 from minikafka.cli.common import dir_option, emit, friendly_errors, json_option
 from minikafka.cli.configs import configs_cmd
 from minikafka.cli.metrics import metrics_cmd
+from minikafka.cli.reassign import reassign_cmd
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig, parse_address, parse_roles, parse_settings
 
@@ -273,6 +274,7 @@ main.add_command(topics)
 main.add_command(produce_cmd)
 main.add_command(consume_cmd)
 main.add_command(configs_cmd)
+main.add_command(reassign_cmd)
 
 
 @main.command()
