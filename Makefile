@@ -21,11 +21,14 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# The whole suite: unit, shell, integration and Spark tests, then the KIP-73 system tests
+# (quick profile: about 4 minutes on 2 cores; `--profile full` for more data per partition).
 test: $(STAMP) lint
 	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q systemtests -m system --profile quick
 
 test-fast: $(STAMP)
-	$(VENV)/bin/pytest -q -m "not integration"
+	$(VENV)/bin/pytest -q -m "not integration and not spark"
 
 bench: $(STAMP)
 	$(PY) benchmarks/cluster_bench.py

@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 import trio
 
+from minikafka.cli.analyze import analyze_cmd
 from minikafka.cli.clients import consume_cmd, produce_cmd, topics
 from minikafka.cli.common import dir_option, emit, friendly_errors, json_option
 from minikafka.cli.configs import configs_cmd
@@ -275,6 +276,7 @@ main.add_command(produce_cmd)
 main.add_command(consume_cmd)
 main.add_command(configs_cmd)
 main.add_command(reassign_cmd)
+main.add_command(analyze_cmd)
 
 
 @main.command()

@@ -213,7 +213,7 @@ class _LeaderThrottle:
                 in_sync=in_sync, throttle_class=cls, quota_exceeded=exceeded, exempt_in_sync=exempt
             ):
                 out.append(0)
-            elif precise and cls in shares:
+            elif precise and cls in shares and not (in_sync and exempt):  # KAFKA-4313
                 budget = int(self.quotas.remaining("leader", cls, now) // shares[cls])
                 out.append(max(budget, 0))
             else:

@@ -1,0 +1,191 @@
+"""Options, the case runner and the reporting of the system tests.
+
+    .venv/bin/pytest systemtests -m system [--profile quick|full] [--run-dir runs]
+        [--spark-master local[2]] [-x] [-k two-to-one]
+
+`--run-dir` (default `runs/`, git-ignored) is where every case leaves its run folder, under one
+folder per session: `runs/<YYYYmmdd-HHMMSS>-<profile>/<case>/` (layout in
+minikafka/testing/run_folder.py). Folders are kept whether the case passes or fails; a failing
+case prints its folder's path, and the session ends with a table of every case's figures. The
+clusters' own data dirs (LMDB) live in pytest's basetemp and are removed when a case passes.
+
+How the cases run: the first test of a module to ask for its result runs every selected case of
+that module (its scenario: a fresh cluster each, one after another, never two at once), then
+analyses all their folders in ONE Spark job (report in `<session>/analysis/<module>/`), and
+writes each case's results.json; each test then asserts on its own case. One job per module
+rather than one per case, because a Spark job has a fixed cost of some 7-15 s on a 2-core
+machine (JVM start, ~15 small stages), about as long as a quick case's move; ten cases
+analysed together take about as long as three analysed one by one. `-k` and node ids select
+cases as usual: only selected cases are run.
+
+The seed of a case is `$MINIKAFKA_SEED` (default 73) plus its index in the matrix
+(systemtests/harness/matrix.py); it is in case.json and in the table.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from minikafka.testing.run_folder import RunFolder
+from systemtests.harness.matrix import seed_offset
+from systemtests.harness.profiles import PROFILES, Profile, get_profile
+from systemtests.harness.runner import CaseRun, CaseSpec, run_case
+from systemtests.harness.verdicts import case_of, results, run_analysis, summary_line
+
+DEFAULT_SEED = 73
+RUN_KEY = pytest.StashKey[Path]()
+SUMMARY_KEY = pytest.StashKey[list]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("minikafka system tests")
+    group.addoption(
+        "--profile",
+        choices=sorted(PROFILES),
+        default="quick",
+        help="quick: the matrix in a few minutes (CI); full: more data per partition",
+    )
+    group.addoption(
+        "--run-dir",
+        default="runs",
+        help="base folder of the run folders (default: runs/, relative to the rootdir)",
+    )
+    group.addoption(
+        "--spark-master", default="local[2]", help="Spark master of the analysis (local[2])"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SUMMARY_KEY] = []
+
+
+class Matrix:
+    """Runs the selected cases module by module and keeps their results (module docstring)."""
+
+    def __init__(self, config: pytest.Config, profile: Profile, session_dir: Path, tmp: Path):
+        self.config = config
+        self.profile = profile
+        self.session_dir = session_dir
+        self.tmp = tmp
+        self.results: dict[str, dict[str, Any]] = {}
+        self.seed_base = int(os.environ.get("MINIKAFKA_SEED", DEFAULT_SEED))
+
+    def result(self, item: pytest.Item, case: CaseSpec) -> dict[str, Any]:
+        if case.name not in self.results:
+            module = item.module.__name__.rsplit(".", 1)[-1]
+            pending = [c for c in self._selected(item) if c.name not in self.results]
+            self._run_batch(module, pending or [case])
+        return self.results[case.name]
+
+    def _selected(self, item: pytest.Item) -> list[CaseSpec]:
+        """The cases of the selected items of `item`'s module, in run order."""
+        out = []
+        for it in item.session.items:
+            spec = getattr(it, "callspec", None)
+            case = spec.params.get("case") if spec is not None else None
+            if it.module is item.module and isinstance(case, CaseSpec) and case not in out:
+                out.append(case)
+        return out
+
+    def _say(self, line: str) -> None:
+        """A progress line on the terminal now (a batch runs for minutes inside one test)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        capture = self.config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
+        if capture is None:
+            reporter.write_line(line)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.write_line(line)
+
+    def _run_batch(self, module: str, cases: list[CaseSpec]) -> None:
+        runs: list[tuple[CaseRun, int, Path]] = []
+        for n, case in enumerate(cases, 1):
+            seed = self.seed_base + seed_offset(case)
+            self._say(f"\n[{module} {n}/{len(cases)}] {case.name} (seed {seed}) ...")
+            cluster_dir = self.tmp / case.name
+            run = run_case(
+                case,
+                self.profile,
+                runs_dir=self.session_dir,
+                cluster_dir=cluster_dir,
+                seed=seed,
+            )
+            self._say(f"  {run.error or 'ran'} in {run.wall_s:.1f} s: {run.path}")
+            runs.append((run, seed, cluster_dir))
+        analysable = [r for r, _s, _c in runs if r.info is not None]
+        report, analysis_error = None, None
+        if analysable:
+            t0 = time.monotonic()
+            self._say(f"[{module}] Spark analysis of {len(analysable)} run folder(s) ...")
+            try:
+                report = run_analysis(
+                    analysable,
+                    master=self.config.getoption("--spark-master"),
+                    out_dir=self.session_dir / "analysis" / module,
+                )
+            except Exception as exc:  # noqa: BLE001 - a failure of every case of the batch
+                analysis_error = f"{type(exc).__name__}: {exc}"
+            self._say(f"  {analysis_error or 'analysed'} in {time.monotonic() - t0:.1f} s")
+        for run, seed, cluster_dir in runs:
+            case = None if report is None else case_of(report, run)
+            res = results(
+                run,
+                case,
+                report_path=None if report is None else report.out_dir / "report.json",
+                analysis_error=analysis_error,
+            )
+            res["seed"] = seed
+            RunFolder(run.path).write_results(res)
+            self.config.stash[SUMMARY_KEY].append(summary_line(res) + f"  seed {seed}")
+            if res["verdict"] == "pass":
+                shutil.rmtree(cluster_dir, ignore_errors=True)
+            self.results[run.spec.name] = res
+
+
+@pytest.fixture(scope="session")
+def profile(pytestconfig: pytest.Config) -> Profile:
+    return get_profile(pytestconfig.getoption("--profile"))
+
+
+@pytest.fixture(scope="session")
+def system_matrix(pytestconfig: pytest.Config, profile: Profile, tmp_path_factory) -> Matrix:
+    base = Path(pytestconfig.getoption("--run-dir"))
+    if not base.is_absolute():
+        base = pytestconfig.rootpath / base
+    session_dir = base / f"{time.strftime('%Y%m%d-%H%M%S')}-{profile.name}"
+    session_dir.mkdir(parents=True, exist_ok=True)
+    return Matrix(pytestconfig, profile, session_dir, tmp_path_factory.mktemp("clusters"))
+
+
+@pytest.fixture
+def case_result(request: pytest.FixtureRequest, system_matrix: Matrix, case: CaseSpec) -> dict:
+    """results.json of this test's `case` (its module's batch is run if it has not been)."""
+    res = system_matrix.result(request.node, case)
+    request.node.stash[RUN_KEY] = Path(res["run_dir"])
+    return res
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    report = yield
+    path = item.stash.get(RUN_KEY, None)
+    if path is not None and report.when == "call":
+        # Shown with a failure (and with -rP for a passing case).
+        report.sections.append(("run folder", f"kept: {path}"))
+    return report
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    lines = config.stash.get(SUMMARY_KEY, [])
+    if lines:
+        terminalreporter.section("KIP-73 system tests")
+        for line in lines:
+            terminalreporter.write_line(line)

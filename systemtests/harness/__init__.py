@@ -1,0 +1,1 @@
+"""The system-test harness: profiles, layouts and prediction, clients, tools, runner, verdicts."""

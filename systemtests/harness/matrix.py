@@ -1,0 +1,27 @@
+"""The KIP-73 test plan as a matrix of cases (the seed of a case is its index here).
+
+- 2 nodes, p=100, r=2: all data moves from one node to the other (broker 2 wiped and
+  re-replicating), the throttle set through the CONFIGS tool; without and with produce load.
+- 3 nodes, p=100, r=2: data moves from one node to the other two, and from two nodes to one,
+  through the REASSIGN tool, in KIP-73's replica-lists mode and KIP-542's reassignment mode;
+  each without and with produce load.
+"""
+
+from __future__ import annotations
+
+from systemtests.harness.runner import CaseSpec
+
+TWO_NODES = [
+    CaseSpec(layout="wipe", load=load, mode="lists", tool="configs") for load in (False, True)
+]
+THREE_NODES = [
+    CaseSpec(layout=layout, load=load, mode=mode, tool="reassign")
+    for layout in ("one-to-two", "two-to-one")
+    for mode in ("lists", "kip542")
+    for load in (False, True)
+]
+MATRIX = [*TWO_NODES, *THREE_NODES]
+
+
+def seed_offset(case: CaseSpec) -> int:
+    return MATRIX.index(case)

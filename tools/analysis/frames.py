@@ -1,0 +1,247 @@
+"""The DataFrame transformations of the analysis (spark_job reads the logs and runs them).
+
+Each function takes and returns DataFrames keyed by `run_key` (the run folder); none of them
+collects. The rules:
+
+- **Per broker and second.** Counters (`*_throttled_bytes`, `replication_bytes_in/out`,
+  `bytes_in/out`) are made monotonic (a restart's drop to 0 counts from 0), interpolated
+  linearly onto whole wall-clock seconds between consecutive metrics lines, and differenced:
+  `bytes(k) = C(k+1) - C(k)` is the traffic of second `[k, k+1)`, so lines a little more or
+  less than a second apart neither double a second nor leave one empty. The configured throttle
+  of second k is the `throttle_configs` of the last line at or before k.
+- **Throttled class.** `throttle_mode` "lists" reads the replication counters and rates
+  (`leader.replication.throttled.rate`), "kip542" the reassignment ones; no mode, both summed.
+- **Move interval.** The first `move_start` and last `move_end` of timeline.jsonl; a bound not
+  there is inferred from the receiving brokers: the first and one past the last second with
+  follower throttled bytes, or, where there are none, replication bytes in (exact to one
+  metrics interval, since interpolation spreads an edge over the interval around it).
+- **Largest windowed rate.** Per broker and side (follower on receiving brokers, leader on
+  sending ones), the mean over sliding windows of `window_s` whole seconds that start at least
+  `window_skip_s` after the move start and end by its end; its ratio to the case's throttle.
+- **Produce latency.** Exact percentiles (linear between closest ranks, numpy's default) of
+  `latency_ms` per phase: before (ack < start), during (start <= ack <= end), after, and all;
+  batches acknowledged before the timeline's `load_start`, when logged (a fill), are left out.
+- **ISR.** `isr_shrink`/`isr_expand` events per broker, in all and during the move; the last ISR
+  logged per partition (become_leader, isr_shrink/expand, isr_updated_by_controller).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from tools.analysis.runs import Params
+
+COUNTERS = (
+    "bytes_in",
+    "bytes_out",
+    "replication_bytes_in",
+    "replication_bytes_out",
+    "leader_replication_throttled_bytes",
+    "follower_replication_throttled_bytes",
+    "leader_reassignment_throttled_bytes",
+    "follower_reassignment_throttled_bytes",
+)
+RATES = ("leader_rate", "follower_rate", "leader_reassignment_rate", "follower_reassignment_rate")
+ISR_STATE_EVENTS = ("become_leader", "isr_shrink", "isr_expand", "isr_updated_by_controller")
+
+
+def per_second(metrics: DataFrame, cases: DataFrame) -> DataFrame:
+    """One row per (run, node, whole second k): the bytes of second [k, k+1) per counter, the
+    mode's throttled bytes per side, the configured throttle per side and SumReplicaLag."""
+    w = Window.partitionBy("run_key", "node").orderBy("ts")
+    steps = []
+    for c in COUNTERS:
+        raw = F.coalesce(F.col(c), F.lit(0))
+        prev = F.lag(raw).over(w)
+        step = F.when(prev.isNull(), 0).when(raw >= prev, raw - prev).otherwise(raw)
+        steps.append(step.alias(f"_step_{c}"))
+    # Two lines with one ts (never seen) would make a zero-length segment, dropped below.
+    lines = metrics.where(F.col("node").isNotNull()).select("*", *steps)
+    upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    lines = lines.select(
+        "run_key",
+        "node",
+        "ts",
+        F.col("SumReplicaLag").alias("lag"),
+        *(F.col(f"throttle_configs.{r}").alias(f"cfg_{r}") for r in RATES),
+        *(F.sum(f"_step_{c}").over(upto).alias(c) for c in COUNTERS),
+    )
+    kept = ["lag", *(f"cfg_{r}" for r in RATES)]
+    segs = lines.select(
+        "run_key",
+        "node",
+        "ts",
+        F.lag("ts").over(w).alias("prev_ts"),
+        *COUNTERS,
+        *(F.lag(c).over(w).alias(f"prev_{c}") for c in COUNTERS),
+        *(F.lag(k).over(w).alias(k) for k in kept),  # in force from the line at or before k
+    ).where(F.col("prev_ts").isNotNull() & (F.col("ts") > F.col("prev_ts")))
+    secs = segs.withColumn(
+        "sec", F.explode(F.sequence(F.floor("prev_ts") + 1, F.floor("ts")))
+    ).where((F.col("sec") > F.col("prev_ts")) & (F.col("sec") <= F.col("ts")))
+    frac = (F.col("sec") - F.col("prev_ts")) / (F.col("ts") - F.col("prev_ts"))
+    at = secs.select(
+        "run_key",
+        "node",
+        "sec",
+        *kept,
+        *((F.col(f"prev_{c}") + (F.col(c) - F.col(f"prev_{c}")) * frac).alias(c) for c in COUNTERS),
+    )
+    w2 = Window.partitionBy("run_key", "node").orderBy("sec")
+    diffs = at.select(
+        "run_key",
+        "node",
+        "sec",
+        *kept,
+        F.lead("sec").over(w2).alias("next_sec"),
+        *((F.lead(c).over(w2) - F.col(c)).alias(c) for c in COUNTERS),
+    ).where(F.col("next_sec") == F.col("sec") + 1)
+    # left: lines of a folder spelled unlike any RunCase.key surface (and are refused) in collect
+    return _by_mode(diffs.join(F.broadcast(cases), "run_key", "left")).drop("next_sec")
+
+
+def _by_mode(df: DataFrame) -> DataFrame:
+    mode = F.col("mode")
+    out = df
+    for side in ("leader", "follower"):
+        repl, reas = (
+            F.col(f"{side}_replication_throttled_bytes"),
+            F.col(f"{side}_reassignment_throttled_bytes"),
+        )
+        crepl, creas = F.col(f"cfg_{side}_rate"), F.col(f"cfg_{side}_reassignment_rate")
+        out = out.withColumn(
+            f"{side}_throttled_bytes",
+            F.when(mode == "kip542", reas).when(mode == "lists", repl).otherwise(repl + reas),
+        ).withColumn(
+            f"{side}_throttle",
+            F.when(mode == "kip542", creas)
+            .when(mode == "lists", crepl)
+            .otherwise(F.coalesce(crepl, creas)),
+        )
+    return out
+
+
+# -------------------------------------------------------------------------------- per case
+
+
+def moves(timeline: DataFrame, secs: DataFrame, roles: DataFrame, keys: DataFrame) -> DataFrame:
+    """(run_key, tl_start, tl_end, inf_start, inf_end, load_start): the move's bounds from the
+    timeline and as inferred from the receiving brokers' bytes; when the produce load started."""
+    tl = timeline.groupBy("run_key").agg(
+        F.min(F.when(F.col("event") == "move_start", F.col("ts"))).alias("tl_start"),
+        F.max(F.when(F.col("event") == "move_end", F.col("ts"))).alias("tl_end"),
+        F.min(F.when(F.col("event") == "load_start", F.col("ts"))).alias("load_start"),
+    )
+    recv = secs.join(F.broadcast(roles.where(F.col("side") == "follower")), ["run_key", "node"])
+
+    def first_last(col: str) -> list[Column]:
+        moving = F.when(F.col(col) > 0.5, F.col("sec"))
+        return [F.min(moving).alias(f"{col}_first"), (F.max(moving) + 1).alias(f"{col}_last")]
+
+    inf = recv.groupBy("run_key").agg(
+        *first_last("follower_throttled_bytes"), *first_last("replication_bytes_in")
+    )
+    inf = inf.select(
+        "run_key",
+        F.coalesce("follower_throttled_bytes_first", "replication_bytes_in_first")
+        .cast("double")
+        .alias("inf_start"),
+        F.coalesce("follower_throttled_bytes_last", "replication_bytes_in_last")
+        .cast("double")
+        .alias("inf_end"),
+    )
+    return keys.select("run_key").join(tl, "run_key", "left").join(inf, "run_key", "left")
+
+
+def broker_windows(
+    secs: DataFrame, roles: DataFrame, moves_df: DataFrame, params: Params
+) -> DataFrame:
+    """Per (run, node, side): bytes during the move, the largest `window_s` mean after the
+    skip, where it starts, how many windows there were, and the configured throttle."""
+    df = secs.join(F.broadcast(roles), ["run_key", "node"]).join(F.broadcast(moves_df), "run_key")
+    side = F.col("side") == "leader"
+    df = df.withColumn(
+        "bytes",
+        F.when(side, F.col("leader_throttled_bytes")).otherwise(F.col("follower_throttled_bytes")),
+    ).withColumn(
+        "cfg", F.when(side, F.col("leader_throttle")).otherwise(F.col("follower_throttle"))
+    )
+    n = params.window_s
+    w = Window.partitionBy("run_key", "node", "side").orderBy("sec").rangeBetween(0, n - 1)
+    df = df.withColumn("win_sum", F.sum("bytes").over(w)).withColumn(
+        "win_n", F.count("bytes").over(w)
+    )
+    in_move = (F.col("sec") >= F.floor("start")) & (F.col("sec") < F.ceil("end"))
+    ok = (
+        (F.col("win_n") == n)
+        & (F.col("sec") >= F.col("start") + params.window_skip_s)
+        & (F.col("sec") + n <= F.ceil("end"))
+    )
+    return df.groupBy("run_key", "node", "side", "role").agg(
+        F.sum(F.when(in_move, F.col("bytes"))).alias("bytes_during_move"),
+        F.count(F.when(in_move, 1)).alias("seconds_during_move"),
+        (F.max(F.when(ok, F.col("win_sum"))) / n).alias("max_window"),
+        F.max_by(F.when(ok, F.col("sec")), F.when(ok, F.col("win_sum"))).alias("max_window_sec"),
+        F.count(F.when(ok, 1)).alias("windows"),
+        F.max(F.when(in_move, F.col("cfg"))).alias("cfg"),
+    )
+
+
+def with_phase(produced: DataFrame, moves_df: DataFrame) -> DataFrame:
+    start, end, ts = F.col("start"), F.col("end"), F.col("ts")
+    phase = (
+        F.when(start.isNull(), F.lit(None))
+        .when(ts < start, "before")
+        .when(end.isNull() | (ts <= end), "during")
+        .otherwise("after")
+    )
+    df = produced.where(F.col("latency_ms").isNotNull()).join(
+        F.broadcast(moves_df), "run_key", "left"
+    )
+    loading = F.col("load_start").isNull() | (ts >= F.col("load_start"))
+    return df.where(loading).withColumn("phase", phase)
+
+
+def _latency_aggs() -> list[Column]:
+    pct = F.percentile(F.col("latency_ms"), F.array(F.lit(0.5), F.lit(0.99)))
+    return [
+        F.count(F.lit(1)).alias("batches"),
+        F.sum(F.coalesce(F.col("count"), F.lit(1))).alias("records"),
+        pct.alias("pct"),
+        F.max("latency_ms").alias("max"),
+    ]
+
+
+def latency_phases(phased: DataFrame) -> DataFrame:
+    everything = phased.groupBy("run_key").agg(*_latency_aggs()).withColumn("phase", F.lit("all"))
+    phases = phased.where(F.col("phase").isNotNull()).groupBy("run_key", "phase")
+    return everything.unionByName(phases.agg(*_latency_aggs()))
+
+
+def latency_per_second(phased: DataFrame) -> DataFrame:
+    return phased.groupBy("run_key", F.floor("ts").alias("sec")).agg(*_latency_aggs())
+
+
+def isr_counts(events: DataFrame, moves_df: DataFrame) -> DataFrame:
+    df = events.where(F.col("event").isin("isr_shrink", "isr_expand")).join(
+        F.broadcast(moves_df), "run_key", "left"
+    )
+    during = (F.col("ts") >= F.col("start")) & (F.col("ts") <= F.col("end"))
+    shrink, expand = F.col("event") == "isr_shrink", F.col("event") == "isr_expand"
+    return df.groupBy("run_key", "node").agg(
+        F.count(F.when(shrink, 1)).alias("shrinks"),
+        F.count(F.when(expand, 1)).alias("expands"),
+        F.count(F.when(shrink & during, 1)).alias("shrinks_during_move"),
+        F.count(F.when(expand & during, 1)).alias("expands_during_move"),
+    )
+
+
+def last_isr(events: DataFrame) -> DataFrame:
+    df = events.where(
+        F.col("event").isin(*ISR_STATE_EVENTS)
+        & F.col("isr").isNotNull()
+        & F.col("topic").isNotNull()
+        & F.col("partition").isNotNull()
+    )
+    return df.groupBy("run_key", "topic", "partition").agg(F.max_by("isr", "ts").alias("isr"))

@@ -1,0 +1,209 @@
+"""The run-folder contract the analysis reads, checked before Spark starts.
+
+A run folder is what one system-test case or experiment leaves behind:
+
+    RUN_DIR/
+      case.json          what was asked: brokers, throttle and mode, who sends and receives,
+                         bytes to move, target produce rate, predicted move time
+      nodes/node-<id>/events.jsonl, nodes/node-<id>/metrics.jsonl   copies of each node's logs
+      clients/produced.jsonl   one line per acknowledged batch: ts (ack time), latency_ms, ...
+      clients/consumed.jsonl   (optional, not read)
+      timeline.jsonl     what the driver did and when: throttle_set, move_start, move_end, ...
+
+Only `case.json` (with a string "case") and at least one `nodes/*/metrics.jsonl` are required;
+the rest is optional and the report says so by nulls. Bad input is a `ConfigError` with one
+line naming the folder, what is wrong and what is accepted (DESIGN.md rule 6); nothing is read
+past the first bad folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from minikafka.errors import ConfigError
+
+THROTTLE_MODES = ("lists", "kip542")
+LAYOUT = (
+    "case.json, nodes/node-<id>/metrics.jsonl and events.jsonl, "
+    "clients/produced.jsonl, timeline.jsonl"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """The thresholds of the verdict (issue text; KIP-73 test plan, REFERENCE.md section 6)."""
+
+    window_s: int = 5  # the sliding window the throttled rate is averaged over
+    window_skip_s: int = 2  # windows start this long after the move start (the first burst)
+    violation_factor: float = 1.15  # a window above factor x throttle violates it
+    duration_ratio_min: float = 0.9  # accepted move duration / predicted_move_s
+    duration_ratio_max: float = 1.2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCase:
+    """One run folder: its case.json, and the log files found in it (absolute paths)."""
+
+    run_dir: Path
+    key: str  # the absolute folder path as Spark names it (no symlinks resolved)
+    case: str
+    seed: int | None
+    nodes: tuple[int, ...]
+    partitions: int | None
+    replication_factor: int | None
+    throttle_bytes_per_s: int | None
+    throttle_mode: str | None
+    receiving_brokers: tuple[int, ...]
+    sending_brokers: tuple[int, ...]
+    bytes_to_move: int
+    produce_bytes_per_s: float
+    predicted_move_s: float | None
+    metrics_files: tuple[str, ...]
+    events_files: tuple[str, ...]
+    produced_file: str | None
+    timeline_file: str | None
+
+    def describe(self) -> dict[str, Any]:
+        """The case.json fields as they appear in the report."""
+        return {
+            "case": self.case,
+            "run_dir": self.key,
+            "seed": self.seed,
+            "nodes": list(self.nodes),
+            "partitions": self.partitions,
+            "replication_factor": self.replication_factor,
+            "throttle_bytes_per_s": self.throttle_bytes_per_s,
+            "throttle_mode": self.throttle_mode,
+            "receiving_brokers": list(self.receiving_brokers),
+            "sending_brokers": list(self.sending_brokers),
+            "bytes_to_move": self.bytes_to_move,
+            "produce_bytes_per_s": self.produce_bytes_per_s,
+            "predicted_move_s": self.predicted_move_s,
+        }
+
+
+def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> list[RunCase]:
+    """Every folder checked and loaded, in the order given (a folder named twice counts once)."""
+    if not run_dirs:
+        raise ConfigError("no run folder given: pass one or more RUN_DIRs (each holding case.json)")
+    runs: dict[str, RunCase] = {}
+    for d in run_dirs:
+        run = load_run(d)
+        runs.setdefault(run.key, run)
+    return list(runs.values())
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> RunCase:
+    path = Path(os.path.abspath(run_dir))
+    if not path.is_dir():
+        raise ConfigError(f"{run_dir}: not a folder (expected a run folder holding {LAYOUT})")
+    if not any(path.iterdir()):
+        raise ConfigError(f"{run_dir}: empty folder (expected a run folder holding {LAYOUT})")
+    case_file = path / "case.json"
+    if not case_file.is_file():
+        inner = sorted(p.parent.name for p in path.glob("*/case.json"))
+        if inner:  # a folder of runs: name them
+            raise ConfigError(
+                f"{run_dir}: no case.json, but it holds run folders ({', '.join(inner[:3])}"
+                f"{', ...' if len(inner) > 3 else ''}): pass those, e.g. {run_dir}/*"
+            )
+        raise ConfigError(f"{run_dir}: no case.json (a run folder holds {LAYOUT})")
+    try:
+        raw = json.loads(case_file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{case_file}: not valid JSON ({exc})") from None
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{case_file}: expected a JSON object with at least a string 'case'")
+    fields = _case_fields(raw, case_file)
+    metrics = sorted(str(p) for p in path.glob("nodes/*/metrics.jsonl") if p.is_file())
+    if not metrics:
+        raise ConfigError(
+            f"{run_dir}: no nodes/node-<id>/metrics.jsonl (a run folder holds {LAYOUT})"
+        )
+    events = sorted(str(p) for p in path.glob("nodes/*/events.jsonl") if p.is_file())
+    produced = path / "clients" / "produced.jsonl"
+    timeline = path / "timeline.jsonl"
+    return RunCase(
+        run_dir=path,
+        key=str(path),
+        metrics_files=tuple(metrics),
+        events_files=tuple(events),
+        produced_file=str(produced) if produced.is_file() else None,
+        timeline_file=str(timeline) if timeline.is_file() else None,
+        **fields,
+    )
+
+
+def _case_fields(raw: Mapping[str, Any], where: Path) -> dict[str, Any]:
+    def get(name: str, kinds: tuple[type, ...], default: Any, accepted: str) -> Any:
+        value = raw.get(name, default)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise ConfigError(f"{where}: '{name}' is {value!r}; expected {accepted}")
+        return value
+
+    def ids(name: str) -> tuple[int, ...]:
+        value = raw.get(name) or []
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise ConfigError(f"{where}: '{name}' is {value!r}; expected a list of node ids")
+        return tuple(value)
+
+    case = raw.get("case")
+    if not isinstance(case, str) or not case:
+        raise ConfigError(f"{where}: 'case' is {case!r}; expected the case name (a string)")
+    mode = raw.get("throttle_mode")
+    if mode is not None and mode not in THROTTLE_MODES:
+        raise ConfigError(f"{where}: 'throttle_mode' is {mode!r}; expected lists, kip542 or null")
+    predicted = get("predicted_move_s", (int, float), None, "seconds (a number) or null")
+    return {
+        "case": case,
+        "seed": get("seed", (int,), None, "an integer"),
+        "nodes": ids("nodes"),
+        "partitions": get("partitions", (int,), None, "an integer"),
+        "replication_factor": get("replication_factor", (int,), None, "an integer"),
+        "throttle_bytes_per_s": _int(
+            get("throttle_bytes_per_s", (int, float), None, "B/s or null")
+        ),
+        "throttle_mode": mode,
+        "receiving_brokers": ids("receiving_brokers"),
+        "sending_brokers": ids("sending_brokers"),
+        "bytes_to_move": _int(get("bytes_to_move", (int, float), 0, "bytes (a number)")),
+        "produce_bytes_per_s": float(get("produce_bytes_per_s", (int, float), 0.0, "B/s")),
+        "predicted_move_s": float(predicted) if predicted is not None else None,
+    }
+
+
+def _int(value: float | None) -> int | None:
+    return None if value is None else int(round(value))
+
+
+def default_out_dir(runs: Sequence[RunCase]) -> Path:
+    """RUN_DIR/analysis for one run; the runs' common parent folder's analysis/ for many."""
+    if len(runs) == 1:
+        return runs[0].run_dir / "analysis"
+    return Path(os.path.commonpath([str(r.run_dir) for r in runs])) / "analysis"
+
+
+def slugs(runs: Sequence[RunCase]) -> dict[str, str]:
+    """A file-name-safe, unique name per run (its case name; -2, -3 ... on a clash)."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for r in runs:
+        if r.key in out:
+            continue
+        base = "".join(c if c.isalnum() or c in "-_." else "_" for c in r.case) or "case"
+        name, n = base, 1
+        while name in used:
+            n += 1
+            name = f"{base}-{n}"
+        used.add(name)
+        out[r.key] = name
+    return out
