@@ -25,7 +25,7 @@ lint: $(STAMP)
 # (quick profile: about 4 minutes on 2 cores; `--profile full` for more data per partition).
 test: $(STAMP) lint
 	$(VENV)/bin/pytest -q
-	$(VENV)/bin/pytest -q systemtests -m system --profile quick
+	$(VENV)/bin/pytest -q systemtests --profile quick
 
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -m "not integration and not spark"
