@@ -494,11 +494,19 @@ def main(argv: list[str] | None = None) -> int:
         ref_mb=args.ref_mb,
         node_configs=args.node_configs,
     )
+    return run_main(args, cfg, run_bench, render, prefix="minikafka-bench-")
+
+
+def run_main(
+    args: argparse.Namespace, cfg: Any, run: Callable, render_: Callable, *, prefix: str
+) -> int:
+    """The shared end of every benchmark's main: a temp working dir (kept with --keep), one
+    run, a one-line FAILED on error (exit 1), the table or --json on stdout."""
     say = lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    base = Path(tempfile.mkdtemp(prefix="minikafka-bench-", dir=args.dir))
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir=args.dir))
     say(f"seed {cfg.seed}; working dir {base}")
     try:
-        result = run_bench(cfg, base, say=say)
+        result = run(cfg, base, say=say)
     except (BenchError, MiniKafkaError, trio.TooSlowError) as exc:
         say(f"FAILED: {exc}")
         return 1
@@ -507,7 +515,7 @@ def main(argv: list[str] | None = None) -> int:
             say(f"kept {base}")
         else:
             shutil.rmtree(base, ignore_errors=True)
-    print(json.dumps(result) if args.json else render(result))
+    print(json.dumps(result) if args.json else render_(result))
     return 0
 
 

@@ -33,11 +33,9 @@ the run with one `bench: FAILED: ...` line.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,6 +48,7 @@ from cluster_bench import (
     log_end_offsets,
     machine_info,
     metrics_after,
+    run_main,
     wait_for_isr,
 )
 
@@ -57,7 +56,7 @@ from cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.records import make_batch
-from minikafka.errors import ConfigError, MiniKafkaError
+from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
 from tools.perf import PerfSpec, run_produce_perf
 
@@ -370,21 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout_s=args.timeout_s,
         node_configs=args.node_configs,
     )
-    say = lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    base = Path(tempfile.mkdtemp(prefix="minikafka-throttle-", dir=args.dir))
-    say(f"seed {cfg.seed}; working dir {base}")
-    try:
-        result = run_bench(cfg, base, say=say)
-    except (BenchError, MiniKafkaError, trio.TooSlowError) as exc:
-        say(f"FAILED: {exc}")
-        return 1
-    finally:
-        if args.keep:
-            say(f"kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-    print(json.dumps(result) if args.json else render(result))
-    return 0
+    return run_main(args, cfg, run_bench, render, prefix="minikafka-throttle-")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from typing import Any
 from minikafka.core.controller_changes import PartitionChange
 from minikafka.core.controller_model import VALUE, Event, PartitionRecord, SendStopReplica
 from minikafka.core.controller_throttles import ThrottleClaims, ThrottleKey, normalise_throttles
+from minikafka.core.controller_topics import replica_list_error
 from minikafka.core.election import elect_leader
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
@@ -75,18 +76,10 @@ def target_error(
     replicas: Sequence[int], *, registered: Container[int], live: Container[int]
 ) -> str | None:
     """KRaft's validateManualPartitionAssignment messages, plus fenced brokers."""
-    if not replicas:
-        return "The manual partition assignment includes an empty replica list."
-    seen: set[int] = set()
+    error = replica_list_error(replicas, registered)
+    if error is not None:
+        return error
     for broker in replicas:
-        if broker in seen:
-            return f"The manual partition assignment includes the broker {broker} more than once."
-        seen.add(broker)
-        if broker not in registered:
-            return (
-                f"The manual partition assignment includes broker {broker}, "
-                "but no such broker is registered."
-            )
         if broker not in live:
             return (
                 f"The manual partition assignment includes broker {broker}, but it is fenced: "

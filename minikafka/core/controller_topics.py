@@ -163,10 +163,10 @@ def _manual(
     )
 
 
-def _manual_partition_error(
-    replicas: Sequence[int], first: Sequence[int], registered: Container[int]
-) -> str | None:
-    """ReplicationControlManager.validateManualPartitionAssignment's messages."""
+def replica_list_error(replicas: Sequence[int], registered: Container[int]) -> str | None:
+    """The checks every manual replica list gets (KRaft's validateManualPartitionAssignment):
+    not empty, no broker twice, every broker registered. Shared by topic creation and
+    reassignment targets."""
     if not replicas:
         return "The manual partition assignment includes an empty replica list."
     seen: set[int] = set()
@@ -179,6 +179,16 @@ def _manual_partition_error(
                 f"The manual partition assignment includes broker {broker}, "
                 "but no such broker is registered."
             )
+    return None
+
+
+def _manual_partition_error(
+    replicas: Sequence[int], first: Sequence[int], registered: Container[int]
+) -> str | None:
+    """ReplicationControlManager.validateManualPartitionAssignment's messages."""
+    error = replica_list_error(replicas, registered)
+    if error is not None:
+        return error
     if len(replicas) != len(first):
         return (
             f"The manual partition assignment includes a partition with {len(replicas)} "
