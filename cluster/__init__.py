@@ -1,7 +1,8 @@
 """Launching and controlling local multi-process minikafka clusters."""
 
 from cluster.clusterfile import CLUSTER_FILE, ClusterRecord, read_record
-from cluster.local import LOG_FILES, LocalCluster, NodeStatus
+from cluster.fault_proxy import FaultProxySpec
+from cluster.local import LOG_FILES, LocalCluster, NodeStatus, ProxyStatus
 from cluster.ports import free_ports
 from cluster.processes import NODE_COMMAND, NodeProcess, StopOutcome, node_argv
 from cluster.spec import (
@@ -24,10 +25,12 @@ __all__ = [
     "NODE_COMMAND",
     "ClusterRecord",
     "ClusterSpec",
+    "FaultProxySpec",
     "LocalCluster",
     "NodeProcess",
     "NodeSpec",
     "NodeStatus",
+    "ProxyStatus",
     "StopOutcome",
     "free_ports",
     "node_argv",

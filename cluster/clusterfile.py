@@ -2,7 +2,8 @@
 
 It records the spec, the node command, each node's pid, the cluster state
 (`starting` -> `running` -> `stopped`) and when the cluster was created, plus derived fields for
-people and other tools (addresses, controller, bootstrap). Writes are atomic, and updates are
+people and other tools (addresses, controller, bootstrap). A cluster with a fault proxy also has
+`fault_proxy` (control address, link ports, pid); older files without the key have none. Writes are atomic, and updates are
 read-modify-write under an flock on `<base_dir>/.cluster.lock`, so two commands changing
 different nodes (say a nemesis restarting one node while a user pauses another) both land.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
+from cluster.fault_proxy import FaultProxySpec
 from cluster.files import atomic_write_json, read_json
 from cluster.spec import ClusterSpec, NodeSpec
 from minikafka.errors import ClusterError, ConfigError
@@ -40,6 +42,7 @@ class ClusterRecord:
     pids: Mapping[int, int | None]
     state: ClusterState
     created_at: str
+    proxy_pid: int | None = None  # the fault proxy's process, if the spec has one
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_command", tuple(self.node_command))
@@ -52,6 +55,9 @@ class ClusterRecord:
 
     def with_state(self, state: ClusterState) -> ClusterRecord:
         return dataclasses.replace(self, state=state)
+
+    def with_proxy_pid(self, pid: int | None) -> ClusterRecord:
+        return dataclasses.replace(self, proxy_pid=pid)
 
 
 def cluster_file(base_dir: Path) -> Path:
@@ -118,6 +124,11 @@ def record_to_json(record: ClusterRecord) -> dict[str, Any]:
             }
             for node in spec.nodes
         ],
+        "fault_proxy": (
+            None
+            if spec.fault_proxy is None
+            else {**spec.fault_proxy.to_json(), "pid": record.proxy_pid}
+        ),
     }
 
 
@@ -129,12 +140,14 @@ def record_from_json(data: Any, path: Path) -> ClusterRecord:
                 f"this minikafka reads format {FORMAT_VERSION}"
             )
         nodes = tuple(_node_from_json(item) for item in data["nodes"])
+        proxy = data.get("fault_proxy")
         spec = ClusterSpec(
             name=data["name"],
             base_dir=Path(data["base_dir"]),
             nodes=nodes,
             seed=data["seed"],
             node_configs=data["node_configs"],
+            fault_proxy=None if proxy is None else FaultProxySpec.from_json(proxy),
         )
         return ClusterRecord(
             spec=spec,
@@ -142,6 +155,7 @@ def record_from_json(data: Any, path: Path) -> ClusterRecord:
             pids={item["node_id"]: _pid(item.get("pid")) for item in data["nodes"]},
             state=data["state"],
             created_at=str(data["created_at"]),
+            proxy_pid=None if proxy is None else _pid(proxy.get("pid")),
         )
     except (KeyError, TypeError, AttributeError, ConfigError) as e:
         raise ClusterError(f"cluster file {path} is damaged ({type(e).__name__}: {e})") from e

@@ -7,6 +7,10 @@ the first start on, so `LocalCluster.load(base_dir)` in a later command can repo
 the cluster, inject faults (kill, pause, resume, restart) and tail the node logs. `down` stops
 brokers before the controller, as Kafka's controlled shutdown expects, and keeps the data dirs
 unless asked to wipe them.
+
+A spec with a fault proxy (`plan_cluster(..., fault_proxy=True)`) gets its proxy process started
+before the nodes (their routes point at it) and stopped after them; `fault_proxy()` is the
+client of its control port (partitions, latency, bandwidth, resets: minikafka/faults).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from cluster.clusterfile import (
     update_record,
     write_record,
 )
+from cluster.fault_proxy import PROXY_DIR, proxy_config
 from cluster.files import tail_lines
 from cluster.processes import (
     NODE_COMMAND,
@@ -38,8 +43,10 @@ from cluster.processes import (
     stop_processes,
     wait_all_ready,
 )
+from cluster.proxy_process import ProxyProcess
 from cluster.spec import ClusterSpec, NodeSpec
 from minikafka.errors import ClusterError, ConfigError
+from minikafka.faults.control import FaultProxyClient
 
 LogKind = Literal["events", "metrics", "out"]
 LOG_FILES: dict[str, str] = {"events": "events.jsonl", "metrics": "metrics.jsonl", "out": OUT_FILE}
@@ -59,6 +66,16 @@ class NodeStatus:
     data_dir: Path
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyStatus:
+    """The fault proxy's line in `minikafka cluster status`."""
+
+    control: str
+    links: int
+    pid: int | None
+    alive: bool
+
+
 class LocalCluster:
     """A local cluster: its spec, its node processes and its cluster file.
 
@@ -71,6 +88,13 @@ class LocalCluster:
             node.node_id: NodeProcess(node, self._argv(node), pid=record.pids.get(node.node_id))
             for node in record.spec.nodes
         }
+        spec = record.spec
+        self._proxy: ProxyProcess | None = None
+        if spec.fault_proxy is not None:
+            self._proxy = ProxyProcess(
+                spec.base_dir / PROXY_DIR, proxy_config(spec), pid=record.proxy_pid
+            )
+        self.last_proxy_stop: StopOutcome | None = None  # what `down` did to the proxy
 
     def __repr__(self) -> str:
         return f"LocalCluster({self.base_dir}, state={self.state})"
@@ -92,9 +116,9 @@ class LocalCluster:
         ready_timeout_s: float = 30.0,
         progress: Progress | None = None,
     ) -> LocalCluster:
-        """Start every node of `spec` and wait until all are ready.
+        """Start every node of `spec` (after its fault proxy, if any) and wait until all are ready.
 
-        `ready_timeout_s` applies to each phase (the controller, then the brokers).
+        `ready_timeout_s` applies to each phase (the proxy, the controller, then the brokers).
         """
         command = tuple(NODE_COMMAND if node_command is None else node_command)
         if not command:
@@ -113,6 +137,7 @@ class LocalCluster:
         write_record(record)
         cluster = cls(record)
         try:
+            cluster._start_proxy(ready_timeout_s, progress)
             controller = [p for p in cluster._procs.values() if p.node.is_controller]
             others = [p for p in cluster._procs.values() if not p.node.is_controller]
             cluster._start_phase(controller, ready_timeout_s, progress)
@@ -120,6 +145,8 @@ class LocalCluster:
         except BaseException:
             _note(progress, "start-up failed; stopping the nodes already started")
             stop_processes(list(cluster._procs.values()), CLEANUP_TIMEOUT_S)
+            if cluster._proxy is not None:
+                cluster._proxy.stop(CLEANUP_TIMEOUT_S)
             remove_record(spec.base_dir)
             raise
         cluster._set_state("running")
@@ -170,6 +197,33 @@ class LocalCluster:
     def pid(self, node_id: int) -> int | None:
         return self._proc(node_id).pid
 
+    @property
+    def fault_proxy_address(self) -> tuple[str, int] | None:
+        """The fault proxy's control (host, port), None if the cluster has no proxy."""
+        proxy = self.spec.fault_proxy
+        return None if proxy is None else (proxy.host, proxy.control_port)
+
+    def fault_proxy(self, *, timeout_s: float = 10.0) -> FaultProxyClient:
+        """The client of the fault proxy's control port (`.blocking()` for synchronous calls)."""
+        address = self.fault_proxy_address
+        if address is None:
+            raise ClusterError(
+                f"the cluster in {self.base_dir} has no fault proxy "
+                "(start it with `minikafka cluster up --fault-proxy`)"
+            )
+        return FaultProxyClient(*address, timeout_s=timeout_s)
+
+    def proxy_status(self) -> ProxyStatus | None:
+        proxy = self.spec.fault_proxy
+        if proxy is None or self._proxy is None:
+            return None
+        return ProxyStatus(
+            control=proxy.control_address,
+            links=len(proxy.links),
+            pid=self._proxy.pid,
+            alive=self._proxy.is_alive(),
+        )
+
     def status(self) -> list[NodeStatus]:
         rows = []
         for node_id, proc in self._procs.items():
@@ -209,7 +263,8 @@ class LocalCluster:
     # -- control ----------------------------------------------------------------------------
 
     def down(self, timeout_s: float = 10.0, *, wipe: bool = False) -> list[tuple[int, StopOutcome]]:
-        """Stop brokers, then the controller (SIGTERM; SIGKILL after `timeout_s`).
+        """Stop brokers, then the controller (SIGTERM; SIGKILL after `timeout_s`), then the
+        fault proxy if there is one (its outcome goes to `last_proxy_stop`).
 
         Marks the cluster file stopped; with `wipe` removes it and the node data dirs instead.
         Returns (node id, "stopped" | "killed" | "not running") in the order nodes were stopped.
@@ -217,9 +272,13 @@ class LocalCluster:
         procs = list(self._procs.values())
         outcomes = stop_processes([p for p in procs if not p.node.is_controller], timeout_s)
         outcomes += stop_processes([p for p in procs if p.node.is_controller], timeout_s)
+        if self._proxy is not None:
+            self.last_proxy_stop = self._proxy.stop(timeout_s)
         if wipe:
             for proc in procs:
                 shutil.rmtree(proc.node.data_dir, ignore_errors=True)
+            if self._proxy is not None:
+                shutil.rmtree(self._proxy.directory, ignore_errors=True)
             remove_record(self.base_dir)
             _rmdir_if_empty(self.base_dir)
             self._record = self._record.with_state("stopped")
@@ -286,6 +345,15 @@ class LocalCluster:
             write_record(self._record)  # from now on `down` can find it even if we crash
         wait_all_ready(procs, timeout_s, progress)
 
+    def _start_proxy(self, timeout_s: float, progress: Progress | None) -> None:
+        if self._proxy is None:
+            return
+        _note(progress, f"starting the fault proxy ({len(self._proxy.config.links)} links)")
+        self._proxy.start()
+        self._record = self._record.with_proxy_pid(self._proxy.pid)
+        write_record(self._record)  # from now on `down` can find it even if we crash
+        self._proxy.wait_ready(timeout_s, progress)
+
     def _set_state(self, state: ClusterState) -> None:
         self._record = update_record(self.base_dir, lambda r: r.with_state(state))
 
@@ -302,11 +370,11 @@ def _refuse_if_running(base_dir: Path) -> None:
     record = read_record(base_dir)
     if record is None:
         return
-    live = [
-        proc.pid
-        for proc in LocalCluster(record)._procs.values()
-        if proc.pid is not None and proc.is_alive()
-    ]
+    cluster = LocalCluster(record)
+    procs: list[NodeProcess | ProxyProcess] = list(cluster._procs.values())
+    if cluster._proxy is not None:
+        procs.append(cluster._proxy)
+    live = [proc.pid for proc in procs if proc.pid is not None and proc.is_alive()]
     if live:
         pids = ", ".join(str(pid) for pid in live)
         raise ClusterError(

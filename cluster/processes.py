@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from cluster.fault_proxy import route_args
 from cluster.files import read_json, tail_lines
 from cluster.spec import ClusterSpec, NodeSpec
 from minikafka.errors import ClusterError
@@ -54,7 +55,7 @@ def node_argv(
     argv += ["--data-dir", str(node.data_dir), "--seed", str(spec.seed)]
     for key, value in spec.node_configs.items():
         argv += ["--set", f"{key}={value}"]
-    return argv
+    return argv + route_args(spec, node)
 
 
 def now_iso() -> str:

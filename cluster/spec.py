@@ -7,7 +7,9 @@ Pure planning and validation; nothing here starts a process. Rules:
   no node 0 (Kafka's KRaft "combined mode");
 - every node listens on its own port of one host and owns `base_dir/node-<id>`;
 - node configs are Kafka-style dotted names (`leader.replication.throttled.rate`) with string
-  values, passed to every node as `--set name=value`.
+  values, passed to every node as `--set name=value`;
+- with a fault proxy (`plan_cluster(..., fault_proxy=True)`), node-to-node connections go
+  through one proxy process on ports of the same host (cluster/fault_proxy.py).
 
 Bad input raises `ConfigError` with a one-line message naming what is accepted.
 """
@@ -20,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from cluster.ports import free_ports
+from cluster.fault_proxy import FaultProxySpec, check_fault_proxy, talking_pairs
+from cluster.ports import MAX_PORTS, free_ports
 from minikafka.errors import ConfigError
 
 BROKER = "broker"
@@ -78,6 +81,7 @@ class ClusterSpec:
     nodes: tuple[NodeSpec, ...]
     seed: int
     node_configs: Mapping[str, str] = field(default_factory=dict)
+    fault_proxy: FaultProxySpec | None = None
 
     def __post_init__(self) -> None:
         _check_name(self.name)
@@ -97,6 +101,8 @@ class ClusterSpec:
             raise ConfigError(f"a cluster needs exactly one controller node, got {controllers}")
         if not any(node.is_broker for node in self.nodes):
             raise ConfigError("a cluster needs at least one broker node")
+        if self.fault_proxy is not None:
+            check_fault_proxy(self.fault_proxy, self.nodes)
 
     @property
     def controller(self) -> NodeSpec:
@@ -132,8 +138,12 @@ def plan_cluster(
     node_configs: Mapping[str, str] | None = None,
     name: str | None = None,
     host: str = "127.0.0.1",
+    fault_proxy: bool = False,
 ) -> ClusterSpec:
-    """Lay out a cluster of `brokers` brokers plus a controller, on fresh ports of `host`."""
+    """Lay out a cluster of `brokers` brokers plus a controller, on fresh ports of `host`.
+
+    With `fault_proxy`, also a proxy control port and one port per talking pair of nodes.
+    """
     if isinstance(brokers, bool) or not isinstance(brokers, int) or not 1 <= brokers <= MAX_BROKERS:
         raise ConfigError(f"brokers must be an integer from 1 to {MAX_BROKERS}, got {brokers!r}")
     base = Path(base_dir).absolute()
@@ -143,7 +153,16 @@ def plan_cluster(
         layout = [(1, (BROKER, CONTROLLER))] + [(i, (BROKER,)) for i in range(2, brokers + 1)]
     else:
         layout = [(0, (CONTROLLER,))] + [(i, (BROKER,)) for i in range(1, brokers + 1)]
-    ports = free_ports(len(layout), host)
+    pairs = talking_pairs(layout) if fault_proxy else []
+    wanted = len(layout) + (1 + len(pairs) if fault_proxy else 0)
+    if wanted > MAX_PORTS:
+        raise ConfigError(
+            f"a fault proxy needs {wanted} ports for {brokers} brokers, at most {MAX_PORTS}; "
+            "use fewer brokers"
+        )
+    ports = free_ports(wanted, host)
+    proxy_ports = ports[len(layout) :]
+    ports = ports[: len(layout)]
     nodes = tuple(
         NodeSpec(
             node_id=node_id, roles=roles, host=host, port=port, data_dir=base / f"node-{node_id}"
@@ -156,6 +175,15 @@ def plan_cluster(
         nodes=nodes,
         seed=seed,
         node_configs=dict(node_configs or {}),
+        fault_proxy=(
+            FaultProxySpec(
+                host=host,
+                control_port=proxy_ports[0],
+                links=dict(zip(pairs, proxy_ports[1:], strict=True)),
+            )
+            if fault_proxy
+            else None
+        ),
     )
 
 

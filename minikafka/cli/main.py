@@ -13,10 +13,18 @@ from minikafka.cli.analyze import analyze_cmd
 from minikafka.cli.clients import consume_cmd, produce_cmd, topics
 from minikafka.cli.common import dir_option, emit, friendly_errors, json_option
 from minikafka.cli.configs import configs_cmd
+from minikafka.cli.experiment import experiment_cmd
 from minikafka.cli.metrics import metrics_cmd
+from minikafka.cli.net import net_cmd, proxy_cmd
 from minikafka.cli.reassign import reassign_cmd
 from minikafka.errors import ConfigError
-from minikafka.server.config import NodeConfig, parse_address, parse_roles, parse_settings
+from minikafka.server.config import (
+    NodeConfig,
+    parse_address,
+    parse_roles,
+    parse_routes,
+    parse_settings,
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -61,6 +69,13 @@ def _node_options(fn):  # noqa: ANN001, ANN202
                 metavar="NAME=VALUE",
                 help="A Kafka-named config, e.g. replica.fetch.max.bytes=1048576 (repeatable).",
             ),
+            click.option(
+                "--route",
+                "routes",
+                multiple=True,
+                metavar="DST_HOST:DST_PORT=VIA_HOST:VIA_PORT",
+                help="Dial VIA instead of the peer node DST, e.g. a fault proxy (repeatable).",
+            ),
         ]
     ):
         fn = opt(fn)
@@ -75,6 +90,7 @@ def _run_node(
     data_dir: Path,
     seed: int,
     settings: tuple[str, ...],
+    routes: tuple[str, ...] = (),
 ) -> None:
     from minikafka.server.node import serve_until_signalled
 
@@ -96,6 +112,7 @@ def _run_node(
         controller_port=c_port,
         data_dir=data_dir.expanduser().absolute(),
         seed=seed,
+        routes=parse_routes(routes),
     )
     config = config.with_settings(parse_settings(settings))
     if (
@@ -167,6 +184,11 @@ def cluster() -> None:
     show_default=True,
     help="Seconds to wait for the nodes to be ready.",
 )
+@click.option(
+    "--fault-proxy",
+    is_flag=True,
+    help="Route node-to-node links through a fault proxy (see `minikafka net`).",
+)
 @dir_option
 @json_option
 @friendly_errors
@@ -176,6 +198,7 @@ def cluster_up(
     seed: int | None,
     settings: tuple[str, ...],
     timeout: float,
+    fault_proxy: bool,
     cluster_dir: Path,
     as_json: bool,
 ) -> None:
@@ -191,6 +214,7 @@ def cluster_up(
         seed=seed,
         combined_controller=combined,
         node_configs=configs,
+        fault_proxy=fault_proxy,
     )
     progress = None if as_json else (lambda msg: click.echo(msg, err=True))
     lc = LocalCluster.up(spec, ready_timeout_s=timeout, progress=progress)
@@ -220,6 +244,15 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
         }
         for s in lc.status()
     ]
+    proxy = lc.proxy_status()
+    proxy_row = None
+    if proxy is not None:
+        proxy_row = {
+            "control": proxy.control,
+            "links": proxy.links,
+            "pid": proxy.pid,
+            "state": "up" if proxy.alive else "down",
+        }
     if as_json:
         click.echo(
             json.dumps(
@@ -228,6 +261,7 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
                     "controller": lc.controller_address,
                     "seed": lc.spec.seed,
                     "nodes": rows,
+                    "fault_proxy": proxy_row,
                 }
             )
         )
@@ -236,6 +270,11 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
     click.echo(
         f"\nbootstrap: {lc.bootstrap()}   controller: {lc.controller_address}   seed: {lc.spec.seed}"
     )
+    if proxy_row is not None:
+        click.echo(
+            f"fault proxy: control {proxy_row['control']}, {proxy_row['links']} links, "
+            f"pid {proxy_row['pid']} ({proxy_row['state']})"
+        )
 
 
 @cluster.command("down")
@@ -247,8 +286,11 @@ def cluster_down(wipe: bool, cluster_dir: Path, as_json: bool) -> None:
     """Stop every node (SIGTERM, then SIGKILL after 10 s)."""
     from cluster import LocalCluster
 
-    outcomes = LocalCluster.load(cluster_dir).down(wipe=wipe)
+    lc = LocalCluster.load(cluster_dir)
+    outcomes = lc.down(wipe=wipe)
     rows = [{"node": node_id, "stopped": str(how)} for node_id, how in outcomes]
+    if lc.last_proxy_stop is not None:
+        rows.append({"node": "proxy", "stopped": lc.last_proxy_stop})
     emit(rows, ["node", "stopped"], as_json)
 
 
@@ -277,6 +319,9 @@ main.add_command(consume_cmd)
 main.add_command(configs_cmd)
 main.add_command(reassign_cmd)
 main.add_command(analyze_cmd)
+main.add_command(net_cmd)
+main.add_command(experiment_cmd)
+main.add_command(proxy_cmd)
 
 
 @main.command()

@@ -74,11 +74,10 @@ class ControllerLink:
     async def run(self) -> None:
         c = self.config
         backoff_s = min(c.broker_heartbeat_interval_ms, 1000) / 1000
+        host, port = c.route(c.controller_host, c.controller_port)  # maybe via the fault proxy
         while True:
             try:
-                async with open_connection(
-                    c.controller_host, c.controller_port, client_id=f"broker-{c.node_id}"
-                ) as conn:
+                async with open_connection(host, port, client_id=f"broker-{c.node_id}") as conn:
                     self._conn = conn
                     while True:
                         await self._register(conn)

@@ -4,6 +4,11 @@ A node is configured with `--set name=value` pairs using Kafka's names
 (`replica.fetch.max.bytes=1048576`). Defaults are Kafka's (REFERENCE.md section 1); a testbed will
 pass smaller values for fast tests. A bad value raises ConfigError naming the accepted form, and
 nothing is applied.
+
+Routes (`--route DST_HOST:DST_PORT=VIA_HOST:VIA_PORT`, ours) send this node's connections to
+another node through a fault-injecting proxy (minikafka/faults): every place a node dials a peer
+(controller link, replica fetchers, the controller's broker channels) asks `route()` first.
+Clients never get routes, so only inter-node traffic crosses the proxy.
 """
 
 from __future__ import annotations
@@ -140,6 +145,12 @@ class NodeConfig:
     replication_quota_precise: bool = False
     # Prometheus text on http://host:metrics.port/metrics; 0 = any free port, -1 = off (ours).
     metrics_port: int = 0
+    # Inter-node routes, {(dst host, dst port): (via host, via port)} (ours, see module docstring).
+    routes: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+
+    def route(self, host: str, port: int) -> tuple[str, int]:
+        """Where to dial to reach the peer at (host, port): its route, or the address itself."""
+        return self.routes.get((host, port), (host, port))
 
     @property
     def is_broker(self) -> bool:
@@ -177,6 +188,33 @@ def parse_settings(pairs: list[str] | tuple[str, ...]) -> dict[str, str]:
             )
         out[name.strip()] = value.strip()
     return out
+
+
+ROUTE_FORM = "DST_HOST:DST_PORT=VIA_HOST:VIA_PORT, e.g. 127.0.0.1:9092=127.0.0.1:19092"
+
+
+def parse_routes(items: list[str] | tuple[str, ...]) -> dict[tuple[str, int], tuple[str, int]]:
+    """Repeated `--route` values -> {(dst host, dst port): (via host, via port)}.
+
+    ConfigError (one line, naming the accepted form) for a malformed item, a port outside
+    1..65535, or a destination routed twice.
+    """
+    routes: dict[tuple[str, int], tuple[str, int]] = {}
+    for item in items:
+        dst_text, sep, via_text = item.partition("=")
+        try:
+            if not sep:
+                raise ConfigError("no '='")
+            dst = parse_address(dst_text.strip(), "destination")
+            via = parse_address(via_text.strip(), "via")
+        except ConfigError:
+            raise ConfigError(f"--route {item!r}: expected {ROUTE_FORM}") from None
+        if dst[1] == 0 or via[1] == 0:
+            raise ConfigError(f"--route {item!r}: ports must be 1..65535; expected {ROUTE_FORM}")
+        if dst in routes:
+            raise ConfigError(f"--route {item!r}: {dst[0]}:{dst[1]} is routed twice")
+        routes[dst] = via
+    return routes
 
 
 ROLES = ("broker", "controller")

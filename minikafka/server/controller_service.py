@@ -287,7 +287,7 @@ class BrokerChannel:
                                 scope.cancel()
                             conn, scope = await nursery.start(
                                 hold_connection,
-                                (self.broker.host, self.broker.port),
+                                self.service.config.route(self.broker.host, self.broker.port),
                                 f"controller-{self.service.config.node_id}",
                             )
                         await conn.request(request, timeout_s=30)

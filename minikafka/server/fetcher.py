@@ -142,8 +142,7 @@ class ReplicaFetcher:
             while self.planner.partitions:
                 try:
                     async with self.m.connect(
-                        self.leader.host,
-                        self.leader.port,
+                        *self.m.config.route(self.leader.host, self.leader.port),
                         client_id=f"replica-fetcher-{self.m.config.node_id}-{self.index}",
                         max_frame_bytes=self.m.config.socket_max_frame_bytes,
                     ) as conn:

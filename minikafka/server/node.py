@@ -31,6 +31,7 @@ from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.metrics import Metrics, run_metrics_log
 from minikafka.server.prometheus import serve_metrics
 from minikafka.server.replica_manager import ReplicaManager
+from minikafka.server.replica_state_log import run_replica_state_log
 from minikafka.storage import LogStore, MetadataStore, StoreConfig
 from minikafka.wire.codec import RequestHeader
 from minikafka.wire.messages import (
@@ -154,6 +155,15 @@ class Node:
         nursery.start_soon(rm.isr_updates.run_expiration)
         nursery.start_soon(rm.isr_updates.run_sender)
         nursery.start_soon(rm.run_hw_checkpoints)
+        nursery.start_soon(
+            partial(
+                run_replica_state_log,
+                rm.partitions,
+                c.data_dir / "replicas.jsonl",
+                node_id=c.node_id,
+                interval_ms=c.metrics_interval_ms,
+            )
+        )
         self.broker = Broker(
             config=c,
             rm=rm,

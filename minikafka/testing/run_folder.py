@@ -36,7 +36,7 @@ from typing import IO, Any
 from minikafka.errors import ConfigError
 
 THROTTLE_MODES = ("lists", "kip542")
-NODE_LOGS = ("events.jsonl", "metrics.jsonl")
+NODE_LOGS = ("events.jsonl", "metrics.jsonl", "replicas.jsonl", "node.out")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -228,7 +228,7 @@ class RunFolder:
         return path
 
     def collect_node_logs(self, node_dirs: Mapping[int, Path]) -> list[Path]:
-        """Copy each node's events.jsonl and metrics.jsonl into nodes/node-<id>/."""
+        """Copy each node's logs (`NODE_LOGS`) into nodes/node-<id>/."""
         copied = []
         for node_id, data_dir in sorted(node_dirs.items()):
             dest = self.path / "nodes" / f"node-{node_id}"

@@ -1,24 +1,16 @@
-"""The admin tools as an operator runs them: `python -m minikafka configs|reassign ...` in a
-subprocess, against the cluster's directory (`--dir`, where `cluster.json` names the nodes).
-
-Every run is saved in the run folder (tool/NN-<name>.txt: command, exit code, stdout, stderr)
-whether it succeeds or not; a non-zero exit, or a run over its time limit (the process is
-killed), fails the case with the path of that output.
-"""
+"""The admin tools as an operator runs them (minikafka/testing/cli_tools.py), failing the case
+with a HarnessError when a tool fails."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import trio
-
+from minikafka.testing.cli_tools import TOOL_TIMEOUT_S, ToolError
+from minikafka.testing.cli_tools import run_tool as _run_tool
 from minikafka.testing.run_folder import RunFolder
 from systemtests.harness.clients import HarnessError
-
-TOOL_TIMEOUT_S = 60.0
 
 
 async def run_tool(
@@ -30,25 +22,9 @@ async def run_tool(
     timeout_s: float = TOOL_TIMEOUT_S,
     check: bool = True,
 ) -> subprocess.CompletedProcess[bytes]:
-    argv = [sys.executable, "-m", "minikafka", *args, "--dir", str(cluster_dir)]
-    shown = ["minikafka", *args, "--dir", str(cluster_dir)]
-    with trio.move_on_after(timeout_s) as scope:
-        proc = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
-    if scope.cancelled_caught:
-        path = folder.tool_output(
-            name, argv=shown, returncode=-9, stdout="", stderr=f"killed after {timeout_s} s"
+    try:
+        return await _run_tool(
+            folder, name, args, cluster_dir=cluster_dir, timeout_s=timeout_s, check=check
         )
-        raise HarnessError(f"`{' '.join(shown[:3])} ...` took over {timeout_s} s ({path})")
-    path = folder.tool_output(
-        name,
-        argv=shown,
-        returncode=proc.returncode,
-        stdout=proc.stdout.decode(errors="replace"),
-        stderr=proc.stderr.decode(errors="replace"),
-    )
-    if check and proc.returncode != 0:
-        last = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        raise HarnessError(
-            f"`{' '.join(shown[:3])} ...` exited {proc.returncode}: {last[0]} ({path})"
-        )
-    return proc
+    except ToolError as exc:
+        raise HarnessError(str(exc)) from exc

@@ -1,0 +1,1 @@
+"""Fault-injection experiments: the history format, the checker and the cluster invariants."""

@@ -1,0 +1,180 @@
+"""The experiments that ship: each a name, a question, and one or more variants to compare.
+
+`minikafka experiment run NAME` runs every variant of NAME in turn (each its own run folder) and
+prints them side by side. The sizes are chosen so one variant takes about a minute on a 2-core
+machine; `duration_s` and `seed` can be overridden for all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from minikafka.errors import ConfigError
+from minikafka.experiment.schedule import Fault, Target, plan_schedule
+from minikafka.experiment.spec import Expectation, ExperimentSpec, Reassign
+
+# The precise quota mode and small fetches of the system tests (systemtests/harness/runner.py
+# says why): throttled rates then hold within ~1.1x in 5 s windows.
+THROTTLE_NODE_CONFIGS = {
+    "replication.quota.precise": "true",
+    "replica.fetch.max.bytes": str(64 * 1024),
+    "replica.fetch.response.max.bytes": str(1024 * 1024),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Entry:
+    name: str
+    question: str
+    build: Callable[[int, float | None], list[ExperimentSpec]]  # (seed, duration) -> variants
+
+
+def _leader_kill(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    d = duration or 30.0
+    faults = plan_schedule(
+        kinds=("kill",), targets=[Target("leader", p) for p in range(6)],
+        duration_s=d, interval_s=5.0, seed=seed, brokers=(1, 2, 3),
+    )  # fmt: skip
+    return [ExperimentSpec(name="leader-kill", seed=seed, duration_s=d, faults=tuple(faults))]
+
+
+def _follower_pause(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # Broker 3 follows every partition and leads none, so pausing it is a pure follower stall.
+    # Its session outlives the pause (20 s), so the controller does not fence it: the leaders
+    # must shrink the ISR themselves after replica.lag.time.max.ms (3 s) and expand it again.
+    d = duration or 30.0
+    assignment = tuple((1, 2, 3) if p % 2 == 0 else (2, 1, 3) for p in range(6))
+    pause = Fault(kind="pause", target=Target("broker", 3), start_s=5.0, end_s=min(13.0, d))
+    return [
+        ExperimentSpec(
+            name="follower-pause", seed=seed, duration_s=d, assignment=assignment,
+            faults=(pause,), node_configs={"broker.session.timeout.ms": "20000"},
+            expect=(
+                Expectation(counter="isr_shrinks", op=">=", value=1,
+                            why="the leaders drop the silent follower after 3 s"),
+                Expectation(counter="isr_expands", op=">=", value=1,
+                            why="and take it back once it caught up"),
+            ),
+        )
+    ]  # fmt: skip
+
+
+def _partitioned_leader(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # The leader of a partition is cut off from every other node, the controller included, for
+    # longer than its session: the controller fences it and elects another leader, while clients
+    # (which do not go through the proxy) can still reach the old one.
+    d = duration or 30.0
+    faults = plan_schedule(
+        kinds=("partition",), targets=[Target("leader", p) for p in range(6)],
+        duration_s=d, interval_s=7.0, seed=seed, brokers=(1, 2, 3),
+    )  # fmt: skip
+    return [
+        ExperimentSpec(name="partitioned-leader", seed=seed, duration_s=d, faults=tuple(faults))
+    ]
+
+
+def _wiped_broker(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # KIP-1009: every replica of every broker throttled at T, in-sync replicas exempt
+    # (KAFKA-4313), so only the wiped broker's catch-up is held to T while clients produce.
+    d = duration or 30.0
+    t = 400_000
+    # Down for 4 s, twice the session timeout: it is fenced and out of every ISR before it comes
+    # back empty. (Back inside the session, an in-sync replica would hold less than the HW, a
+    # lost disk the HW invariant rightly flags: Kafka's unclean-recovery case, KIP-966.)
+    wipe = Fault(kind="wipe", target=Target("broker", 3), start_s=8.0, end_s=12.0)
+    return [
+        ExperimentSpec(
+            name="wiped-broker-kip1009", seed=seed, duration_s=d, faults=(wipe,),
+            node_configs=THROTTLE_NODE_CONFIGS,
+            broker_configs={
+                "leader.replication.throttled": "true",
+                "follower.replication.throttled": "true",
+                "leader.replication.throttled.rate": str(t),
+                "follower.replication.throttled.rate": str(t),
+            },
+            throttle_bytes_per_s=t,
+        )
+    ]  # fmt: skip
+
+
+def _reassign_leader_fails(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # Broker 3's replicas move to broker 4 at 300 kB/s; at 10 s the leader of partition 0 is
+    # killed mid-move and restarted 4 s later. KIP-73's lists name the replicas as they were at
+    # the start; KIP-542's mode throttles whatever is being added, wherever the leader now is.
+    d = duration or 30.0
+    t = 300_000
+    assignment = tuple(tuple((p + i) % 3 + 1 for i in range(3)) for p in range(6))
+    moves = {p: tuple(4 if b == 3 else b for b in rs) for p, rs in enumerate(assignment)}
+    kill = Fault(kind="kill", target=Target("leader", 0), start_s=10.0, end_s=14.0)
+    return [
+        ExperimentSpec(
+            name=f"reassign-leader-fails-{mode}", seed=seed, duration_s=d, brokers=4,
+            assignment=assignment, faults=(kill,), node_configs=THROTTLE_NODE_CONFIGS,
+            reassign=Reassign(at_s=6.0, moves=moves, throttle=t, mode=mode),
+            throttle_bytes_per_s=t,
+        )
+        for mode in ("lists", "kip542")
+    ]  # fmt: skip
+
+
+def _isr_thrash(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # Every replica throttled (KIP-1009) below the produce rate. Without KAFKA-4313's exemption
+    # the in-sync followers are throttled too, fall behind and leave the ISR; with it they keep
+    # up and nothing moves. The producers use acks=1: with acks=all each producer waits for the
+    # throttled followers, so the load shrinks to the throttle and nobody falls behind (measured:
+    # no shrink, a third less throughput).
+    d = duration or 30.0
+    t = 100_000
+    variants = []
+    for exempt in ("false", "true"):
+        expect = Expectation(
+            counter="isr_shrinks", op=">=" if exempt == "false" else "==",
+            value=1 if exempt == "false" else 0,
+            why="throttled in-sync followers fall out" if exempt == "false" else "exempt: none",
+        )  # fmt: skip
+        variants.append(
+            ExperimentSpec(
+                name=f"isr-thrash-exempt-{'off' if exempt == 'false' else 'on'}", seed=seed,
+                duration_s=d, records_per_s=2000.0, acks=1,
+                node_configs={**THROTTLE_NODE_CONFIGS,
+                              "replication.throttle.in.sync.exempt": exempt},
+                broker_configs={
+                    "leader.replication.throttled": "true",
+                    "follower.replication.throttled": "true",
+                    "leader.replication.throttled.rate": str(t),
+                    "follower.replication.throttled.rate": str(t),
+                },
+                expect=(expect,),
+                throttle_bytes_per_s=t,
+            )
+        )  # fmt: skip
+    return variants
+
+
+CATALOG: dict[str, Entry] = {
+    e.name: e
+    for e in (
+        Entry(name="leader-kill", question="Does acks=all lose anything when leaders are SIGKILLed under load?", build=_leader_kill),
+        Entry(name="follower-pause", question="Is a follower paused past replica.lag.time.max.ms dropped from the ISR and taken back?", build=_follower_pause),
+        Entry(name="partitioned-leader", question="Is a leader cut off from the cluster fenced without losing acknowledged writes?", build=_partitioned_leader),
+        Entry(name="wiped-broker-kip1009", question="Does a wiped broker re-replicate within a KIP-1009 broker-wide throttle while clients produce?", build=_wiped_broker),
+        Entry(name="reassign-leader-fails", question="What happens to a throttled move whose leader fails mid-move: KIP-73 lists versus KIP-542?", build=_reassign_leader_fails),
+        Entry(name="isr-thrash", question="Does throttling in-sync replicas make the ISR thrash, and does KAFKA-4313's exemption stop it?", build=_isr_thrash),
+    )
+}  # fmt: skip
+
+
+def variants(name: str, *, seed: int, duration_s: float | None = None) -> list[ExperimentSpec]:
+    entry = CATALOG.get(name)
+    if entry is None:
+        raise ConfigError(f"no experiment {name!r}; known: {', '.join(CATALOG)}")
+    return [
+        s if s.description else replace(s, description=entry.question)
+        for s in entry.build(seed, duration_s)
+    ]
+
+
+def with_overrides(spec: ExperimentSpec, **changes: object) -> ExperimentSpec:
+    """The spec with the given fields replaced (None values are ignored)."""
+    return replace(spec, **{k: v for k, v in changes.items() if v is not None})

@@ -1,0 +1,112 @@
+"""The checker's inputs that come from the nodes' own logs (copied into the run folder).
+
+- leadership claims: `become_leader` events of events.jsonl;
+- replica samples: the rows of replicas.jsonl (server/replica_state_log.py);
+- throttled bytes: per node, the cumulative `leader_*_throttled_bytes` or
+  `follower_*_throttled_bytes` counters of metrics.jsonl (server/fetch_serve.py, fetcher.py).
+
+Times are made relative to the run's start (`t0`, wall seconds), like the history's. A line that
+is not JSON (a node killed mid-write leaves at most one) is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def _lines(path: Path) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(doc, dict):
+                yield doc
+
+
+def _node_dirs(run_dir: Path) -> list[tuple[int, Path]]:
+    out = []
+    for d in sorted((run_dir / "nodes").glob("node-*")):
+        try:
+            out.append((int(d.name.removeprefix("node-")), d))
+        except ValueError:
+            continue
+    return out
+
+
+def leadership_claims(run_dir: Path, topic: str, t0: float) -> list[dict[str, Any]]:
+    return [
+        {
+            "node": node,
+            "time": round(e["ts"] - t0, 3),
+            "topic": e["topic"],
+            "partition": e["partition"],
+            "leader_epoch": e["leader_epoch"],
+        }
+        for node, d in _node_dirs(run_dir)
+        for e in _lines(d / "events.jsonl")
+        if e.get("event") == "become_leader" and e.get("topic") == topic
+    ]
+
+
+def replica_samples(run_dir: Path, topic: str, t0: float) -> list[dict[str, Any]]:
+    out = []
+    for node, d in _node_dirs(run_dir):
+        for line in _lines(d / "replicas.jsonl"):
+            t = round(line["ts"] - t0, 3)
+            for tp_topic, partition, epoch, is_leader, leo, hw, isr in line.get("replicas", []):
+                if tp_topic == topic:
+                    out.append(
+                        {
+                            "node": node,
+                            "time": t,
+                            "topic": tp_topic,
+                            "partition": partition,
+                            "leader_epoch": epoch,
+                            "is_leader": is_leader,
+                            "log_end_offset": leo,
+                            "high_watermark": hw,
+                            "isr": isr,
+                        }
+                    )
+    return out
+
+
+def throttled_bytes(run_dir: Path, side: str, t0: float) -> dict[int, list[tuple[float, int]]]:
+    """node -> [(time, cumulative throttled bytes on `side`: "leader" | "follower")]."""
+    prefix, suffix = f"{side}_", "_throttled_bytes"
+    series: dict[int, list[tuple[float, int]]] = {}
+    for node, d in _node_dirs(run_dir):
+        points = []
+        for line in _lines(d / "metrics.jsonl"):
+            total = sum(
+                v
+                for k, v in line.items()
+                if k.startswith(prefix) and k.endswith(suffix) and isinstance(v, int)
+            )
+            points.append((round(line["ts"] - t0, 3), total))
+        if points:
+            series[node] = points
+    return series
+
+
+def counter_totals(run_dir: Path, names: tuple[str, ...]) -> dict[str, int]:
+    """Each counter summed over nodes and over restarts (a restarted node counts from 0 again,
+    so a decrease starts a new incarnation rather than subtracting)."""
+    totals = dict.fromkeys(names, 0)
+    for _node, d in _node_dirs(run_dir):
+        prev = dict.fromkeys(names, 0)
+        for line in _lines(d / "metrics.jsonl"):
+            for name in names:
+                value = line.get(name)
+                if not isinstance(value, int):
+                    continue
+                totals[name] += value - prev[name] if value >= prev[name] else value
+                prev[name] = value
+    return totals

@@ -1,0 +1,310 @@
+"""One experiment, end to end: cluster, workload, faults, heal, settle, final read, check.
+
+1. A fresh cluster (or a running one, `cluster_dir`), the topic, the dynamic configs.
+2. For `duration_s`: paced producers of unique values (acks=all by default), consumers polling
+   every partition, the nemesis running its schedule, and the reassignment if there is one.
+3. Heal: every fault undone. Settle: every partition has a leader, every replica is in its ISR
+   and no reassignment is left (bounded by `settle_timeout_s`; not settling is itself reported).
+4. The consumers get a last moment to catch up; the final read takes every partition from its
+   start to its high watermark.
+5. The cluster is stopped (if this run started it), each replica's log is read from disk, the
+   node logs are copied, and the checker (minikafka/experiment/verdict.py) decides.
+
+Everything lands in one run folder (see `minikafka.testing.run_folder`, plus history.jsonl and
+nemesis.jsonl). Exit codes follow the verdict: 0 valid, 1 invalid, 2 unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from cluster import LocalCluster, plan_cluster
+from minikafka.client.admin import Admin
+from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.core.types import TopicPartition
+from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
+from minikafka.experiment.nemesis import Nemesis
+from minikafka.experiment.spec import TOPIC, ExperimentSpec
+from minikafka.experiment.verdict import judge
+from minikafka.experiment.workload import History, _Values, final_read, run_consumer, run_producer
+from minikafka.testing.cli_tools import run_tool
+from minikafka.testing.run_folder import CaseInfo, JsonLines, RunFolder
+from minikafka.wire.messages import CreatableTopic, CreateTopicsRequest, CreateTopicsResponse
+
+POLL_S = 0.2
+CATCH_UP_S = 3.0  # consumers keep polling this long after the cluster settled
+FINAL_READ_S = 60.0
+
+Progress = Callable[[str], None]
+
+
+@dataclass(slots=True, kw_only=True)
+class Outcome:
+    """What `run_experiment` hands back: the folder, the verdict document, the exit code."""
+
+    path: Path
+    results: dict[str, Any]
+    exit_code: int
+
+
+def run_experiment(
+    spec: ExperimentSpec,
+    out_base: Path,
+    *,
+    cluster_dir: Path | None = None,
+    keep_data: bool = False,
+    report: bool = True,
+    progress: Progress = lambda _m: None,
+) -> Outcome:
+    folder = RunFolder.create(out_base, spec.name)
+    progress(f"run folder {folder.path}")
+    (folder.path / "experiment.json").write_text(json.dumps(spec.to_json(), indent=2) + "\n")
+    started_here = cluster_dir is None
+    if started_here:
+        plan = plan_cluster(
+            base_dir=folder.path / "cluster",
+            brokers=spec.brokers,
+            seed=spec.seed,
+            node_configs=spec.all_node_configs(),
+            fault_proxy=spec.fault_proxy,
+        )
+        lc = LocalCluster.up(plan, progress=progress)
+    else:
+        lc = LocalCluster.load(cluster_dir)
+    drive = _Drive(spec, folder, lc, progress)
+    try:
+        trio.run(drive.main)
+    finally:
+        if started_here:
+            progress("stopping the cluster")
+            lc.down()
+        folder.collect_node_logs({n.node_id: n.data_dir for n in lc.spec.nodes})
+        folder.close()
+    results = judge(
+        spec,
+        folder.path,
+        t0=drive.t0,
+        data_dirs={n.node_id: n.data_dir for n in lc.spec.brokers} if started_here else None,
+        driver_errors=drive.errors,
+        settled=drive.settled,
+    )
+    results["move_s"] = drive.move_s
+    folder.write_results(results)
+    if report:
+        results["report"] = _spark_report(folder.path, progress)
+        folder.write_results(results)
+    if started_here and not keep_data:
+        shutil.rmtree(folder.path / "cluster", ignore_errors=True)
+    return Outcome(path=folder.path, results=results, exit_code=results["exit_code"])
+
+
+class _Drive:
+    """The async part of one run (inside trio.run)."""
+
+    def __init__(
+        self, spec: ExperimentSpec, folder: RunFolder, lc: LocalCluster, progress: Progress
+    ) -> None:
+        self.spec = spec
+        self.folder = folder
+        self.lc = lc
+        self.progress = progress
+        self.t0 = time.time()
+        self.errors: list[str] = []
+        self.settled = False
+        self.move_s: float | None = None  # how long the reassignment took, if there was one
+
+    async def main(self) -> None:
+        spec = self.spec
+        async with open_client(self.lc.bootstrap(), client_id="experiment") as client:
+            self.client = client
+            await self._create_topic(client)
+            if spec.broker_configs:
+                await Admin(client).alter_configs("brokers", "", set_configs=spec.broker_configs)
+                self.folder.event(
+                    "configs_set", entity="brokers", configs=dict(spec.broker_configs)
+                )
+            self.write_case()
+            self.t0 = time.time()
+            history = History(self.folder.path / "history.jsonl", self.t0)
+            nemesis_log = JsonLines(self.folder.path / "nemesis.jsonl")
+            history.op(
+                "nemesis", "info", "schedule", seed=spec.seed,
+                faults=[f.to_json() for f in spec.faults],
+            )  # fmt: skip
+            try:
+                await self._run(client, history, nemesis_log)
+            finally:
+                history.close()
+                nemesis_log.close()
+
+    async def _run(self, client: ClusterClient, history: History, nemesis_log: JsonLines) -> None:
+        spec = self.spec
+        nemesis = Nemesis(
+            cluster=self.lc, client=client, topic=TOPIC, history=history, log=nemesis_log,
+            proxy=self.lc.fault_proxy() if spec.fault_proxy else None,
+            seed=spec.seed, progress=self.progress,
+        )  # fmt: skip
+        workload = spec.workload()
+        values = _Values()
+        stop_consumers = trio.Event()
+        t0_trio = trio.current_time()  # producers, nemesis and reassignment run on Trio's clock
+        deadline = t0_trio + spec.duration_s
+        self.folder.event("load_start")
+        self.progress(f"workload for {spec.duration_s:.0f} s, {len(spec.faults)} faults")
+        async with trio.open_nursery() as background:
+            for i in range(spec.consumers):
+                background.start_soon(run_consumer, client, workload, history, i, stop_consumers)
+            if spec.reassign is not None:  # it ends with the move, which may outlast the load
+                background.start_soon(self._reassign, t0_trio)
+            async with trio.open_nursery() as nursery:
+                for i in range(spec.producers):
+                    nursery.start_soon(
+                        run_producer, client, workload, history, values, i, deadline, self._acked
+                    )
+                nursery.start_soon(self._nemesis, nemesis, t0_trio)
+            self.folder.event("load_end")
+            self.progress("healing")
+            await nemesis.heal()
+            self.errors.extend(nemesis.errors)
+            self.settled = await self._settle(client)
+            await trio.sleep(CATCH_UP_S)
+            stop_consumers.set()
+        self.progress("final read")
+        await final_read(client, workload, history, FINAL_READ_S)
+        self.folder.event("final_read_end")
+
+    def _acked(self, tp: TopicPartition, offset: int, count: int, latency_ms: float) -> None:
+        self.folder.record_produced(
+            topic=tp.topic, partition=tp.partition, offset=offset, count=count,
+            latency_ms=latency_ms, bytes=count * self.spec.record_bytes,
+        )  # fmt: skip
+
+    async def _nemesis(self, nemesis: Nemesis, t0: float) -> None:
+        # A fault still running at the deadline is cut short; heal() undoes it.
+        with trio.move_on_at(t0 + self.spec.duration_s + 1.0):
+            await nemesis.run(self.spec.faults, t0)
+
+    async def _create_topic(self, client: ClusterClient) -> None:
+        spec = self.spec
+        topic = CreatableTopic(name=TOPIC, num_partitions=spec.partitions,
+                               replication_factor=spec.replication_factor)  # fmt: skip
+        if spec.assignment is not None:
+            topic = CreatableTopic(name=TOPIC, assignments=[list(r) for r in spec.assignment])
+        resp = await client.request_any(CreateTopicsRequest(topics=[topic]))
+        assert isinstance(resp, CreateTopicsResponse)
+        (result,) = resp.topics
+        if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+            raise BrokerError(result.error_code, result.error_message or f"cannot create {TOPIC}")
+        with trio.fail_after(30):
+            while not await self._healthy(client, require_isr=True):
+                await trio.sleep(POLL_S)
+
+    async def _healthy(self, client: ClusterClient, *, require_isr: bool) -> bool:
+        md = await client.refresh_metadata([TOPIC])
+        parts = [p for t in md.topics if t.name == TOPIC for p in t.partitions]
+        return len(parts) == self.spec.partitions and all(
+            p.leader >= 0 and (not require_isr or set(p.isr) == set(p.replicas)) for p in parts
+        )
+
+    async def _settle(self, client: ClusterClient) -> bool:
+        """Every leader elected, every replica in sync, nothing moving; -> whether it happened."""
+        started = trio.current_time()
+        admin = Admin(client)
+        with trio.move_on_after(self.spec.settle_timeout_s):
+            while True:
+                try:
+                    moving = await admin.list_partition_reassignments([TOPIC])
+                    if not moving and await self._healthy(client, require_isr=True):
+                        took = trio.current_time() - started
+                        self.folder.event("settled", after_s=round(took, 2))
+                        self.progress(f"settled after {took:.1f} s")
+                        return True
+                except MiniKafkaError:
+                    pass  # the cluster is still recovering: ask again
+                await trio.sleep(POLL_S)
+        self.errors.append(f"the cluster did not settle within {self.spec.settle_timeout_s:.0f} s")
+        self.folder.event("not_settled")
+        return False
+
+    async def _reassign(self, t0: float) -> None:
+        r = self.spec.reassign
+        assert r is not None
+        await trio.sleep_until(t0 + r.at_s)
+        moves_file = self.folder.path / "tool" / "reassignment.json"
+        moves_file.parent.mkdir(exist_ok=True)
+        moves_file.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": TOPIC, "partition": p, "replicas": list(rs)} for p, rs in sorted(r.moves.items())
+        ]}))  # fmt: skip
+        mode = ["--throttle-mode", "reassignment"] if r.mode == "kip542" else []
+        args = ["reassign", "--execute", "--reassignment-json-file", str(moves_file),
+                "--throttle", str(r.throttle), *mode]  # fmt: skip
+        try:
+            await run_tool(self.folder, "reassign-execute", args, cluster_dir=self.lc.base_dir)
+        except MiniKafkaError as exc:
+            self.errors.append(str(exc))
+            return
+        self.folder.event("throttle_set", tool="reassign", bytes_per_s=r.throttle, mode=r.mode)
+        started = self.folder.event("move_start", how="reassign --execute")
+        self.progress(f"reassignment started ({r.mode}, {r.throttle} B/s)")
+        admin = Admin(self.client)
+        with trio.move_on_after(self.spec.duration_s + self.spec.settle_timeout_s):
+            while True:
+                try:
+                    if not await admin.list_partition_reassignments([TOPIC]):
+                        break
+                except MiniKafkaError:
+                    pass  # the controller is busy with a failover: ask again
+                await trio.sleep(POLL_S)
+            ended = self.folder.event("move_end")
+            self.move_s = round(ended - started, 2)
+            self.progress(f"reassignment done after {self.move_s:.1f} s")
+
+    def write_case(self) -> None:
+        spec = self.spec
+        r = spec.reassign
+        self.folder.write_case(
+            CaseInfo(
+                case=spec.name,
+                seed=spec.seed,
+                nodes=[n.node_id for n in self.lc.spec.nodes],
+                partitions=spec.partitions,
+                replication_factor=spec.replication_factor,
+                throttle_bytes_per_s=r.throttle if r is not None else None,
+                throttle_mode=r.mode if r is not None else None,
+                receiving_brokers=sorted({b for rs in r.moves.values() for b in rs}) if r else [],
+                sending_brokers=[],
+                bytes_to_move=0,
+                produce_bytes_per_s=spec.records_per_s * spec.record_bytes,
+                predicted_move_s=None,
+                extra={"experiment": spec.to_json()},
+            )
+        )
+
+
+def _spark_report(run_dir: Path, progress: Progress) -> dict[str, Any]:
+    """The PySpark analysis of the run folder (tools/analysis): its figures are kept beside the
+    checker's verdict, and report/report.html holds its plots."""
+    progress("PySpark report")
+    try:
+        from tools.analysis import analyze
+
+        report = analyze([run_dir], out_dir=run_dir / "report")
+        (case,) = report.cases
+    except Exception as exc:  # noqa: BLE001 - the report is an extra; its failure is recorded
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {
+        "path": str(run_dir / "report" / "report.html"),
+        "verdict": case["verdict"],
+        "produce_latency": case["produce_latency"]["all"],
+        "isr": {k: case["isr"][k] for k in ("shrinks", "expands", "last_isr")},
+        "max_window_throttle_ratio": case["max_window_throttle_ratio"],
+        "move_duration_s": case["move_duration_s"],
+    }

@@ -1,0 +1,158 @@
+"""What one experiment runs: the cluster, the topic, the clients, the faults, the expectations.
+
+`ExperimentSpec` is plain data (the catalog builds them, the CLI overrides their fields); it is
+written whole into the run folder's case.json. Checked when built: bad values raise ConfigError
+with one line naming the accepted form.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from minikafka.errors import ConfigError
+from minikafka.experiment.schedule import Fault
+from minikafka.experiment.workload import WorkloadSpec
+
+TOPIC = "exp"
+
+# Node configs of every experiment cluster, and why:
+BASE_NODE_CONFIGS = {
+    # Fence a dead or cut-off broker in 2 s (Kafka: 9 s) and drop a silent follower from the ISR
+    # after 3 s (Kafka: 30 s), so a 30-40 s experiment sees several faults play out.
+    "broker.heartbeat.interval.ms": "200",
+    "broker.session.timeout.ms": "2000",
+    "replica.lag.time.max.ms": "3000",
+    # acks=all means two copies: with r=3 one broker may fail without refusing writes.
+    "min.insync.replicas": "2",
+    # The replicas.jsonl samples the HW invariant is checked on, and the throttle's rate lines.
+    "metrics.interval.ms": "500",
+    # A follower with nothing to fetch, or throttled, retries after 100 ms (Kafka: 1 s).
+    "replica.fetch.backoff.ms": "100",
+    "replica.fetch.wait.max.ms": "200",
+}
+
+_COMPARE = {
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "<=": operator.le,
+    "<": operator.lt,
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Expectation:
+    """A hypothesis about a counter summed over the brokers (server/metrics.py names), e.g.
+    `isr_shrinks > 0`: the experiment is invalid when it does not hold."""
+
+    counter: str
+    op: str
+    value: int
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.op not in _COMPARE:
+            raise ConfigError(f"expectation op {self.op!r}: expected one of {', '.join(_COMPARE)}")
+
+    def holds(self, observed: int) -> bool:
+        return _COMPARE[self.op](observed, self.value)
+
+    def __str__(self) -> str:
+        return f"{self.counter} {self.op} {self.value}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reassign:
+    """`minikafka reassign --execute` at `at_s`: partition -> new replicas, throttled at
+    `throttle` B/s with KIP-73 replica lists (`lists`) or KIP-542 (`kip542`)."""
+
+    at_s: float
+    moves: Mapping[int, tuple[int, ...]]
+    throttle: int
+    mode: str = "lists"
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("lists", "kip542"):
+            raise ConfigError(f"reassign mode {self.mode!r}: expected lists or kip542")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExperimentSpec:
+    name: str
+    description: str = ""
+    brokers: int = 3
+    partitions: int = 6
+    replication_factor: int = 3
+    assignment: tuple[tuple[int, ...], ...] | None = None  # explicit replicas per partition
+    duration_s: float = 30.0
+    producers: int = 4
+    consumers: int = 2
+    records_per_s: float = 2000.0
+    batch_records: int = 10
+    record_bytes: int = 100
+    acks: int = -1
+    request_timeout_s: float = 5.0
+    faults: tuple[Fault, ...] = ()
+    node_configs: Mapping[str, str] = field(default_factory=dict)
+    broker_configs: Mapping[str, str] = field(default_factory=dict)  # dynamic, all brokers
+    reassign: Reassign | None = None
+    throttle_bytes_per_s: int | None = None  # checked as a windowed bound when set
+    throttle_window_s: float = 5.0
+    throttle_tolerance: float = 1.15
+    expect: tuple[Expectation, ...] = ()
+    fault_proxy: bool = False
+    seed: int = 1
+    settle_timeout_s: float = 90.0
+
+    def __post_init__(self) -> None:
+        def positive(name: str) -> None:
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int | float) or v <= 0:
+                raise ConfigError(f"{name} {v!r}: expected a number > 0")
+
+        for name in ("brokers", "partitions", "replication_factor", "duration_s", "producers",
+                     "records_per_s", "batch_records", "record_bytes", "request_timeout_s",
+                     "settle_timeout_s"):  # fmt: skip
+            positive(name)
+        if self.consumers < 0:
+            raise ConfigError(f"consumers {self.consumers!r}: expected an integer >= 0")
+        if self.replication_factor > self.brokers:
+            raise ConfigError(
+                f"replication factor {self.replication_factor} needs at least that many brokers,"
+                f" got {self.brokers}"
+            )
+        if self.acks not in (-1, 0, 1):
+            raise ConfigError(f"acks {self.acks!r}: expected all (-1), 0 or 1")
+        if self.assignment is not None and len(self.assignment) != self.partitions:
+            raise ConfigError(f"assignment: expected {self.partitions} replica lists")
+        if any(f.needs_proxy for f in self.faults) and not self.fault_proxy:
+            object.__setattr__(self, "fault_proxy", True)  # network faults need the proxy
+
+    def workload(self) -> WorkloadSpec:
+        return WorkloadSpec(
+            topic=TOPIC,
+            partitions=self.partitions,
+            producers=self.producers,
+            consumers=self.consumers,
+            records_per_s=self.records_per_s,
+            batch_records=self.batch_records,
+            record_bytes=self.record_bytes,
+            acks=self.acks,
+            request_timeout_s=self.request_timeout_s,
+        )
+
+    def all_node_configs(self) -> dict[str, str]:
+        return {**BASE_NODE_CONFIGS, **self.node_configs}
+
+    def to_json(self) -> dict[str, Any]:
+        doc = asdict(self)
+        doc["faults"] = [f.to_json() for f in self.faults]
+        doc["expect"] = [str(e) for e in self.expect]
+        doc["node_configs"] = self.all_node_configs()
+        doc["broker_configs"] = dict(self.broker_configs)
+        if self.reassign is not None:
+            doc["reassign"]["moves"] = {str(p): list(r) for p, r in self.reassign.moves.items()}
+        return doc

@@ -1,0 +1,150 @@
+"""An experiment's verdict: the checker over its run folder, the throttle bound on both sides,
+the experiment's expectations, and whatever kept the run from going as planned.
+
+Valid (exit 0) needs all of: no invalid anomaly in the history, the replica dumps or the node
+logs (minikafka/experiment/checker.py, invariants.py); no 5 s window of throttled bytes above
+tolerance x T on either side of any broker, when the experiment sets a throttle; every
+expectation holds. Invalid (1) is any of those failing. Unknown (2) is nothing invalid, but
+something unchecked: a partition not read back, a fault that could not be applied or undone, a
+cluster that did not settle.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from minikafka.experiment import node_logs
+from minikafka.experiment.checker import check
+from minikafka.experiment.history import load_history, parse_dumps
+from minikafka.experiment.invariants import (
+    find_throttle_exceeded,
+    parse_claims,
+    parse_samples,
+    parse_throttle,
+)
+from minikafka.experiment.replica_dump import dump_replicas
+from minikafka.experiment.spec import TOPIC, ExperimentSpec
+from minikafka.experiment.workload import decode_value
+
+COUNTERS = ("isr_shrinks", "isr_expands", "fetch_errors")
+# History times are rounded to 0.1 ms and node log times to 1 ms: samples this close are
+# treated as simultaneous by the HW check.
+HW_SLACK_S = 0.002
+THROTTLE_WARMUP_S = 2.0
+
+
+def judge(
+    spec: ExperimentSpec,
+    run_dir: Path,
+    *,
+    t0: float,
+    data_dirs: Mapping[int, Path] | None,
+    driver_errors: list[str],
+    settled: bool,
+) -> dict[str, Any]:
+    """results.json of one run (`data_dirs`: the stopped brokers' dirs, None to skip dumps)."""
+    history = load_history(run_dir / "history.jsonl")
+    dumps = None
+    if data_dirs is not None:
+        dumps = parse_dumps(dump_replicas(data_dirs, TOPIC, decode_value))
+    verdict = check(
+        history,
+        dumps=dumps,
+        claims=parse_claims(node_logs.leadership_claims(run_dir, TOPIC, t0)),
+        samples=parse_samples(node_logs.replica_samples(run_dir, TOPIC, t0)),
+        hw_slack_s=HW_SLACK_S,
+    )
+    throttle = _throttle(spec, run_dir, t0)
+    if throttle:  # checked here, on both sides, rather than by `check` on one series
+        verdict = replace(
+            verdict, not_checked=tuple(n for n in verdict.not_checked if n != "throttle_exceeded")
+        )
+    doc = verdict.to_doc()
+    counters = node_logs.counter_totals(run_dir, COUNTERS)
+    expectations = [
+        {"expect": str(e), "observed": counters.get(e.counter, 0),
+         "holds": e.holds(counters.get(e.counter, 0)), "why": e.why}
+        for e in spec.expect
+    ]  # fmt: skip
+    problems = list(driver_errors)
+    if not settled and not any("settle" in p for p in problems):
+        problems.append("the cluster did not settle")
+    invalid = (
+        verdict.valid is False
+        or any(side["windows_over"] for side in throttle.values())
+        or not all(e["holds"] for e in expectations)
+    )
+    valid: bool | str = "unknown"
+    if invalid:
+        valid = False
+    elif verdict.valid is True and not problems:
+        valid = True
+    results = {
+        "experiment": spec.name,
+        "seed": spec.seed,
+        "valid": valid,
+        "exit_code": {True: 0, False: 1}.get(valid, 2),  # type: ignore[arg-type]
+        "checker": doc,
+        "throttle": throttle,
+        "expectations": expectations,
+        "counters": counters,
+        "problems": problems,
+        "settled": settled,
+        "faults": _nemesis_log(run_dir),
+    }
+    results["summary"] = summary(results, verdict.summary())
+    return results
+
+
+def _throttle(spec: ExperimentSpec, run_dir: Path, t0: float) -> dict[str, Any]:
+    """Per side (leader, follower): windows over the bound, and each broker's worst ratio."""
+    rate = spec.throttle_bytes_per_s
+    if rate is None:
+        return {}
+    set_at = spec.reassign.at_s if spec.reassign is not None else 0.0
+    out = {}
+    for side in ("leader", "follower"):
+        series = node_logs.throttled_bytes(run_dir, side, t0)
+        anomaly, worst = find_throttle_exceeded(
+            parse_throttle({
+                "rate_bytes_per_s": rate, "window_s": spec.throttle_window_s,
+                "tolerance": spec.throttle_tolerance, "warmup_s": THROTTLE_WARMUP_S,
+                "set_at_s": set_at,
+                "nodes": {str(n): [list(p) for p in pts] for n, pts in series.items()},
+            })
+        )  # fmt: skip
+        out[side] = {
+            "rate_bytes_per_s": rate,
+            "windows_over": anomaly.count,
+            "worst_ratio": {str(n): round(r, 3) for n, r in sorted(worst.items())},
+            "examples": list(anomaly.examples),
+        }
+    return out
+
+
+def _nemesis_log(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "nemesis.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def summary(results: Mapping[str, Any], checker_summary: str) -> str:
+    """A few lines for people: the verdict, the anomalies, the throttle, the expectations."""
+    word = {True: "VALID", False: "INVALID"}.get(results["valid"], "UNKNOWN")
+    lines = [f"{word} (exit {results['exit_code']})", checker_summary]
+    for side, t in results["throttle"].items():
+        worst = max(t["worst_ratio"].values(), default=0.0)
+        lines.append(
+            f"  {side} throttle {t['rate_bytes_per_s']} B/s: worst window {worst:.2f}x, "
+            f"{t['windows_over']} windows over the bound"
+        )
+    for e in results["expectations"]:
+        mark = "holds" if e["holds"] else "DOES NOT HOLD"
+        lines.append(f"  expectation {e['expect']}: observed {e['observed']}, {mark}")
+    lines += [f"  problem: {p}" for p in results["problems"]]
+    return "\n".join(lines)

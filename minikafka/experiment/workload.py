@@ -1,0 +1,283 @@
+"""The experiment's clients: producers of unique values, live consumers, and the final read.
+
+Every operation goes to history.jsonl in Jepsen's form (see minikafka/experiment/history.py):
+an `invoke`, then `ok`, `fail` (definitely not written) or `info` (indeterminate).
+
+- Values are unique integers from one counter; a send never retries (a retry would be a new
+  op with new values), so a value seen twice in a log is a real duplicate. A record's bytes are
+  the value in ASCII, `|`, then padding up to the record size.
+- A send is one Produce request to the partition's current leader. How its outcome is read:
+  NONE is ok; NOT_ENOUGH_REPLICAS, UNKNOWN_TOPIC_OR_PARTITION and a failed connect are `fail`
+  (refused before any append, see server/produce.py); everything else is `info`, including
+  NOT_LEADER_OR_FOLLOWER, which a leader that appended and then lost the partition also answers
+  (Kafka's DelayedProduce), and timeouts.
+- Producers are paced: producer k of n sends its batches `n / batch_rate` seconds apart and skips
+  the turns it missed instead of bursting, so a stall never turns into a flood.
+- Consumers each own some partitions and poll them from offset 0 to the end of the run; polls
+  that return records are written (an empty poll says nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from minikafka.client.cluster_client import ClusterClient
+from minikafka.client.consumer import Consumer
+from minikafka.core.records import make_batch
+from minikafka.core.types import TopicPartition
+from minikafka.errors import ErrorCode, MiniKafkaError, error_name
+from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
+
+DEFINITE_FAILURES = frozenset(
+    {
+        ErrorCode.NOT_ENOUGH_REPLICAS,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.INVALID_REQUIRED_ACKS,
+        ErrorCode.CORRUPT_MESSAGE,
+    }
+)
+METADATA_REFRESH_S = 0.25  # at most this often per client after errors
+
+
+class History:
+    """history.jsonl: ops numbered in order, `time` in seconds since the run started."""
+
+    def __init__(self, path: Path, t0: float) -> None:
+        self.t0 = t0
+        self.count = 0
+        self._out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in close()
+
+    def op(self, process: str, type_: str, f: str, **fields: Any) -> None:
+        record = {
+            "index": self.count,
+            "time": round(time.time() - self.t0, 4),
+            "process": process,
+            "type": type_,
+            "f": f,
+            **fields,
+        }
+        self.count += 1
+        self._out.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def close(self) -> None:
+        self._out.close()
+
+
+def encode_value(value: int, size: int) -> bytes:
+    head = b"%d|" % value
+    return head + b"x" * max(0, size - len(head))
+
+
+def decode_value(raw: bytes) -> int:
+    return int(bytes(raw).split(b"|", 1)[0])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadSpec:
+    topic: str
+    partitions: int
+    producers: int = 4
+    consumers: int = 2
+    records_per_s: float = 1000.0  # over all producers
+    batch_records: int = 10
+    record_bytes: int = 100
+    acks: int = -1
+    request_timeout_s: float = 5.0
+
+
+class _Values:
+    def __init__(self) -> None:
+        self.next = 0
+
+    def take(self, n: int) -> list[int]:
+        first, self.next = self.next, self.next + n
+        return list(range(first, first + n))
+
+
+class _Metadata:
+    """Refreshes the client's metadata after errors, at most every METADATA_REFRESH_S."""
+
+    def __init__(self, client: ClusterClient, topic: str) -> None:
+        self.client = client
+        self.topic = topic
+        self._last = float("-inf")
+
+    async def refresh(self) -> None:
+        if trio.current_time() - self._last < METADATA_REFRESH_S:
+            return
+        self._last = trio.current_time()
+        try:
+            await self.client.refresh_metadata([self.topic])
+        except MiniKafkaError:
+            pass  # no broker answered: the next error tries again
+
+
+async def send_once(
+    client: ClusterClient, spec: WorkloadSpec, tp: TopicPartition, values: Sequence[int]
+) -> tuple[str, dict[str, Any]]:
+    """One Produce attempt -> (type, fields) of its completion op."""
+    leader = client.leader_of(tp)
+    if leader < 0:
+        return "fail", {"error": "no leader known"}
+    now = int(time.time() * 1000)
+    batch = make_batch([(now, None, encode_value(v, spec.record_bytes)) for v in values])
+    request = ProduceRequest(
+        acks=spec.acks,
+        timeout_ms=int(spec.request_timeout_s * 1000),
+        partitions=[ProducePartition(topic=tp.topic, partition=tp.partition, records=batch)],
+    )
+    try:
+        conn = await client.node_connection(leader)
+    except MiniKafkaError as exc:
+        return "fail", {"error": f"connect to {leader}: {exc}"}
+    try:
+        resp = await conn.request(request, timeout_s=spec.request_timeout_s + 2)
+    except MiniKafkaError as exc:
+        return "info", {"error": str(exc), "node": leader}
+    assert isinstance(resp, ProduceResponse)
+    (pr,) = resp.partitions
+    if pr.error_code == ErrorCode.NONE:
+        return "ok", {"offset": pr.base_offset, "node": leader}
+    kind = "fail" if pr.error_code in DEFINITE_FAILURES else "info"
+    return kind, {"error": error_name(pr.error_code), "node": leader}
+
+
+async def run_producer(
+    client: ClusterClient,
+    spec: WorkloadSpec,
+    history: History,
+    values: _Values,
+    index: int,
+    deadline: float,
+    on_ack: Callable[[TopicPartition, int, int, float], None] | None = None,
+) -> dict[str, int]:
+    """Producer `index`: paced sends until `deadline` (trio.current_time()); -> outcome counts.
+    `on_ack(tp, base offset, count, latency_ms)` is told of every acknowledged send."""
+    process = f"producer-{index}"
+    metadata = _Metadata(client, spec.topic)
+    batch_rate = spec.records_per_s / spec.batch_records
+    period = spec.producers / batch_rate
+    counts = {"ok": 0, "fail": 0, "info": 0}
+    turn = trio.current_time() + period * index / spec.producers
+    partition = index % spec.partitions
+    while True:
+        now = trio.current_time()
+        if now < turn:
+            await trio.sleep(turn - now)
+        if trio.current_time() >= deadline:
+            return counts
+        turn += period * (1 + int((trio.current_time() - turn) // period))  # skip missed turns
+        tp = TopicPartition(spec.topic, partition)
+        partition = (partition + spec.producers) % spec.partitions
+        batch = values.take(spec.batch_records)
+        history.op(process, "invoke", "send", topic=tp.topic, partition=tp.partition, values=batch)
+        sent = trio.current_time()
+        type_, fields = await send_once(client, spec, tp, batch)
+        if type_ == "ok" and on_ack is not None:
+            on_ack(tp, fields["offset"], len(batch), (trio.current_time() - sent) * 1000)
+        history.op(process, type_, "send", topic=tp.topic, partition=tp.partition, **fields)
+        counts[type_] += 1
+        if type_ != "ok":
+            await metadata.refresh()
+
+
+async def run_consumer(
+    client: ClusterClient,
+    spec: WorkloadSpec,
+    history: History,
+    index: int,
+    stop: trio.Event,
+) -> int:
+    """Consumer `index`: polls its partitions from offset 0 until `stop`; -> records read."""
+    process = f"consumer-{index}"
+    mine = [
+        TopicPartition(spec.topic, p) for p in range(spec.partitions) if p % spec.consumers == index
+    ]
+    if not mine:
+        return 0
+    consumer = Consumer(client, max_wait_ms=200, partition_max_bytes=256 * 1024, max_bytes=4 << 20)
+    positions = {tp: 0 for tp in mine}
+    read = 0
+    metadata = _Metadata(client, spec.topic)
+    while not stop.is_set():
+        got: dict[TopicPartition, list] = {}
+        failed = False
+        try:
+            with trio.move_on_after(spec.request_timeout_s + 2):
+                got = await consumer.fetch_once(positions)
+        except* MiniKafkaError:  # fetch_once asks every leader at once: errors come grouped
+            failed = True
+        if failed:
+            await metadata.refresh()
+            await trio.sleep(0.1)
+            continue
+        for tp, records in got.items():
+            if not records:
+                continue
+            history.op(
+                process, "invoke", "poll", topic=tp.topic, partition=tp.partition,
+                offset=positions[tp],
+            )  # fmt: skip
+            history.op(
+                process, "ok", "poll", topic=tp.topic, partition=tp.partition,
+                records=[[r.offset, decode_value(r.value)] for r in records],
+            )  # fmt: skip
+            positions[tp] = records[-1].offset + 1
+            read += len(records)
+        if not any(got.values()):
+            await trio.sleep(0.05)
+    return read
+
+
+async def final_read(
+    client: ClusterClient, spec: WorkloadSpec, history: History, timeout_s: float
+) -> dict[int, int]:
+    """Read every partition from its log start to its high watermark; one op per partition.
+    -> partition -> records read (partitions not finished in time get a `fail` op)."""
+    consumer = Consumer(client, max_wait_ms=100, partition_max_bytes=1 << 20, max_bytes=8 << 20)
+    tps = [TopicPartition(spec.topic, p) for p in range(spec.partitions)]
+    records: dict[TopicPartition, list[list[int]]] = {tp: [] for tp in tps}
+    ends: dict[TopicPartition, int] = {}
+    todo: dict[TopicPartition, int] | None = None
+    # One process per partition: a Jepsen process has one open op at a time.
+    for tp in tps:
+        history.op(_reader(tp), "invoke", "final-read", topic=tp.topic, partition=tp.partition)
+    with trio.move_on_after(timeout_s):
+        await client.refresh_metadata([spec.topic])
+        start = await consumer.list_offsets(tps, earliest=True)
+        ends = await consumer.list_offsets(tps, earliest=False)
+        todo = {tp: start[tp] for tp in tps if start[tp] < ends[tp]}
+        while todo:
+            got = await consumer.fetch_once(todo)
+            for tp, rs in got.items():
+                if rs:
+                    records[tp].extend([r.offset, decode_value(r.value)] for r in rs)
+                    todo[tp] = rs[-1].offset + 1
+                    if todo[tp] >= ends[tp]:
+                        del todo[tp]
+    out = {}
+    for tp in tps:
+        end = ends.get(tp)
+        if todo is not None and tp not in todo:
+            history.op(
+                _reader(tp), "ok", "final-read", topic=tp.topic, partition=tp.partition,
+                records=records[tp], log_end_offset=end,
+            )  # fmt: skip
+            out[tp.partition] = len(records[tp])
+        else:
+            history.op(
+                _reader(tp), "fail", "final-read", topic=tp.topic, partition=tp.partition,
+                error=f"not read to its end within {timeout_s:.0f} s",
+            )  # fmt: skip
+    return out
+
+
+def _reader(tp: TopicPartition) -> str:
+    return f"final-reader-{tp.partition}"

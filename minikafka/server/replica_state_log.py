@@ -1,0 +1,53 @@
+"""replicas.jsonl: every replica's state on this broker, sampled once per metrics interval.
+
+One line per interval: `{"ts", "node", "replicas": [[topic, partition, leader_epoch, is_leader,
+log_end_offset, high_watermark, isr or null], ...]}` (the ISR only where this broker leads).
+It exists for the experiment checker's cross-node invariant "the HW never passes an in-sync
+replica's LEO" (minikafka/experiment/invariants.py): a leader's sample says what it committed
+and who it counted as in sync, and each follower's own later samples say what it holds. Rows are
+compact lists because a broker leads up to hundreds of partitions and samples every second.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import trio
+
+from minikafka.server.local_partition import LocalPartition
+
+
+def replica_rows(partitions: Iterable[LocalPartition]) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for p in partitions:
+        leader = p.leader
+        rows.append(
+            [
+                p.tp.topic,
+                p.tp.partition,
+                p.leader_epoch,
+                leader is not None,
+                p.log_end_offset,
+                p.high_watermark,
+                list(leader.isr) if leader is not None else None,
+            ]
+        )
+    return rows
+
+
+async def run_replica_state_log(
+    partitions: dict, path: Path, *, node_id: int, interval_ms: int
+) -> None:
+    """Append one line per interval with the rows of `partitions` (the replica manager's map)."""
+    with open(path, "a", encoding="utf-8", buffering=1) as out:
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            line = {
+                "ts": round(time.time(), 3),
+                "node": node_id,
+                "replicas": replica_rows(partitions.values()),
+            }
+            out.write(json.dumps(line, separators=(",", ":")) + "\n")

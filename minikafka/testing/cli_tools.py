@@ -1,0 +1,57 @@
+"""The admin tools as an operator runs them: `python -m minikafka configs|reassign ...` in a
+subprocess, against the cluster's directory (`--dir`, where `cluster.json` names the nodes).
+
+Used by the system tests and the experiments. Every run is saved in the run folder
+(tool/NN-<name>.txt: command, exit code, stdout, stderr) whether it succeeds or not; a non-zero
+exit, or a run over its time limit (the process is killed), raises `ToolError` with the path of
+that output.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import trio
+
+from minikafka.errors import MiniKafkaError
+from minikafka.testing.run_folder import RunFolder
+
+TOOL_TIMEOUT_S = 60.0
+
+
+class ToolError(MiniKafkaError):
+    """A CLI tool exited non-zero or ran past its time limit."""
+
+
+async def run_tool(
+    folder: RunFolder,
+    name: str,
+    args: Sequence[str],
+    *,
+    cluster_dir: Path,
+    timeout_s: float = TOOL_TIMEOUT_S,
+    check: bool = True,
+) -> subprocess.CompletedProcess[bytes]:
+    argv = [sys.executable, "-m", "minikafka", *args, "--dir", str(cluster_dir)]
+    shown = ["minikafka", *args, "--dir", str(cluster_dir)]
+    with trio.move_on_after(timeout_s) as scope:
+        proc = await trio.run_process(argv, capture_stdout=True, capture_stderr=True, check=False)
+    if scope.cancelled_caught:
+        path = folder.tool_output(
+            name, argv=shown, returncode=-9, stdout="", stderr=f"killed after {timeout_s} s"
+        )
+        raise ToolError(f"`{' '.join(shown[:3])} ...` took over {timeout_s} s ({path})")
+    path = folder.tool_output(
+        name,
+        argv=shown,
+        returncode=proc.returncode,
+        stdout=proc.stdout.decode(errors="replace"),
+        stderr=proc.stderr.decode(errors="replace"),
+    )
+    if check and proc.returncode != 0:
+        last = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
+        raise ToolError(f"`{' '.join(shown[:3])} ...` exited {proc.returncode}: {last[0]} ({path})")
+    return proc

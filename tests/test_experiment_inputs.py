@@ -1,0 +1,99 @@
+"""The experiment's inputs from node logs, its spec checks, the catalog, and value encoding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from minikafka.errors import ConfigError
+from minikafka.experiment import node_logs
+from minikafka.experiment.catalog import CATALOG, variants, with_overrides
+from minikafka.experiment.schedule import Fault, Target
+from minikafka.experiment.spec import Expectation, ExperimentSpec
+from minikafka.experiment.workload import decode_value, encode_value
+
+
+def write(path: Path, lines: list[object]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines) + "{torn line")
+
+
+def test_claims_samples_and_throttled_bytes_from_node_logs(tmp_path: Path) -> None:
+    n1 = tmp_path / "nodes" / "node-1"
+    write(n1 / "events.jsonl", [
+        {"ts": 100.5, "event": "become_leader", "topic": "exp", "partition": 0, "leader_epoch": 3},
+        {"ts": 100.6, "event": "become_leader", "topic": "other", "partition": 0, "leader_epoch": 1},
+        {"ts": 100.7, "event": "truncated", "topic": "exp", "partition": 0},
+    ])  # fmt: skip
+    write(n1 / "replicas.jsonl", [
+        {"ts": 101.0, "node": 1, "replicas": [["exp", 0, 3, True, 10, 8, [1, 2]],
+                                              ["other", 0, 1, False, 5, 5, None]]},
+    ])  # fmt: skip
+    write(n1 / "metrics.jsonl", [
+        {"ts": 101.0, "leader_replication_throttled_bytes": 100, "isr_shrinks": 2},
+        {"ts": 102.0, "leader_replication_throttled_bytes": 150,
+         "leader_reassignment_throttled_bytes": 50, "isr_shrinks": 3},
+        {"ts": 103.0, "leader_replication_throttled_bytes": 20, "isr_shrinks": 1},  # restarted
+    ])  # fmt: skip
+    assert node_logs.leadership_claims(tmp_path, "exp", 100.0) == [
+        {"node": 1, "time": 0.5, "topic": "exp", "partition": 0, "leader_epoch": 3}
+    ]
+    (sample,) = node_logs.replica_samples(tmp_path, "exp", 100.0)
+    assert sample == {
+        "node": 1, "time": 1.0, "topic": "exp", "partition": 0, "leader_epoch": 3,
+        "is_leader": True, "log_end_offset": 10, "high_watermark": 8, "isr": [1, 2],
+    }  # fmt: skip
+    assert node_logs.throttled_bytes(tmp_path, "leader", 100.0) == {
+        1: [(1.0, 100), (2.0, 200), (3.0, 20)]
+    }
+    # 3 shrinks before the restart, 1 after it.
+    assert node_logs.counter_totals(tmp_path, ("isr_shrinks",)) == {"isr_shrinks": 4}
+
+
+def test_values_round_trip_through_record_bytes() -> None:
+    raw = encode_value(123456, 100)
+    assert len(raw) == 100 and decode_value(raw) == 123456
+    assert decode_value(encode_value(7, 1)) == 7  # never truncated below the value
+
+
+def test_spec_checks_name_the_accepted_form() -> None:
+    with pytest.raises(ConfigError, match="replication factor 3 needs at least that many brokers"):
+        ExperimentSpec(name="x", brokers=2)
+    with pytest.raises(ConfigError, match="duration_s"):
+        ExperimentSpec(name="x", duration_s=0)
+    with pytest.raises(ConfigError, match="acks"):
+        ExperimentSpec(name="x", acks=2)
+    with pytest.raises(ConfigError, match="expectation op"):
+        Expectation(counter="isr_shrinks", op="~", value=1)
+
+
+def test_a_network_fault_turns_the_proxy_on() -> None:
+    fault = Fault(kind="partition", target=Target("broker", 1), start_s=1, end_s=2)
+    assert ExperimentSpec(name="x", faults=(fault,)).fault_proxy
+
+
+def test_every_catalog_entry_builds_and_serialises() -> None:
+    for name in CATALOG:
+        specs = variants(name, seed=3)
+        assert specs and all(s.description for s in specs)
+        for s in specs:
+            json.dumps(s.to_json())
+    assert [s.name for s in variants("isr-thrash", seed=1)] == [
+        "isr-thrash-exempt-off", "isr-thrash-exempt-on",
+    ]  # fmt: skip
+    with pytest.raises(ConfigError, match="no experiment 'nope'; known: leader-kill"):
+        variants("nope", seed=1)
+
+
+def test_overrides_ignore_unset_options() -> None:
+    (spec,) = variants("leader-kill", seed=1, duration_s=12.0)
+    assert spec.duration_s == 12.0
+    changed = with_overrides(spec, producers=2, consumers=None)
+    assert (changed.producers, changed.consumers) == (2, spec.consumers)
+
+
+def test_expectations() -> None:
+    e = Expectation(counter="isr_shrinks", op=">=", value=1)
+    assert e.holds(2) and not e.holds(0) and str(e) == "isr_shrinks >= 1"

@@ -1,0 +1,290 @@
+"""Cluster invariants and the throttle bound (minikafka/experiment/invariants.py).
+
+Each check is shown a synthetic input with exactly the anomaly it names (it must flag it) and a
+near miss that is legal (it must not).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from minikafka.experiment.history import HistoryError
+from minikafka.experiment.invariants import (
+    Found,
+    find_hw_past_isr_leo,
+    find_multiple_leaders,
+    find_throttle_exceeded,
+    parse_claims,
+    parse_samples,
+    parse_throttle,
+)
+
+# -------------------------------------------------------------------------- leadership claims
+
+
+def claim(node, epoch, *, time=1.0, partition=0):
+    return {"node": node, "time": time, "topic": "t", "partition": partition, "leader_epoch": epoch}
+
+
+def test_one_leader_per_epoch_passes_even_if_it_claims_twice():
+    # a leader that restarts and is handed the same epoch again claims it again: still one node
+    claims = parse_claims(
+        [claim(1, 1), claim(2, 2), claim(2, 2, time=3.0), claim(3, 2, partition=1)]
+    )
+    a = find_multiple_leaders(claims)
+    assert a.count == 0 and a.invalid and a.examples == ()
+
+
+def test_two_nodes_leading_one_epoch_are_flagged():
+    claims = parse_claims([claim(1, 1), claim(2, 2, time=2.0), claim(3, 2, time=2.5)])
+    a = find_multiple_leaders(claims)
+    assert a.count == 1
+    (ex,) = a.examples
+    assert ex == {
+        "topic": "t",
+        "partition": 0,
+        "leader_epoch": 2,
+        "nodes": [2, 3],
+        "times": [2.0, 2.5],
+    }
+    json.dumps(ex)
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({**claim(1, 1), "leader_epoch": "1"}, "leader_epoch"),
+        ({**claim(1, 1), "time": None}, "time"),
+        ({k: v for k, v in claim(1, 1).items() if k != "node"}, "node"),
+    ],
+)
+def test_a_malformed_claim_names_its_line_and_field(doc, field):
+    with pytest.raises(HistoryError) as e:
+        parse_claims([claim(1, 1), doc])
+    assert "line 2" in str(e.value) and field in str(e.value)
+
+
+# ----------------------------------------------------------------------------- replica samples
+
+
+def sample(node, epoch, time, *, leo, hw=0, leader=False, isr=None, partition=0):
+    return {
+        "node": node, "time": time, "topic": "t", "partition": partition, "leader_epoch": epoch,
+        "is_leader": leader, "log_end_offset": leo, "high_watermark": hw, "isr": isr,
+    }  # fmt: skip
+
+
+LEADER = sample(1, 5, 10.0, leo=12, hw=10, leader=True, isr=[1, 2, 3])
+
+
+def test_followers_holding_the_committed_offsets_pass():
+    samples = parse_samples([
+        LEADER,
+        sample(2, 5, 10.0, leo=10),  # same instant: holds exactly the HW
+        sample(3, 5, 11.0, leo=12),
+        sample(1, 5, 11.0, leo=12, hw=12, leader=True, isr=[1, 2]),  # 3 left the ISR ...
+        sample(3, 5, 11.5, leo=11),  # ... so only the HW of t=10 binds it: 11 >= 10
+    ])  # fmt: skip
+    assert find_hw_past_isr_leo(samples).count == 0
+
+
+def test_an_in_sync_follower_below_the_leaders_hw_later_in_the_epoch_is_flagged():
+    # Leader 1 committed 10 with ISR {1,2,3} at t=10; at t=12, still epoch 5, follower 2 holds
+    # only 8: it truncated committed offsets (a follower's LEO only shrinks by truncation).
+    samples = parse_samples([sample(2, 5, 9.0, leo=10), LEADER, sample(2, 5, 12.0, leo=8)])
+    a = find_hw_past_isr_leo(samples)
+    assert a.count == 1
+    assert a.examples[0] == {
+        "topic": "t", "partition": 0, "leader_epoch": 5, "leader": 1, "leader_time": 10.0,
+        "high_watermark": 10, "node": 2, "time": 12.0, "log_end_offset": 8,
+    }  # fmt: skip
+
+
+def test_the_highest_earlier_hw_is_the_bound():
+    samples = parse_samples([
+        LEADER,
+        sample(1, 5, 11.0, leo=15, hw=14, leader=True, isr=[1, 2]),
+        sample(1, 5, 11.5, leo=15, hw=12, leader=True, isr=[1, 2]),  # lower (never in Kafka)
+        sample(2, 5, 12.0, leo=13),  # 13 < 14
+    ])  # fmt: skip
+    (ex,) = find_hw_past_isr_leo(samples).examples
+    assert ex["high_watermark"] == 14 and ex["leader_time"] == 11.0
+
+
+def test_a_follower_sample_taken_before_the_leaders_is_not_compared():
+    # before t=10 the follower may not have fetched up to 10 yet: nothing says it must hold it
+    samples = parse_samples([sample(2, 5, 9.5, leo=3), LEADER])
+    assert find_hw_past_isr_leo(samples).count == 0
+
+
+def test_an_epoch_boundary_is_not_compared_across():
+    # epoch 6 began: the follower legitimately truncated its uncommitted tail in epoch 6 (and the
+    # new leader's own HW may lag). Only samples of the same epoch are compared.
+    samples = parse_samples([LEADER, sample(2, 6, 12.0, leo=4), sample(3, 4, 12.0, leo=4)])
+    assert find_hw_past_isr_leo(samples).count == 0
+
+
+def test_a_replica_outside_the_isr_or_the_leader_itself_is_not_compared():
+    samples = parse_samples([
+        sample(1, 5, 10.0, leo=12, hw=10, leader=True, isr=[1, 3]),
+        sample(2, 5, 12.0, leo=1),  # not in the ISR
+        sample(1, 5, 12.0, leo=10, hw=10, leader=True, isr=[1]),  # the leader: trivially fine
+    ])  # fmt: skip
+    assert find_hw_past_isr_leo(samples).count == 0
+
+
+def test_a_follower_that_left_the_isr_is_no_longer_bound_by_earlier_hws():
+    # Wiped while in sync (a lost disk): once a leader sample shows it out of the ISR, its
+    # empty log risks nothing; until then it is a real violation.
+    samples = [
+        sample(1, 0, 1.0, leo=100, hw=100, leader=True, isr=[1, 2]),
+        sample(1, 0, 2.0, leo=110, hw=110, leader=True, isr=[1]),
+        sample(2, 0, 3.0, leo=0),
+        sample(1, 0, 4.0, leo=120, hw=120, leader=True, isr=[1, 2]),
+        sample(2, 0, 5.0, leo=130),
+    ]
+    assert find_hw_past_isr_leo(parse_samples(samples)).count == 0
+    samples.insert(2, sample(2, 0, 1.5, leo=0))
+    (ex,) = find_hw_past_isr_leo(parse_samples(samples)).examples
+    assert (ex["time"], ex["high_watermark"]) == (1.5, 100)
+
+
+def test_other_partitions_are_kept_apart():
+    samples = parse_samples([LEADER, sample(2, 5, 12.0, leo=1, partition=1)])
+    assert find_hw_past_isr_leo(samples).count == 0
+
+
+def test_slack_skips_samples_within_it():
+    samples = parse_samples([LEADER, sample(2, 5, 10.004, leo=8)])
+    assert find_hw_past_isr_leo(samples).count == 1
+    assert find_hw_past_isr_leo(samples, slack_s=0.01).count == 0
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ({**LEADER, "isr": None}, "isr"),  # a leader's sample must carry its ISR
+        ({**LEADER, "isr": [1, "2"]}, "isr"),
+        ({**LEADER, "is_leader": 1}, "is_leader"),
+        ({**LEADER, "high_watermark": -1}, "high_watermark"),
+    ],
+)
+def test_a_malformed_sample_names_its_line_and_field(doc, field):
+    with pytest.raises(HistoryError) as e:
+        parse_samples([LEADER, doc])
+    assert "line 2" in str(e.value) and field in str(e.value)
+
+
+def test_a_follower_sample_may_carry_a_null_or_missing_isr():
+    doc = sample(2, 5, 1.0, leo=1)
+    del doc["isr"]
+    (s,) = parse_samples([doc])
+    assert s.isr is None
+
+
+# ----------------------------------------------------------------------------- throttle bound
+
+
+def steady(rate, *, start=0.0, end=10.0, step=0.5, base=0):
+    n = int(round((end - start) / step))
+    return [[start + k * step, base + int(rate * k * step)] for k in range(n + 1)]
+
+
+def throttle_doc(nodes, **kw):
+    return {"rate_bytes_per_s": 1000, "window_s": 2.0, "tolerance": 1.15, "warmup_s": 2.0,
+            "set_at_s": 0.0, "nodes": {str(n): pts for n, pts in nodes.items()}} | kw  # fmt: skip
+
+
+def throttle(nodes, **kw):
+    return parse_throttle(throttle_doc(nodes, **kw))
+
+
+def test_a_rate_at_the_throttle_passes_and_reports_its_ratio():
+    a, worst = find_throttle_exceeded(throttle({1: steady(1000), 2: steady(500)}))
+    assert a.count == 0
+    assert worst == {1: pytest.approx(1.0), 2: pytest.approx(0.5)}
+
+
+def test_a_window_over_tolerance_is_flagged_with_the_worst_window():
+    # 1000 B/s, then 3 s at 1500 B/s from t=5: a 2 s window inside the burst reads 1.5 x T
+    pts = steady(1000, end=5.0) + [[5.0 + 0.5 * k, 5000 + 750 * k] for k in range(1, 7)]
+    a, worst = find_throttle_exceeded(throttle({1: pts}))
+    assert worst[1] == pytest.approx(1.5) and a.count > 0
+    (ex,) = a.examples  # one example per node: its worst window
+    assert ex["node"] == 1 and ex["ratio"] == pytest.approx(1.5) and ex["end"] - ex["start"] >= 2.0
+    assert ex["violating_windows"] == a.count
+    json.dumps(ex)
+
+
+def test_a_burst_inside_the_warmup_is_ignored():
+    # the throttle was set at t=1; until t=3 the node may still drain what it had in flight
+    pts = [[0.0, 0], [1.0, 0], [2.0, 5000], [3.0, 5000]] + [
+        [3.0 + 0.5 * k, 5000 + 500 * k] for k in range(1, 15)
+    ]
+    a, worst = find_throttle_exceeded(throttle({1: pts}, set_at_s=1.0))
+    assert a.count == 0 and worst[1] == pytest.approx(1.0)
+
+
+def test_a_counter_reset_is_a_restart_not_negative_bytes():
+    # 1000 B/s until t=5 (5000 B), the node restarts: its counter starts again from 0 and grows at
+    # 1000 B/s. Reading the drop as -5000 B would hide a burst; reading the restart's 0 as a new
+    # baseline costs at most the bytes between the last sample and the crash.
+    pts = steady(1000, end=5.0) + [[5.5, 200]] + steady(1000, start=6.0, end=10.0, base=700)
+    a, worst = find_throttle_exceeded(throttle({1: pts}))
+    assert a.count == 0 and worst[1] == pytest.approx(1.0)
+    # and a burst right after a restart is still caught (a naive diff would see 2000 - 5000 < 0)
+    burst = steady(1000, end=5.0) + [
+        [5.5, 2000],
+        [6.0, 4000],
+        [6.5, 6000],
+        [7.0, 8000],
+        [7.5, 8500],
+    ]
+    a, worst = find_throttle_exceeded(throttle({1: burst}))
+    assert a.count > 0 and worst[1] > 1.15
+
+
+def test_a_node_without_a_full_window_after_warmup_has_no_ratio():
+    a, worst = find_throttle_exceeded(throttle({1: steady(9999, end=3.0)}))
+    assert a.count == 0 and worst == {}
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"rate_bytes_per_s": 0}, "rate_bytes_per_s"),
+        ({"window_s": "5"}, "window_s"),
+        ({"tolerance": None}, "tolerance"),
+        ({"nodes": {"x": []}}, "nodes"),
+        ({"nodes": {"1": [[0.0, 1], [1.0]]}}, "nodes"),
+        ({"nodes": {"1": [[1.0, 1], [0.5, 2]]}}, "nodes"),  # time going backwards
+        ({"nodes": {"1": [[0.0, -1]]}}, "nodes"),
+    ],
+)
+def test_a_malformed_throttle_input_names_its_field(changes, field):
+    with pytest.raises(HistoryError) as e:
+        parse_throttle(throttle_doc({1: steady(1000)}) | changes)
+    assert field in str(e.value) and "\n" not in str(e.value)
+
+
+def test_throttle_defaults_tolerance_warmup_and_set_time():
+    t = parse_throttle({"rate_bytes_per_s": 10, "window_s": 5, "nodes": {}})
+    assert (t.tolerance, t.warmup_s, t.set_at_s) == (1.15, 2.0, 0.0)
+
+
+# -------------------------------------------------------------------------------- the collector
+
+
+def test_found_counts_everything_but_keeps_twenty_examples():
+    f = Found("lost")
+    for i in range(30):
+        f.add(value=i)
+    a = f.anomaly()
+    assert a.count == 30 and len(a.examples) == 20 and a.examples[0] == {"value": 0}
+    assert a.to_doc() == {
+        "count": 30,
+        "invalid": True,
+        "examples": [{"value": i} for i in range(20)],
+    }
