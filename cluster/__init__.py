@@ -3,8 +3,9 @@
 from cluster.clusterfile import CLUSTER_FILE, ClusterRecord, read_record
 from cluster.fault_proxy import FaultProxySpec
 from cluster.local import LOG_FILES, LocalCluster, NodeStatus, ProxyStatus
+from cluster.managed import StopOutcome
 from cluster.ports import free_ports
-from cluster.processes import NODE_COMMAND, NodeProcess, StopOutcome, node_argv
+from cluster.processes import NODE_COMMAND, NodeProcess, node_argv
 from cluster.spec import (
     BROKER,
     CONTROLLER,

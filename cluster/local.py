@@ -32,14 +32,12 @@ from cluster.clusterfile import (
 )
 from cluster.fault_proxy import PROXY_DIR, proxy_config
 from cluster.files import tail_lines
+from cluster.managed import Progress, StopOutcome, now_iso
 from cluster.processes import (
     NODE_COMMAND,
     OUT_FILE,
     NodeProcess,
-    Progress,
-    StopOutcome,
     node_argv,
-    now_iso,
     stop_processes,
     wait_all_ready,
 )

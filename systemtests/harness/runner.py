@@ -42,8 +42,8 @@ from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.testing.checker import Verdict
+from minikafka.testing.cli_tools import run_tool
 from minikafka.testing.run_folder import CaseInfo, RunFolder
-from systemtests.harness.cli_tools import run_tool
 from systemtests.harness.clients import HarnessError, LoadStats, Workload, fill, read_back, run_load
 from systemtests.harness.layout import Layout, Prediction, make_layout, predict
 from systemtests.harness.profiles import Profile

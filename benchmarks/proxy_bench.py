@@ -1,0 +1,548 @@
+"""Fault proxy benchmark: throughput, pacing, added latency and heal of one proxied TCP link.
+
+One run on 127.0.0.1, bounded in bytes and time (about 25 s with the defaults). A sink listener
+plays node 2; one proxy link 1->2 (`minikafka/faults`) forwards to it. The proxy runs as its own
+process, `python -m minikafka proxy --spec-file` as `cluster up --fault-proxy` starts it
+(`--proxy-mode process`, the default), or inside this benchmark's Trio run
+(`--proxy-mode in-process`: it then shares one thread with both endpoints). Faults are set
+through its control port with `FaultProxyClient`, as `minikafka net` does. In order:
+
+1. Reference and pass-through, interleaved `--runs` times: `--mb` MiB sent one way in 64 KiB
+   `send_all` writes, read with `receive_some(1 MiB)`, direct to the sink and then through the
+   proxy with no faults; the clock runs from the first write to the last byte received (the
+   connection is up before it starts). The medians and their ratio are printed. The same code
+   measures both, so the ratio is the proxy's cost alone. `trio_reference.py`'s figure with
+   64 KiB frames (it reassembles frames, and dials its own listener, so it cannot be pointed at
+   the proxy) is printed beside it to relate this run to the other benchmarks.
+2. Pacing: `bandwidth_bps` set to each of `--caps` (MB/s), a writer that never stops, for
+   `--pace-s` seconds; the bytes received over those seconds per second, over the cap, and the
+   largest 1 s window over the cap. A fresh bucket is full (50 ms of the rate, at most 64 KiB,
+   faults/links.py), so 1 + 0.05 / pace-s is the ideal average.
+3. Latency: 1 KiB ping-pong round trips (the echo reads 1 KiB, writes it back), direct and
+   through the proxy with no faults (`--rtt-rounds` each), then with `latency_ms` = `--latency-ms`
+   (`--rounds`). The latency applies to each direction of the link, so the expected round trip
+   is 2 x latency plus the direct round trip; the excess over that is printed.
+4. Blocked, then healed: the link blocked, `--block-mib` MiB of seeded random bytes written in
+   64 KiB writes; after `--block-s` seconds the control `heal`; checked: nothing arrived while
+   blocked, everything arrived intact and in order; timed: heal request sent -> first and last
+   byte received. Also how much the writer got rid of before the heal (TCP back-pressure).
+
+MB are 10**6 bytes. Progress goes to stderr; the table, or with `--json` one JSON object, to
+stdout. Every phase is bounded by `--timeout-s`; a failure ends the run with one
+`bench: FAILED: ...` line.
+
+    .venv/bin/python benchmarks/proxy_bench.py [--mb 256] [--caps 1,4] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+from cluster_bench import BenchError, Say, machine_info, run_main
+from trio_reference import measure_trio_loopback_mb_per_s
+
+from cluster.ports import free_ports
+from minikafka.faults.config import ProxyConfig, ProxyLink
+from minikafka.faults.control import FaultProxyClient
+from minikafka.faults.proxy import FaultProxy
+
+HOST = "127.0.0.1"
+LINK = (1, 2)
+WRITE_BYTES = 64 * 1024
+RECV_BYTES = 1 << 20
+PING_BYTES = 1024
+WINDOW_S = 1.0  # the sliding window of the pacing peak
+DEFAULT_SEED = 42
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProxyBenchConfig:
+    seed: int
+    proxy_mode: str  # "process" | "in-process"
+    mb: int  # MiB per throughput run
+    runs: int
+    caps_mb: tuple[float, ...]
+    pace_s: float
+    latency_ms: int
+    rounds: int
+    rtt_rounds: int
+    block_s: float
+    block_mib: int
+    timeout_s: float
+
+
+@contextmanager
+def bounded(what: str, timeout_s: float) -> Iterator[None]:
+    try:
+        with trio.fail_after(timeout_s):
+            yield
+    except trio.TooSlowError:
+        raise BenchError(f"{what} took over {timeout_s:g}s") from None
+
+
+class Bench:
+    """The sink (node 2), the proxy's addresses and a control client; opens connection pairs."""
+
+    def __init__(self, cfg: ProxyBenchConfig, accepted: trio.MemoryReceiveChannel) -> None:
+        self.cfg = cfg
+        self.accepted = accepted
+        self.sink_port = 0
+        self.proxy_port = 0
+        self.control = FaultProxyClient(HOST, 0)
+
+    async def pair(self, port: int) -> tuple[trio.SocketStream, trio.SocketStream]:
+        """A connection to `port` (the sink or the proxy link): (client end, sink end)."""
+        with bounded(f"connecting to {HOST}:{port}", self.cfg.timeout_s):
+            client = await trio.open_tcp_stream(HOST, port)
+            server = await self.accepted.receive()
+        return client, server
+
+    async def set_faults(self, **faults: Any) -> None:
+        await self.control.set_links([LINK], **faults)
+
+
+async def receive_exactly(stream: trio.SocketStream, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        data = await stream.receive_some(n - len(buf))
+        if not data:
+            raise BenchError("a connection closed in the middle of a message")
+        buf += data
+    return bytes(buf)
+
+
+async def close_pair(*streams: trio.SocketStream) -> None:
+    for stream in streams:
+        await trio.aclose_forcefully(stream)
+
+
+# ---------------------------------------------------------------------------------- phases
+
+
+async def one_way_mb_per_s(bench: Bench, port: int, total: int, chunk: bytes) -> float:
+    """`total` bytes in `chunk` writes from a client to the sink via `port`; MB/s."""
+    client, server = await bench.pair(port)
+    t: dict[str, float] = {}
+
+    async def send() -> None:
+        for _ in range(total // len(chunk)):
+            await client.send_all(chunk)
+
+    async def receive() -> None:
+        got = 0
+        while got < total:
+            data = await server.receive_some(RECV_BYTES)
+            if not data:
+                raise BenchError(f"the stream ended after {got} of {total} bytes")
+            got += len(data)
+        t["end"] = time.perf_counter()
+
+    with bounded(f"sending {total >> 20} MiB to port {port}", bench.cfg.timeout_s):
+        t["start"] = time.perf_counter()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive)
+            nursery.start_soon(send)
+    await close_pair(client, server)
+    return total / 1e6 / (t["end"] - t["start"])
+
+
+async def throughput(bench: Bench, say: Say) -> dict[str, Any]:
+    cfg = bench.cfg
+    total = (cfg.mb << 20) // WRITE_BYTES * WRITE_BYTES
+    chunk = random.Random(cfg.seed).randbytes(WRITE_BYTES)
+    direct, proxied = [], []
+    for n in range(cfg.runs):
+        direct.append(await one_way_mb_per_s(bench, bench.sink_port, total, chunk))
+        proxied.append(await one_way_mb_per_s(bench, bench.proxy_port, total, chunk))
+        say(f"run {n + 1}: direct {direct[-1]:.1f} MB/s, through the proxy {proxied[-1]:.1f} MB/s")
+    row = next(r for r in await bench.control.show() if (r["src"], r["dst"]) == LINK)
+    d, p = statistics.median(direct), statistics.median(proxied)
+    return {
+        "bytes_per_run": total,
+        "direct_mb_per_s": round(d, 1),
+        "direct_runs": [round(x, 1) for x in direct],
+        "proxy_mb_per_s": round(p, 1),
+        "proxy_runs": [round(x, 1) for x in proxied],
+        "proxy_over_direct": round(p / d, 3),
+        "proxy_counted_bytes": row["bytes_to_dst"],
+        "proxy_counted_matches": row["bytes_to_dst"] == cfg.runs * total,
+    }
+
+
+async def paced(bench: Bench, cap: int) -> dict[str, Any]:
+    """A writer that never stops, on a link capped at `cap` B/s, for pace_s seconds."""
+    await bench.set_faults(bandwidth_bps=cap)
+    client, server = await bench.pair(bench.proxy_port)
+    chunk = bytes(WRITE_BYTES)
+    times, totals = [0.0], [0]
+
+    async def send() -> None:
+        while True:
+            await client.send_all(chunk)
+
+    async def receive() -> None:
+        while True:
+            data = await server.receive_some(RECV_BYTES)
+            if not data:
+                raise BenchError("the paced stream ended")
+            times.append(time.perf_counter() - start)
+            totals.append(totals[-1] + len(data))
+
+    start = time.perf_counter()
+    with bounded(f"pacing at {cap} B/s", bench.cfg.pace_s + bench.cfg.timeout_s):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive)
+            nursery.start_soon(send)
+            await trio.sleep(bench.cfg.pace_s)
+            nursery.cancel_scope.cancel()
+    elapsed = time.perf_counter() - start
+    await close_pair(client, server)
+    await bench.set_faults(bandwidth_bps=None)
+    peak = 0
+    for i, t0 in enumerate(times):  # bytes received in (t0, t0 + WINDOW_S]
+        if t0 + WINDOW_S > elapsed:
+            break
+        j = bisect.bisect_right(times, t0 + WINDOW_S) - 1
+        peak = max(peak, totals[j] - totals[i])
+    first_s = totals[bisect.bisect_right(times, WINDOW_S) - 1]
+    return {
+        "cap_bps": cap,
+        "seconds": round(elapsed, 3),
+        "bytes": totals[-1],
+        "mb_per_s": round(totals[-1] / elapsed / 1e6, 3),
+        "avg_over_cap": round(totals[-1] / elapsed / cap, 3),
+        "ideal_avg_over_cap": round(1 + min(65536, cap // 20) / cap / elapsed, 3),
+        "first_1s_over_cap": round(first_s / WINDOW_S / cap, 3),
+        "max_1s_over_cap": round(peak / WINDOW_S / cap, 3),
+    }
+
+
+async def round_trips(bench: Bench, port: int, rounds: int) -> dict[str, float]:
+    """`rounds` 1 KiB ping-pongs through `port`; RTT statistics in ms."""
+    client, server = await bench.pair(port)
+    msg = random.Random(bench.cfg.seed).randbytes(PING_BYTES)
+    rtts = []
+
+    async def echo() -> None:
+        for _ in range(rounds):
+            await server.send_all(await receive_exactly(server, PING_BYTES))
+
+    with bounded(f"{rounds} round trips via port {port}", bench.cfg.timeout_s + rounds * 1.0):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(echo)
+            for _ in range(rounds):
+                t0 = time.perf_counter()
+                await client.send_all(msg)
+                if await receive_exactly(client, PING_BYTES) != msg:
+                    raise BenchError("a round trip came back altered")
+                rtts.append((time.perf_counter() - t0) * 1000)
+    await close_pair(client, server)
+    rtts.sort()
+    return {
+        "rounds": rounds,
+        "median_ms": round(statistics.median(rtts), 3),
+        "p90_ms": round(rtts[min(len(rtts) - 1, int(0.9 * len(rtts)))], 3),
+        "min_ms": round(rtts[0], 3),
+        "max_ms": round(rtts[-1], 3),
+    }
+
+
+async def latency(bench: Bench, say: Say) -> dict[str, Any]:
+    cfg = bench.cfg
+    direct = await round_trips(bench, bench.sink_port, cfg.rtt_rounds)
+    through = await round_trips(bench, bench.proxy_port, cfg.rtt_rounds)
+    say(f"{cfg.rounds} round trips with latency_ms={cfg.latency_ms}")
+    await bench.set_faults(latency_ms=cfg.latency_ms)
+    slowed = await round_trips(bench, bench.proxy_port, cfg.rounds)
+    await bench.set_faults(latency_ms=None)
+    expected = 2 * cfg.latency_ms + direct["median_ms"]
+    return {
+        "latency_ms": cfg.latency_ms,
+        "direct": direct,
+        "proxy": through,
+        "proxy_with_latency": slowed,
+        "expected_median_ms": round(expected, 3),
+        "excess_ms": round(slowed["median_ms"] - expected, 3),
+    }
+
+
+async def blocked_then_healed(bench: Bench) -> dict[str, Any]:
+    cfg = bench.cfg
+    payload = random.Random(cfg.seed + 1).randbytes(cfg.block_mib << 20)
+    client, server = await bench.pair(bench.proxy_port)
+    await bench.set_faults(blocked=True)
+    received = bytearray()
+    st: dict[str, Any] = {"writes": 0, "first": None, "last": None}
+
+    async def send() -> None:
+        for off in range(0, len(payload), WRITE_BYTES):
+            await client.send_all(payload[off : off + WRITE_BYTES])
+            st["writes"] += 1
+
+    async def receive() -> None:
+        while len(received) < len(payload):
+            data = await server.receive_some(RECV_BYTES)
+            if not data:
+                raise BenchError(f"the stream ended after {len(received)} bytes")
+            now = time.perf_counter()
+            st["first"] = st["first"] or now
+            st["last"] = now
+            received.extend(data)
+
+    with bounded("the blocked-then-healed transfer", cfg.block_s + cfg.timeout_s):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive)
+            nursery.start_soon(send)
+            await trio.sleep(cfg.block_s)
+            before = len(received)
+            written = min(st["writes"] * WRITE_BYTES, len(payload))
+            t_heal = time.perf_counter()
+            healed = await bench.control.heal()
+            t_healed = time.perf_counter()
+    await close_pair(client, server)
+    return {
+        "bytes": len(payload),
+        "blocked_s": cfg.block_s,
+        "received_while_blocked": before,
+        "written_while_blocked": written,
+        "healed_links": [list(link) for link in healed],
+        "heal_request_ms": round((t_healed - t_heal) * 1000, 3),
+        "heal_to_first_byte_ms": round((st["first"] - t_heal) * 1000, 3),
+        "heal_to_last_byte_ms": round((st["last"] - t_heal) * 1000, 3),
+        "intact_in_order": bytes(received) == payload,
+    }
+
+
+# ---------------------------------------------------------------------------------- the run
+
+
+@contextmanager
+def proxy_process(config: ProxyConfig, base: Path) -> Iterator[subprocess.Popen]:
+    """`python -m minikafka proxy --spec-file` serving `config`; SIGTERM at the end."""
+    spec, ready, out = base / "links.json", base / "proxy.json", base / "proxy.out"
+    spec.write_text(json.dumps(config.to_json()))
+    cmd = [sys.executable, "-m", "minikafka", "proxy", "--spec-file", str(spec)]
+    with out.open("ab") as log:
+        proc = subprocess.Popen(
+            [*cmd, "--ready-file", str(ready)], stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        yield proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def wait_ready(proc: subprocess.Popen, base: Path, timeout_s: float) -> None:
+    ready = base / "proxy.json"
+    with bounded("starting the proxy process", timeout_s):
+        while not ready.exists():
+            if proc.poll() is not None:
+                tail = (base / "proxy.out").read_text(errors="replace").strip().splitlines()[-3:]
+                raise BenchError(f"the proxy exited with {proc.returncode}: {' | '.join(tail)}")
+            await trio.sleep(0.02)
+
+
+async def run_phases(cfg: ProxyBenchConfig, base: Path, say: Say) -> dict[str, Any]:
+    send_accepted, accepted = trio.open_memory_channel[trio.SocketStream](4)
+
+    async def sink(stream: trio.SocketStream) -> None:
+        await send_accepted.send(stream)
+        await trio.sleep_forever()  # the phase that took the stream closes it
+
+    bench = Bench(cfg, accepted)
+    async with trio.open_nursery() as nursery:
+        listeners = await trio.open_tcp_listeners(0, host=HOST)
+        await nursery.start(trio.serve_listeners, sink, listeners)
+        bench.sink_port = listeners[0].socket.getsockname()[1]
+        control_port, bench.proxy_port = free_ports(2, HOST)
+        bench.control = FaultProxyClient(HOST, control_port, timeout_s=cfg.timeout_s)
+        link = ProxyLink(
+            src=LINK[0],
+            dst=LINK[1],
+            port=bench.proxy_port,
+            target_host=HOST,
+            target_port=bench.sink_port,
+        )
+        config = ProxyConfig(host=HOST, control_port=control_port, links=(link,))
+        in_process = cfg.proxy_mode == "in-process"
+        with _none() if in_process else proxy_process(config, base) as proc:
+            if proc is None:
+                await nursery.start(FaultProxy(config).run)
+            else:
+                await wait_ready(proc, base, cfg.timeout_s)
+            say(f"proxy ({cfg.proxy_mode}) on {HOST}:{bench.proxy_port} -> sink {bench.sink_port}")
+            result = {"throughput": await throughput(bench, say)}
+            result["pacing"] = []
+            for cap in cfg.caps_mb:
+                say(f"pacing at {cap:g} MB/s for {cfg.pace_s:g} s")
+                result["pacing"].append(await paced(bench, int(cap * 1e6)))
+            result["latency"] = await latency(bench, say)
+            say(f"blocked for {cfg.block_s:g} s, then healed")
+            result["blocked"] = await blocked_then_healed(bench)
+        nursery.cancel_scope.cancel()
+    return result
+
+
+@contextmanager
+def _none() -> Iterator[None]:
+    yield None
+
+
+def run_bench(cfg: ProxyBenchConfig, base: Path, *, say: Say) -> dict[str, Any]:
+    started = time.monotonic()
+    say(f"trio_reference.py, {cfg.mb} MiB in 64 KiB frames")
+    ref = measure_trio_loopback_mb_per_s(
+        total_bytes=cfg.mb << 20, frame_bytes=WRITE_BYTES, timeout_s=cfg.timeout_s
+    )
+    result = trio.run(run_phases, cfg, base, say)
+    return {
+        "machine": machine_info(),
+        "config": asdict(cfg),
+        "trio_reference_64k_frames_mb_per_s": round(ref, 1),
+        **result,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
+
+
+# ---------------------------------------------------------------------------------- report
+
+
+def _rtt(label: str, r: dict[str, Any]) -> str:
+    return (
+        f"  {label:<44} median {r['median_ms']:8.3f} ms  p90 {r['p90_ms']:.3f}  "
+        f"min {r['min_ms']:.3f}  max {r['max_ms']:.3f}  ({r['rounds']} rounds)"
+    )
+
+
+def render(r: dict[str, Any]) -> str:
+    m, c, tp, lat, blk = (r[k] for k in ("machine", "config", "throughput", "latency", "blocked"))
+    runs = lambda xs: ", ".join(f"{x:.0f}" for x in xs)  # noqa: E731
+    mode = (
+        "own process (python -m minikafka proxy)"
+        if c["proxy_mode"] == "process"
+        else ("in-process (one thread with both endpoints)")
+    )
+    lines = [
+        f"minikafka fault proxy benchmark  {m['date']}  commit {m['commit']}  seed {c['seed']}",
+        f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}, {m['platform']}",
+        f"proxy: {mode}, one link 1->2 on {HOST}; MB = 10**6 bytes",
+        "",
+        f"one way, {c['mb']} MiB in 64 KiB writes, median of {c['runs']} interleaved runs",
+        f"  {'reference: direct loopback':<44} {tp['direct_mb_per_s']:8.1f} MB/s  "
+        f"(runs: {runs(tp['direct_runs'])})",
+        f"  {'reference: trio_reference.py, 64 KiB frames':<44} "
+        f"{r['trio_reference_64k_frames_mb_per_s']:8.1f} MB/s  (one run)",
+        f"  {'through the proxy, no faults':<44} {tp['proxy_mb_per_s']:8.1f} MB/s  "
+        f"(runs: {runs(tp['proxy_runs'])})  proxy / direct {tp['proxy_over_direct']:.3f}",
+        f"  proxy's bytes_to_dst counter: {tp['proxy_counted_bytes']} "
+        f"({'equal to' if tp['proxy_counted_matches'] else 'DIFFERS from'} the bytes sent)",
+        "",
+        f"pacing: bandwidth_bps set, a writer that never stops, {c['pace_s']:g} s each",
+        f"  {'cap MB/s':>8} {'seconds':>8} {'MB':>7} {'MB/s':>7} {'avg/cap':>8} "
+        f"{'ideal':>6} {'1st s/cap':>9} {'max 1s/cap':>10}",
+    ]
+    for p in r["pacing"]:
+        lines.append(
+            f"  {p['cap_bps'] / 1e6:>8g} {p['seconds']:>8.2f} {p['bytes'] / 1e6:>7.2f} "
+            f"{p['mb_per_s']:>7.3f} {p['avg_over_cap']:>8.3f} {p['ideal_avg_over_cap']:>6.3f} "
+            f"{p['first_1s_over_cap']:>9.3f} {p['max_1s_over_cap']:>10.3f}"
+        )
+    lines += [
+        "",
+        "1 KiB ping-pong round trips",
+        _rtt("reference: direct", lat["direct"]),
+        _rtt("through the proxy, no faults", lat["proxy"]),
+        _rtt(f"through the proxy, latency_ms={lat['latency_ms']}", lat["proxy_with_latency"]),
+        f"  expected 2 x {lat['latency_ms']} ms + direct median = "
+        f"{lat['expected_median_ms']:.3f} ms; excess {lat['excess_ms']:+.3f} ms",
+        "",
+        f"blocked {blk['blocked_s']:g} s, then healed: {blk['bytes'] >> 20} MiB in 64 KiB writes",
+        f"  received while blocked {blk['received_while_blocked']} B; the writer had handed "
+        f"{blk['written_while_blocked'] / 1024:.0f} KiB to the kernel",
+        f"  heal request {blk['heal_request_ms']:.2f} ms; heal sent -> first byte "
+        f"{blk['heal_to_first_byte_ms']:.2f} ms, -> last byte {blk['heal_to_last_byte_ms']:.2f} ms",
+        f"  all bytes intact and in order: {'yes' if blk['intact_in_order'] else 'NO'}",
+        "",
+        f"wall time {r['wall_s']} s",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--proxy-mode", choices=("process", "in-process"), default="process")
+    p.add_argument("--mb", type=int, default=256, help="MiB per one-way throughput run")
+    p.add_argument("--runs", type=int, default=3, help="throughput runs, direct and proxied")
+    p.add_argument("--caps", default="1,4", help="bandwidth caps in MB/s, comma-separated")
+    p.add_argument("--pace-s", type=float, default=5.0, help="seconds per bandwidth cap")
+    p.add_argument("--latency-ms", type=int, default=50, help="latency_ms for the round trips")
+    p.add_argument("--rounds", type=int, default=50, help="round trips with the latency")
+    p.add_argument("--rtt-rounds", type=int, default=200, help="round trips without it")
+    p.add_argument("--block-s", type=float, default=1.0, help="seconds blocked before the heal")
+    p.add_argument("--block-mib", type=int, default=1, help="MiB written while blocked")
+    p.add_argument("--timeout-s", type=float, default=30.0, help="bound of each phase")
+    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
+    p.add_argument("--keep", action="store_true", help="keep the working dir and print it")
+    p.add_argument("--dir", default=None, help="parent of the temporary working dir")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    args = p.parse_args(argv)
+    try:
+        args.caps_mb = tuple(float(x) for x in args.caps.split(","))
+    except ValueError:
+        p.error(f"--caps {args.caps!r}: expected MB/s values separated by commas, e.g. 1,4")
+    if any(cap * 1e6 < 1 for cap in args.caps_mb):
+        p.error(f"--caps {args.caps!r}: every cap must be at least 1 B/s")
+    if args.seed is None:
+        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
+        if not env.isdigit():
+            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
+        args.seed = int(env)
+    positive = ("mb", "runs", "pace_s", "rounds", "rtt_rounds", "block_s", "block_mib")
+    for name in (*positive, "timeout_s"):
+        if getattr(args, name) <= 0:
+            p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    if not 0 <= args.latency_ms <= 600_000:
+        p.error(f"--latency-ms must be 0..600000, got {args.latency_ms}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    cfg = ProxyBenchConfig(
+        seed=args.seed,
+        proxy_mode=args.proxy_mode,
+        mb=args.mb,
+        runs=args.runs,
+        caps_mb=args.caps_mb,
+        pace_s=args.pace_s,
+        latency_ms=args.latency_ms,
+        rounds=args.rounds,
+        rtt_rounds=args.rtt_rounds,
+        block_s=args.block_s,
+        block_mib=args.block_mib,
+        timeout_s=args.timeout_s,
+    )
+    return run_main(args, cfg, run_bench, render, prefix="minikafka-proxy-")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
