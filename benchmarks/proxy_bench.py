@@ -103,6 +103,7 @@ class Bench:
         self.sink_port = 0
         self.proxy_port = 0
         self.control = FaultProxyClient(HOST, 0)
+        self.proxy_pid: int | None = None  # --proxy-mode process
 
     async def pair(self, port: int) -> tuple[trio.SocketStream, trio.SocketStream]:
         """A connection to `port` (the sink or the proxy link): (client end, sink end)."""
@@ -133,8 +134,21 @@ async def close_pair(*streams: trio.SocketStream) -> None:
 # ---------------------------------------------------------------------------------- phases
 
 
-async def one_way_mb_per_s(bench: Bench, port: int, total: int, chunk: bytes) -> float:
-    """`total` bytes in `chunk` writes from a client to the sink via `port`; MB/s."""
+def cpu_s(pid: int | None = None) -> float | None:
+    """CPU seconds (user + system) used so far by process `pid` (None: this one), if known."""
+    if pid is None:
+        return time.process_time()
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # from field 3 (state) on
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str, float | None]:
+    """`total` bytes in `chunk` writes from a client to the sink via `port`: MB/s, and the CPU
+    seconds this process (both endpoints) and the proxy process used meanwhile."""
     client, server = await bench.pair(port)
     t: dict[str, float] = {}
 
@@ -151,13 +165,21 @@ async def one_way_mb_per_s(bench: Bench, port: int, total: int, chunk: bytes) ->
             got += len(data)
         t["end"] = time.perf_counter()
 
+    cpu0, proxy0 = cpu_s(), cpu_s(bench.proxy_pid) if bench.proxy_pid else None
     with bounded(f"sending {total >> 20} MiB to port {port}", bench.cfg.timeout_s):
         t["start"] = time.perf_counter()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(receive)
             nursery.start_soon(send)
+    cpu1, proxy1 = cpu_s(), cpu_s(bench.proxy_pid) if bench.proxy_pid else None
     await close_pair(client, server)
-    return total / 1e6 / (t["end"] - t["start"])
+    wall = t["end"] - t["start"]
+    return {
+        "mb_per_s": total / 1e6 / wall,
+        "wall_s": wall,
+        "endpoints_cpu_s": cpu1 - cpu0,
+        "proxy_cpu_s": None if proxy0 is None or proxy1 is None else proxy1 - proxy0,
+    }
 
 
 async def throughput(bench: Bench, say: Say) -> dict[str, Any]:
@@ -166,18 +188,37 @@ async def throughput(bench: Bench, say: Say) -> dict[str, Any]:
     chunk = random.Random(cfg.seed).randbytes(WRITE_BYTES)
     direct, proxied = [], []
     for n in range(cfg.runs):
-        direct.append(await one_way_mb_per_s(bench, bench.sink_port, total, chunk))
-        proxied.append(await one_way_mb_per_s(bench, bench.proxy_port, total, chunk))
-        say(f"run {n + 1}: direct {direct[-1]:.1f} MB/s, through the proxy {proxied[-1]:.1f} MB/s")
+        direct.append(await one_way(bench, bench.sink_port, total, chunk))
+        proxied.append(await one_way(bench, bench.proxy_port, total, chunk))
+        say(
+            f"run {n + 1}: direct {direct[-1]['mb_per_s']:.1f} MB/s, "
+            f"through the proxy {proxied[-1]['mb_per_s']:.1f} MB/s"
+        )
     row = next(r for r in await bench.control.show() if (r["src"], r["dst"]) == LINK)
-    d, p = statistics.median(direct), statistics.median(proxied)
+    d = statistics.median(r["mb_per_s"] for r in direct)
+    p = statistics.median(r["mb_per_s"] for r in proxied)
+    gb = cfg.runs * total / 1e9
+
+    def cpu(runs: list[dict[str, Any]], key: str) -> dict[str, float] | None:
+        """CPU seconds per GB moved, and per wall second (1.0: one core kept busy)."""
+        if any(r[key] is None for r in runs):
+            return None
+        used = sum(r[key] for r in runs)
+        return {
+            "cpu_s_per_gb": round(used / gb, 3),
+            "busy": round(used / sum(r["wall_s"] for r in runs), 2),
+        }
+
     return {
         "bytes_per_run": total,
         "direct_mb_per_s": round(d, 1),
-        "direct_runs": [round(x, 1) for x in direct],
+        "direct_runs": [round(r["mb_per_s"], 1) for r in direct],
         "proxy_mb_per_s": round(p, 1),
-        "proxy_runs": [round(x, 1) for x in proxied],
+        "proxy_runs": [round(r["mb_per_s"], 1) for r in proxied],
         "proxy_over_direct": round(p / d, 3),
+        "cpu_endpoints_direct": cpu(direct, "endpoints_cpu_s"),
+        "cpu_endpoints_proxied": cpu(proxied, "endpoints_cpu_s"),
+        "cpu_proxy_process": cpu(proxied, "proxy_cpu_s"),  # None in-process
         "proxy_counted_bytes": row["bytes_to_dst"],
         "proxy_counted_matches": row["bytes_to_dst"] == cfg.runs * total,
     }
@@ -270,6 +311,7 @@ async def latency(bench: Bench, say: Say) -> dict[str, Any]:
     slowed = await round_trips(bench, bench.proxy_port, cfg.rounds)
     await bench.set_faults(latency_ms=None)
     expected = 2 * cfg.latency_ms + direct["median_ms"]
+    added = slowed["median_ms"] - through["median_ms"]
     return {
         "latency_ms": cfg.latency_ms,
         "direct": direct,
@@ -277,6 +319,7 @@ async def latency(bench: Bench, say: Say) -> dict[str, Any]:
         "proxy_with_latency": slowed,
         "expected_median_ms": round(expected, 3),
         "excess_ms": round(slowed["median_ms"] - expected, 3),
+        "added_by_latency_ms": round(added, 3),  # with latency minus without, both proxied
     }
 
 
@@ -389,6 +432,7 @@ async def run_phases(cfg: ProxyBenchConfig, base: Path, say: Say) -> dict[str, A
                 await nursery.start(FaultProxy(config).run)
             else:
                 await wait_ready(proc, base, cfg.timeout_s)
+                bench.proxy_pid = proc.pid
             say(f"proxy ({cfg.proxy_mode}) on {HOST}:{bench.proxy_port} -> sink {bench.sink_port}")
             result = {"throughput": await throughput(bench, say)}
             result["pacing"] = []
@@ -409,6 +453,7 @@ def _none() -> Iterator[None]:
 
 def run_bench(cfg: ProxyBenchConfig, base: Path, *, say: Say) -> dict[str, Any]:
     started = time.monotonic()
+    load = os.getloadavg()
     say(f"trio_reference.py, {cfg.mb} MiB in 64 KiB frames")
     ref = measure_trio_loopback_mb_per_s(
         total_bytes=cfg.mb << 20, frame_bytes=WRITE_BYTES, timeout_s=cfg.timeout_s
@@ -417,6 +462,7 @@ def run_bench(cfg: ProxyBenchConfig, base: Path, *, say: Say) -> dict[str, Any]:
     return {
         "machine": machine_info(),
         "config": asdict(cfg),
+        "load_average_at_start": [round(x, 2) for x in load],
         "trio_reference_64k_frames_mb_per_s": round(ref, 1),
         **result,
         "wall_s": round(time.monotonic() - started, 1),
@@ -433,18 +479,25 @@ def _rtt(label: str, r: dict[str, Any]) -> str:
     )
 
 
+def _cpu(label: str, c: dict[str, float] | None) -> str:
+    if c is None:
+        return f"{label} -"
+    return f"{label} {c['cpu_s_per_gb']:.2f} s/GB (busy {c['busy']:.2f})"
+
+
 def render(r: dict[str, Any]) -> str:
     m, c, tp, lat, blk = (r[k] for k in ("machine", "config", "throughput", "latency", "blocked"))
     runs = lambda xs: ", ".join(f"{x:.0f}" for x in xs)  # noqa: E731
-    mode = (
-        "own process (python -m minikafka proxy)"
-        if c["proxy_mode"] == "process"
-        else ("in-process (one thread with both endpoints)")
-    )
+    mode = {
+        "process": "its own process (python -m minikafka proxy)",
+        "in-process": "in-process (one thread with both endpoints)",
+    }[c["proxy_mode"]]
     lines = [
         f"minikafka fault proxy benchmark  {m['date']}  commit {m['commit']}  seed {c['seed']}",
         f"machine: {m['nproc']} CPUs, {m['cpu_model']}, Python {m['python']}, {m['platform']}",
         f"proxy: {mode}, one link 1->2 on {HOST}; MB = 10**6 bytes",
+        "load average at start (1, 5, 15 min): "
+        + ", ".join(f"{x:.2f}" for x in r["load_average_at_start"]),
         "",
         f"one way, {c['mb']} MiB in 64 KiB writes, median of {c['runs']} interleaved runs",
         f"  {'reference: direct loopback':<44} {tp['direct_mb_per_s']:8.1f} MB/s  "
@@ -453,6 +506,9 @@ def render(r: dict[str, Any]) -> str:
         f"{r['trio_reference_64k_frames_mb_per_s']:8.1f} MB/s  (one run)",
         f"  {'through the proxy, no faults':<44} {tp['proxy_mb_per_s']:8.1f} MB/s  "
         f"(runs: {runs(tp['proxy_runs'])})  proxy / direct {tp['proxy_over_direct']:.3f}",
+        f"  CPU, both endpoints: {_cpu('direct', tp['cpu_endpoints_direct'])}, "
+        f"{_cpu('proxied', tp['cpu_endpoints_proxied'])}",
+        f"  CPU, {_cpu('proxy process', tp['cpu_proxy_process'])}",
         f"  proxy's bytes_to_dst counter: {tp['proxy_counted_bytes']} "
         f"({'equal to' if tp['proxy_counted_matches'] else 'DIFFERS from'} the bytes sent)",
         "",
@@ -474,6 +530,8 @@ def render(r: dict[str, Any]) -> str:
         _rtt(f"through the proxy, latency_ms={lat['latency_ms']}", lat["proxy_with_latency"]),
         f"  expected 2 x {lat['latency_ms']} ms + direct median = "
         f"{lat['expected_median_ms']:.3f} ms; excess {lat['excess_ms']:+.3f} ms",
+        f"  the latency added {lat['added_by_latency_ms']:.3f} ms to the proxied median "
+        f"(2 x {lat['latency_ms']} = {2 * lat['latency_ms']} ms asked)",
         "",
         f"blocked {blk['blocked_s']:g} s, then healed: {blk['bytes'] >> 20} MiB in 64 KiB writes",
         f"  received while blocked {blk['received_while_blocked']} B; the writer had handed "

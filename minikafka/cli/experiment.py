@@ -104,6 +104,13 @@ def run_cmd(name: str | None, **opts: Any) -> None:
         outcomes.append(outcome)
         if not opts["as_json"]:
             click.echo(f"{spec.name}: {outcome.results['summary']}")
+            report = outcome.results.get("report", {})
+            if "produce_latency" in report:
+                lat = report["produce_latency"]
+                click.echo(f"  acks latency p50 {lat['p50_ms']} ms, p99 {lat['p99_ms']} ms, "
+                           f"max {lat['max_ms']} ms")  # fmt: skip
+            if report:
+                click.echo(f"  report: {report.get('path') or report.get('error')}")
             click.echo(f"  folder: {outcome.path}")
     if opts["as_json"]:
         click.echo(json.dumps([{"path": str(o.path), **o.results} for o in outcomes], default=str))

@@ -59,10 +59,10 @@ def judge(
         hw_slack_s=HW_SLACK_S,
     )
     throttle = _throttle(spec, run_dir, t0)
-    if throttle:  # checked here, on both sides, rather than by `check` on one series
-        verdict = replace(
-            verdict, not_checked=tuple(n for n in verdict.not_checked if n != "throttle_exceeded")
-        )
+    # The bound is checked here, on both sides, when the experiment sets a throttle.
+    verdict = replace(
+        verdict, not_checked=tuple(n for n in verdict.not_checked if n != "throttle_exceeded")
+    )
     doc = verdict.to_doc()
     counters = node_logs.counter_totals(run_dir, COUNTERS)
     expectations = [
@@ -137,6 +137,18 @@ def summary(results: Mapping[str, Any], checker_summary: str) -> str:
     """A few lines for people: the verdict, the anomalies, the throttle, the expectations."""
     word = {True: "VALID", False: "INVALID"}.get(results["valid"], "UNKNOWN")
     lines = [f"{word} (exit {results['exit_code']})", checker_summary]
+    starts = [f for f in results["faults"] if f.get("event") == "start"]
+    if starts:
+        done = ", ".join(
+            f"{f['kind']} {f['target']} (node {f['node']}) {f['start_s']:g}-{f['end_s']:g} s"
+            for f in starts
+        )
+        lines.append(f"  faults: {done}")
+    c = results["checker"]["counts"]
+    lines.append(
+        f"  leaderships taken: {c['leadership_claims']}; ISR shrinks "
+        f"{results['counters']['isr_shrinks']}, expands {results['counters']['isr_expands']}"
+    )
     for side, t in results["throttle"].items():
         worst = max(t["worst_ratio"].values(), default=0.0)
         lines.append(
