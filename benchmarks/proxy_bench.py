@@ -146,6 +146,16 @@ def cpu_s(pid: int | None = None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def machine_busy_s() -> float | None:
+    """CPU seconds all CPUs spent busy so far (user, nice, system, irq, softirq), if known."""
+    try:
+        ticks = Path("/proc/stat").read_text().splitlines()[0].split()[1:8]
+    except (OSError, IndexError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = map(int, ticks)
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str, float | None]:
     """`total` bytes in `chunk` writes from a client to the sink via `port`: MB/s, and the CPU
     seconds this process (both endpoints) and the proxy process used meanwhile."""
@@ -166,12 +176,14 @@ async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str
         t["end"] = time.perf_counter()
 
     cpu0, proxy0 = cpu_s(), cpu_s(bench.proxy_pid) if bench.proxy_pid else None
+    all0 = machine_busy_s()
     with bounded(f"sending {total >> 20} MiB to port {port}", bench.cfg.timeout_s):
         t["start"] = time.perf_counter()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(receive)
             nursery.start_soon(send)
     cpu1, proxy1 = cpu_s(), cpu_s(bench.proxy_pid) if bench.proxy_pid else None
+    all1 = machine_busy_s()
     await close_pair(client, server)
     wall = t["end"] - t["start"]
     return {
@@ -179,6 +191,7 @@ async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str
         "wall_s": wall,
         "endpoints_cpu_s": cpu1 - cpu0,
         "proxy_cpu_s": None if proxy0 is None or proxy1 is None else proxy1 - proxy0,
+        "machine_cpu_s": None if all0 is None or all1 is None else all1 - all0,
     }
 
 
@@ -219,9 +232,19 @@ async def throughput(bench: Bench, say: Say) -> dict[str, Any]:
         "cpu_endpoints_direct": cpu(direct, "endpoints_cpu_s"),
         "cpu_endpoints_proxied": cpu(proxied, "endpoints_cpu_s"),
         "cpu_proxy_process": cpu(proxied, "proxy_cpu_s"),  # None in-process
+        "cpu_rest_of_machine": rest_of_machine([*direct, *proxied]),
         "proxy_counted_bytes": row["bytes_to_dst"],
         "proxy_counted_matches": row["bytes_to_dst"] == cfg.runs * total,
     }
+
+
+def rest_of_machine(runs: list[dict[str, Any]]) -> float | None:
+    """CPU seconds per wall second the machine was busy besides this process and the proxy's
+    (other processes, interrupts): above a few tenths, the throughput runs were contended."""
+    if any(r["machine_cpu_s"] is None for r in runs):
+        return None
+    used = sum(r["machine_cpu_s"] - r["endpoints_cpu_s"] - (r["proxy_cpu_s"] or 0) for r in runs)
+    return round(max(0.0, used) / sum(r["wall_s"] for r in runs), 2)
 
 
 async def paced(bench: Bench, cap: int) -> dict[str, Any]:
@@ -508,7 +531,8 @@ def render(r: dict[str, Any]) -> str:
         f"(runs: {runs(tp['proxy_runs'])})  proxy / direct {tp['proxy_over_direct']:.3f}",
         f"  CPU, both endpoints: {_cpu('direct', tp['cpu_endpoints_direct'])}, "
         f"{_cpu('proxied', tp['cpu_endpoints_proxied'])}",
-        f"  CPU, {_cpu('proxy process', tp['cpu_proxy_process'])}",
+        f"  CPU, {_cpu('proxy process', tp['cpu_proxy_process'])}; rest of the machine "
+        f"busy {'-' if tp['cpu_rest_of_machine'] is None else tp['cpu_rest_of_machine']}",
         f"  proxy's bytes_to_dst counter: {tp['proxy_counted_bytes']} "
         f"({'equal to' if tp['proxy_counted_matches'] else 'DIFFERS from'} the bytes sent)",
         "",

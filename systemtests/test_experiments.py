@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from minikafka.experiment.catalog import CATALOG, variants
+from minikafka.experiment.catalog import CATALOG, variants, with_overrides
 from minikafka.experiment.runner import run_experiment
 
 pytestmark = pytest.mark.system
@@ -36,3 +36,15 @@ def test_experiment_is_valid(spec, out_dir: Path) -> None:
     results = outcome.results
     assert outcome.exit_code == 0, f"{outcome.path}: {results['summary']}"
     assert results["report"].get("error") is None, results["report"]
+
+
+def test_acks_1_loses_writes_when_a_partitioned_leader_keeps_accepting(out_dir: Path) -> None:
+    """The checker, end to end, on a real anomaly: with acks=1 a leader cut off from the cluster
+    (its clients still reach it) acknowledges writes that the new leader never had; when the
+    partition heals it truncates them. Kafka documents exactly this loss for acks=1."""
+    (spec,) = variants("partitioned-leader", seed=SEED)
+    spec = with_overrides(spec, name="partitioned-leader-acks-1", acks=1)
+    outcome = run_experiment(spec, out_dir, report=False)
+    lost = outcome.results["checker"]["anomalies"]["lost"]
+    assert outcome.exit_code == 1, outcome.results["summary"]
+    assert lost["count"] > 0 and lost["examples"][0]["source"] == "ack"
