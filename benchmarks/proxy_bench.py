@@ -146,14 +146,16 @@ def cpu_s(pid: int | None = None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
-def machine_busy_s() -> float | None:
-    """CPU seconds all CPUs spent busy so far (user, nice, system, irq, softirq), if known."""
+def machine_cpu_s() -> tuple[float, float] | None:
+    """CPU seconds all CPUs spent in processes so far (user, nice, system; not irq and softirq,
+    where the kernel counts loopback's receive path and not in any process), and the seconds
+    the hypervisor took from this VM (steal); None if unknown."""
     try:
-        ticks = Path("/proc/stat").read_text().splitlines()[0].split()[1:8]
-    except (OSError, IndexError):
+        ticks = [int(x) for x in Path("/proc/stat").read_text().split(maxsplit=9)[1:9]]
+    except (OSError, ValueError):
         return None
-    user, nice, system, _idle, _iowait, irq, softirq = map(int, ticks)
-    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+    hz = os.sysconf("SC_CLK_TCK")
+    return (ticks[0] + ticks[1] + ticks[2]) / hz, ticks[7] / hz
 
 
 async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str, float | None]:
@@ -176,14 +178,14 @@ async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str
         t["end"] = time.perf_counter()
 
     cpu0, proxy0 = cpu_s(), cpu_s(bench.proxy_pid) if bench.proxy_pid else None
-    all0 = machine_busy_s()
+    all0 = machine_cpu_s()
     with bounded(f"sending {total >> 20} MiB to port {port}", bench.cfg.timeout_s):
         t["start"] = time.perf_counter()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(receive)
             nursery.start_soon(send)
     cpu1, proxy1 = cpu_s(), cpu_s(bench.proxy_pid) if bench.proxy_pid else None
-    all1 = machine_busy_s()
+    all1 = machine_cpu_s()
     await close_pair(client, server)
     wall = t["end"] - t["start"]
     return {
@@ -191,7 +193,8 @@ async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str
         "wall_s": wall,
         "endpoints_cpu_s": cpu1 - cpu0,
         "proxy_cpu_s": None if proxy0 is None or proxy1 is None else proxy1 - proxy0,
-        "machine_cpu_s": None if all0 is None or all1 is None else all1 - all0,
+        "machine_cpu_s": None if all0 is None or all1 is None else all1[0] - all0[0],
+        "steal_s": None if all0 is None or all1 is None else all1[1] - all0[1],
     }
 
 
@@ -238,13 +241,15 @@ async def throughput(bench: Bench, say: Say) -> dict[str, Any]:
     }
 
 
-def rest_of_machine(runs: list[dict[str, Any]]) -> float | None:
-    """CPU seconds per wall second the machine was busy besides this process and the proxy's
-    (other processes, interrupts): above a few tenths, the throughput runs were contended."""
+def rest_of_machine(runs: list[dict[str, Any]]) -> dict[str, float] | None:
+    """CPU seconds per wall second other processes used during the runs (besides this one and
+    the proxy), and steal: above a few tenths, the throughput runs were contended."""
     if any(r["machine_cpu_s"] is None for r in runs):
         return None
+    wall = sum(r["wall_s"] for r in runs)
     used = sum(r["machine_cpu_s"] - r["endpoints_cpu_s"] - (r["proxy_cpu_s"] or 0) for r in runs)
-    return round(max(0.0, used) / sum(r["wall_s"] for r in runs), 2)
+    steal = sum(r["steal_s"] for r in runs)
+    return {"busy": round(max(0.0, used) / wall, 2), "steal": round(steal / wall, 2)}
 
 
 async def paced(bench: Bench, cap: int) -> dict[str, Any]:
@@ -508,6 +513,12 @@ def _cpu(label: str, c: dict[str, float] | None) -> str:
     return f"{label} {c['cpu_s_per_gb']:.2f} s/GB (busy {c['busy']:.2f})"
 
 
+def _rest(rest: dict[str, float] | None) -> str:
+    if rest is None:
+        return "other processes -"
+    return f"other processes busy {rest['busy']:.2f}, steal {rest['steal']:.2f}"
+
+
 def render(r: dict[str, Any]) -> str:
     m, c, tp, lat, blk = (r[k] for k in ("machine", "config", "throughput", "latency", "blocked"))
     runs = lambda xs: ", ".join(f"{x:.0f}" for x in xs)  # noqa: E731
@@ -531,8 +542,8 @@ def render(r: dict[str, Any]) -> str:
         f"(runs: {runs(tp['proxy_runs'])})  proxy / direct {tp['proxy_over_direct']:.3f}",
         f"  CPU, both endpoints: {_cpu('direct', tp['cpu_endpoints_direct'])}, "
         f"{_cpu('proxied', tp['cpu_endpoints_proxied'])}",
-        f"  CPU, {_cpu('proxy process', tp['cpu_proxy_process'])}; rest of the machine "
-        f"busy {'-' if tp['cpu_rest_of_machine'] is None else tp['cpu_rest_of_machine']}",
+        f"  CPU, {_cpu('proxy process', tp['cpu_proxy_process'])}; "
+        f"{_rest(tp['cpu_rest_of_machine'])}",
         f"  proxy's bytes_to_dst counter: {tp['proxy_counted_bytes']} "
         f"({'equal to' if tp['proxy_counted_matches'] else 'DIFFERS from'} the bytes sent)",
         "",

@@ -78,7 +78,8 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
     "--set", "sets", multiple=True, metavar="NAME=VALUE", help="Extra node config (repeatable)."
 )
 @click.option("--dir", "cluster_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Use the running cluster in this directory instead of starting one (custom runs).")  # fmt: skip
+              help="Use the running cluster in this directory instead of starting one (custom runs; "
+                   "its own node configs apply, and replica logs are not read from disk).")  # fmt: skip
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Where run folders are created.")  # fmt: skip
 @click.option("--keep-data", is_flag=True, help="Keep the cluster's data dirs in the run folder.")
@@ -136,7 +137,12 @@ def _specs(name: str | None, opts: dict[str, Any]) -> list:
             with_overrides(s, **common, node_configs={**s.node_configs, **extra} if extra else None)
             for s in specs
         ]
-    brokers = opts["brokers"] or 3
+    broker_ids = tuple(range(1, (opts["brokers"] or 3) + 1))
+    if opts["cluster_dir"] is not None:  # the running cluster's brokers are the targets
+        from cluster import LocalCluster
+
+        broker_ids = tuple(n.node_id for n in LocalCluster.load(opts["cluster_dir"]).spec.brokers)
+    brokers = len(broker_ids)
     duration = opts["duration"] or 30.0
     kinds = parse_kinds(opts["faults"])
     targets = [parse_target(t) for t in opts["targets"].split(",") if t.strip()]
@@ -146,7 +152,7 @@ def _specs(name: str | None, opts: dict[str, Any]) -> list:
         )
     faults = plan_schedule(
         kinds=kinds, targets=targets, duration_s=duration, interval_s=opts["interval"],
-        seed=opts["seed"], brokers=tuple(range(1, brokers + 1)),
+        seed=opts["seed"], brokers=broker_ids,
         latency_ms=opts["latency_ms"], bandwidth_bps=opts["bandwidth"],
     )  # fmt: skip
     spec = ExperimentSpec(

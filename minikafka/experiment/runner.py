@@ -20,7 +20,7 @@ import json
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +30,9 @@ from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.core.types import TopicPartition
-from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
+from minikafka.errors import BrokerError, ClusterError, ErrorCode, MiniKafkaError
 from minikafka.experiment.nemesis import Nemesis
-from minikafka.experiment.spec import TOPIC, ExperimentSpec
+from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.verdict import judge
 from minikafka.experiment.workload import History, _Values, final_read, run_consumer, run_producer
 from minikafka.testing.cli_tools import run_tool
@@ -64,10 +64,20 @@ def run_experiment(
     report: bool = True,
     progress: Progress = lambda _m: None,
 ) -> Outcome:
+    started_here = cluster_dir is None
+    if not started_here:
+        lc = LocalCluster.load(cluster_dir)
+        if spec.fault_proxy and lc.fault_proxy_address is None:
+            raise ClusterError(
+                f"network faults need the fault proxy, and the cluster in {cluster_dir} has none"
+                " (start it with `minikafka cluster up --fault-proxy`)"
+            )
     folder = RunFolder.create(out_base, spec.name)
     progress(f"run folder {folder.path}")
+    if not started_here:
+        # A topic of its own: values restart at 0 in every run, and the checker reads it all.
+        spec = replace(spec, topic=f"{spec.topic}-{folder.path.name}-{int(time.time())}")
     (folder.path / "experiment.json").write_text(json.dumps(spec.to_json(), indent=2) + "\n")
-    started_here = cluster_dir is None
     if started_here:
         plan = plan_cluster(
             base_dir=folder.path / "cluster",
@@ -77,8 +87,6 @@ def run_experiment(
             fault_proxy=spec.fault_proxy,
         )
         lc = LocalCluster.up(plan, progress=progress)
-    else:
-        lc = LocalCluster.load(cluster_dir)
     drive = _Drive(spec, folder, lc, progress)
     try:
         trio.run(drive.main)
@@ -148,7 +156,7 @@ class _Drive:
     async def _run(self, client: ClusterClient, history: History, nemesis_log: JsonLines) -> None:
         spec = self.spec
         nemesis = Nemesis(
-            cluster=self.lc, client=client, topic=TOPIC, history=history, log=nemesis_log,
+            cluster=self.lc, client=client, topic=spec.topic, history=history, log=nemesis_log,
             proxy=self.lc.fault_proxy() if spec.fault_proxy else None,
             seed=spec.seed, progress=self.progress,
         )  # fmt: skip
@@ -194,22 +202,24 @@ class _Drive:
 
     async def _create_topic(self, client: ClusterClient) -> None:
         spec = self.spec
-        topic = CreatableTopic(name=TOPIC, num_partitions=spec.partitions,
+        topic = CreatableTopic(name=spec.topic, num_partitions=spec.partitions,
                                replication_factor=spec.replication_factor)  # fmt: skip
         if spec.assignment is not None:
-            topic = CreatableTopic(name=TOPIC, assignments=[list(r) for r in spec.assignment])
+            topic = CreatableTopic(name=spec.topic, assignments=[list(r) for r in spec.assignment])
         resp = await client.request_any(CreateTopicsRequest(topics=[topic]))
         assert isinstance(resp, CreateTopicsResponse)
         (result,) = resp.topics
-        if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-            raise BrokerError(result.error_code, result.error_message or f"cannot create {TOPIC}")
+        if result.error_code != ErrorCode.NONE:
+            raise BrokerError(
+                result.error_code, result.error_message or f"cannot create {spec.topic}"
+            )
         with trio.fail_after(30):
             while not await self._healthy(client, require_isr=True):
                 await trio.sleep(POLL_S)
 
     async def _healthy(self, client: ClusterClient, *, require_isr: bool) -> bool:
-        md = await client.refresh_metadata([TOPIC])
-        parts = [p for t in md.topics if t.name == TOPIC for p in t.partitions]
+        md = await client.refresh_metadata([self.spec.topic])
+        parts = [p for t in md.topics if t.name == self.spec.topic for p in t.partitions]
         return len(parts) == self.spec.partitions and all(
             p.leader >= 0 and (not require_isr or set(p.isr) == set(p.replicas)) for p in parts
         )
@@ -221,7 +231,7 @@ class _Drive:
         with trio.move_on_after(self.spec.settle_timeout_s):
             while True:
                 try:
-                    moving = await admin.list_partition_reassignments([TOPIC])
+                    moving = await admin.list_partition_reassignments([self.spec.topic])
                     if not moving and await self._healthy(client, require_isr=True):
                         took = trio.current_time() - started
                         self.folder.event("settled", after_s=round(took, 2))
@@ -241,7 +251,7 @@ class _Drive:
         moves_file = self.folder.path / "tool" / "reassignment.json"
         moves_file.parent.mkdir(exist_ok=True)
         moves_file.write_text(json.dumps({"version": 1, "partitions": [
-            {"topic": TOPIC, "partition": p, "replicas": list(rs)} for p, rs in sorted(r.moves.items())
+            {"topic": self.spec.topic, "partition": p, "replicas": list(rs)} for p, rs in sorted(r.moves.items())
         ]}))  # fmt: skip
         mode = ["--throttle-mode", "reassignment"] if r.mode == "kip542" else []
         args = ["reassign", "--execute", "--reassignment-json-file", str(moves_file),
@@ -258,7 +268,7 @@ class _Drive:
         with trio.move_on_after(self.spec.duration_s + self.spec.settle_timeout_s):
             while True:
                 try:
-                    if not await admin.list_partition_reassignments([TOPIC]):
+                    if not await admin.list_partition_reassignments([self.spec.topic]):
                         break
                 except MiniKafkaError:
                     pass  # the controller is busy with a failover: ask again

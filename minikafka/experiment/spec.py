@@ -83,6 +83,7 @@ class Reassign:
 class ExperimentSpec:
     name: str
     description: str = ""
+    topic: str = TOPIC
     brokers: int = 3
     partitions: int = 6
     replication_factor: int = 3
@@ -133,7 +134,7 @@ class ExperimentSpec:
 
     def workload(self) -> WorkloadSpec:
         return WorkloadSpec(
-            topic=TOPIC,
+            topic=self.topic,
             partitions=self.partitions,
             producers=self.producers,
             consumers=self.consumers,

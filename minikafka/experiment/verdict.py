@@ -27,7 +27,7 @@ from minikafka.experiment.invariants import (
     parse_throttle,
 )
 from minikafka.experiment.replica_dump import dump_replicas
-from minikafka.experiment.spec import TOPIC, ExperimentSpec
+from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.workload import decode_value
 
 COUNTERS = ("isr_shrinks", "isr_expands", "fetch_errors")
@@ -50,12 +50,12 @@ def judge(
     history = load_history(run_dir / "history.jsonl")
     dumps = None
     if data_dirs is not None:
-        dumps = parse_dumps(dump_replicas(data_dirs, TOPIC, decode_value))
+        dumps = parse_dumps(dump_replicas(data_dirs, spec.topic, decode_value))
     verdict = check(
         history,
         dumps=dumps,
-        claims=parse_claims(node_logs.leadership_claims(run_dir, TOPIC, t0)),
-        samples=parse_samples(node_logs.replica_samples(run_dir, TOPIC, t0)),
+        claims=parse_claims(node_logs.leadership_claims(run_dir, spec.topic, t0)),
+        samples=parse_samples(node_logs.replica_samples(run_dir, spec.topic, t0)),
         hw_slack_s=HW_SLACK_S,
     )
     throttle = _throttle(spec, run_dir, t0)
