@@ -15,7 +15,7 @@ from minikafka.experiment.schedule import Fault, Target, plan_schedule
 from minikafka.experiment.spec import Expectation, ExperimentSpec, Reassign
 
 # The precise quota mode and small fetches of the system tests (systemtests/harness/runner.py
-# says why): throttled rates then hold within ~1.1x in 5 s windows.
+# says why): throttled rates then hold within ~1.1x of the throttle.
 THROTTLE_NODE_CONFIGS = {
     "replication.quota.precise": "true",
     "replica.fetch.max.bytes": str(64 * 1024),

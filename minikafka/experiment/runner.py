@@ -90,20 +90,28 @@ def run_experiment(
     drive = _Drive(spec, folder, lc, progress)
     try:
         trio.run(drive.main)
+    except Exception as exc:  # noqa: BLE001 - the run is cut short: judged as far as it got
+        drive.errors.append(f"the run stopped early: {_describe(exc)}")
+        progress(drive.errors[-1])
     finally:
         if started_here:
             progress("stopping the cluster")
             lc.down()
         folder.collect_node_logs({n.node_id: n.data_dir for n in lc.spec.nodes})
         folder.close()
-    results = judge(
-        spec,
-        folder.path,
-        t0=drive.t0,
-        data_dirs={n.node_id: n.data_dir for n in lc.spec.brokers} if started_here else None,
-        driver_errors=drive.errors,
-        settled=drive.settled,
-    )
+    if (folder.path / "history.jsonl").exists():
+        results = judge(
+            spec,
+            folder.path,
+            t0=drive.t0,
+            data_dirs={n.node_id: n.data_dir for n in lc.spec.brokers} if started_here else None,
+            driver_errors=drive.errors,
+            settled=drive.settled,
+        )
+    else:  # it never got to the workload: nothing to check
+        results = {"experiment": spec.name, "seed": spec.seed, "valid": "unknown",
+                   "exit_code": 2, "problems": drive.errors,
+                   "summary": "UNKNOWN (exit 2): " + "; ".join(drive.errors)}  # fmt: skip
     results["move_s"] = drive.move_s
     folder.write_results(results)
     if report:
@@ -112,6 +120,13 @@ def run_experiment(
     if started_here and not keep_data:
         shutil.rmtree(folder.path / "cluster", ignore_errors=True)
     return Outcome(path=folder.path, results=results, exit_code=results["exit_code"])
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an exception, the first leaf of a (Trio) exception group."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"
 
 
 class _Drive:

@@ -101,7 +101,12 @@ class ExperimentSpec:
     broker_configs: Mapping[str, str] = field(default_factory=dict)  # dynamic, all brokers
     reassign: Reassign | None = None
     throttle_bytes_per_s: int | None = None  # checked as a windowed bound when set
-    throttle_window_s: float = 5.0
+    # The span the quota itself averages over (REFERENCE.md section 3): Kafka's SimpleRate keeps
+    # N + 1 samples of W (replication.quota.window.num = 11, window.size.seconds = 1), so after
+    # a stretch of underuse (a leader failed, a follower was down) it rightly lets a burst catch
+    # up; shorter windows then exceed T without the quota being broken (measured: 1.32x over 5 s
+    # and 1.13x over 11 s after a failover, in a run whose quota gauge never passed 1.003x).
+    throttle_window_s: float = 12.0
     throttle_tolerance: float = 1.15
     expect: tuple[Expectation, ...] = ()
     fault_proxy: bool = False

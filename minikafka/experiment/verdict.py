@@ -2,7 +2,8 @@
 the experiment's expectations, and whatever kept the run from going as planned.
 
 Valid (exit 0) needs all of: no invalid anomaly in the history, the replica dumps or the node
-logs (minikafka/experiment/checker.py, invariants.py); no 5 s window of throttled bytes above
+logs (minikafka/experiment/checker.py, invariants.py); no window of the quota's length (12 s,
+`ExperimentSpec.throttle_window_s`) with throttled bytes above
 tolerance x T on either side of any broker, when the experiment sets a throttle; every
 expectation holds. Invalid (1) is any of those failing. Unknown (2) is nothing invalid, but
 something unchecked: a partition not read back, a fault that could not be applied or undone, a
