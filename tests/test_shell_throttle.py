@@ -199,7 +199,27 @@ async def test_follower_throttle_bounds_a_100_second_catch_up(autojump_clock, tm
     assert all(abs(r - RATE) <= 0.1 * RATE for r in steady), (min(steady), max(steady))
     # Every admitted byte was charged to the follower sensor (and nothing to the leader's).
     assert b.metrics.counters["follower_replication_throttled_bytes"] == admitted[-1]
+    assert "follower_replication_exempt_bytes" not in b.metrics.counters  # never caught up
     assert "leader_replication_throttled_bytes" not in a.metrics.counters
+
+
+async def test_a_caught_up_follower_counts_its_throttled_bytes_as_exempt(autojump_clock, tmp_path):
+    """KAFKA-4313 on the follower side: B follows every partition caught up while a follower
+    throttle covers them all; each byte it fetches is charged to the sensor and, since it could
+    not have been held back, also counted as exempt (the experiments' bound leaves these out)."""
+    async with brokers(tmp_path) as (a, b):
+        await a.apply(states(isr=[1, 2]), [a.info, b.info])
+        b.set_configs(
+            {(BROKERS, "2"): {FOLLOWER_RATE: str(RATE)}, (TOPICS, TOPIC): {FOLLOWER_REPLICAS: "*"}}
+        )
+        await b.apply(states(isr=[1, 2]), [a.info, b.info])
+        await trio.sleep(1)  # B has fetched (nothing) from every partition: it is caught up
+        total = await preload(a, 2)
+        with trio.fail_after(30):
+            while replicated(b) < total:
+                await trio.sleep(0.1)
+    throttled = b.metrics.counters["follower_replication_throttled_bytes"]
+    assert b.metrics.counters["follower_replication_exempt_bytes"] == throttled == total
 
 
 async def test_leader_throttle_bounds_a_100_second_catch_up(autojump_clock, tmp_path):
@@ -386,11 +406,15 @@ async def test_in_sync_exemption_prevents_isr_thrashing(autojump_clock, tmp_path
         assert peak > THRASH_RATE
         sent = a.metrics.counters["leader_replication_throttled_bytes"]
         assert sent == a.metrics.counters["replication_bytes_out"] > 0
+        exempt_bytes = a.metrics.counters.get("leader_replication_exempt_bytes", 0)
         if exempt:
+            # B never left the ISR: every byte was counted, none could be held back.
+            assert exempt_bytes == sent
             assert (shrinks, expands, alters) == (0, 0, [])
             assert set(isrs) == {(1, 2)}
             assert b.partition(TOPIC).log_end_offset == a.partition(TOPIC).log_end_offset
         else:
+            assert exempt_bytes == 0
             assert shrinks >= 2 and expands >= 2
             assert {tuple(item.new_isr) for r in alters for item in r.partitions} == {(1,), (1, 2)}
             assert (1,) in isrs and isrs[-1] == (1, 2)  # out, and back in once caught up

@@ -221,12 +221,16 @@ class _LeaderThrottle:
         return out
 
     def record(self, data: list[bytes]) -> None:
-        """After the response is built: every byte of the throttle set counts, in-sync too."""
+        """After the response is built: every byte of the throttle set counts, in-sync too;
+        the exempt ones (KAFKA-4313: never held back) are also counted on their own."""
         now = now_ms()
-        for cls, records in zip(self.classes, data, strict=True):
+        exempt = self.rm.config.replication_throttle_in_sync_exempt
+        for cls, in_sync, records in zip(self.classes, self.in_sync, data, strict=True):
             self.quotas.record("leader", cls, len(records), now)
             if cls is not None and records:
                 self.rm.metrics.inc(f"leader_{cls.value}_throttled_bytes", len(records))
+                if in_sync and exempt:
+                    self.rm.metrics.inc(f"leader_{cls.value}_exempt_bytes", len(records))
 
 
 def _leader_error(

@@ -168,7 +168,7 @@ class ReplicaFetcher:
                 request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
             )
             assert isinstance(response, FetchResponse)
-            await self._process(request, response)
+            await self._process(request, response, exempt=throttle.exempt)
 
     async def _back_off(self, *, throttled: bool) -> None:
         """Nothing fetchable: wait until a delayed partition is ready or partitions arrive; when
@@ -189,7 +189,15 @@ class ReplicaFetcher:
         with trio.move_on_after(wait_ms / 1000):
             await self.wakeup.wait()
 
-    async def _process(self, request: FetchRequest, response: FetchResponse) -> None:
+    async def _process(
+        self,
+        request: FetchRequest,
+        response: FetchResponse,
+        *,
+        exempt: frozenset[TopicPartition] = frozenset(),
+    ) -> None:
+        """Append what came; `exempt`: the throttled partitions that were caught up when asked
+        for (KAFKA-4313: counted, never held back)."""
         asked = {(fp.topic, fp.partition): fp.fetch_offset for fp in request.partitions}
         t = now_ms()
         writes: list[AppendWrite] = []
@@ -233,6 +241,8 @@ class ReplicaFetcher:
                 if self.m.quotas is not None and cls is not None:
                     self.m.quotas.record("follower", cls, size, t)
                     self.m.metrics.inc(f"follower_{cls.value}_throttled_bytes", size)
+                    if p.tp in exempt:  # of which the quota could not have held back
+                        self.m.metrics.inc(f"follower_{cls.value}_exempt_bytes", size)
 
     def _prepare_append(
         self, p: LocalPartition, pr: FetchPartitionResponse, t: int
@@ -323,7 +333,9 @@ class _FollowerThrottle:
 
     def __init__(self, m: ReplicaFetcherManager, planner: FetchPlanner, now: int) -> None:
         excluded: set[TopicPartition] = set()
+        exempt_now: set[TopicPartition] = set()
         self.limits: dict[TopicPartition, int] = {}
+        self.exempt: frozenset[TopicPartition] = frozenset()
         quotas = m.quotas
         if quotas is None or m.dynamic is None:
             self.excluded = frozenset()
@@ -343,6 +355,8 @@ class _FollowerThrottle:
                 excluded.add(tp)
             elif cls is not None and not (caught_up and exempt):
                 eligible.setdefault(cls, []).append(tp)
+            elif cls is not None:
+                exempt_now.add(tp)
         if m.config.replication_quota_precise:
             for cls, tps in eligible.items():
                 share = int(quotas.remaining("follower", cls, now) // len(tps))
@@ -352,3 +366,4 @@ class _FollowerThrottle:
                     else:
                         self.limits[tp] = share
         self.excluded = frozenset(excluded)
+        self.exempt = frozenset(exempt_now)
