@@ -43,7 +43,16 @@ def test_indirect_parameter(minikafka_cluster):
     assert "," not in minikafka_cluster.bootstrap()
 
 
+@pytest.mark.trio
+@pytest.mark.minikafka(brokers=2, fault_proxy=True)
+async def test_fault_proxy(minikafka_cluster):
+    proxy = minikafka_cluster.fault_proxy()
+    assert await proxy.partition([[1], [2]]) == [(1, 2), (2, 1)]
+    assert sorted(await proxy.heal()) == [(1, 2), (2, 1)]
+
+
 def test_defaults(minikafka_cluster):
+    assert minikafka_cluster.spec.fault_proxy is None
     assert len(minikafka_cluster.spec.brokers) == 3
     assert minikafka_cluster.spec.node_configs["broker.session.timeout.ms"] == "1500"
     assert all(s.alive for s in minikafka_cluster.status())
@@ -69,13 +78,15 @@ def test_user_tests_get_a_cluster_and_a_client_and_every_cluster_is_stopped(pyte
     pytester.makepyfile(test_user=USER_TESTS)
     base = pytester.path / "basetemp"
     result = pytester.runpytest_subprocess("-v", f"--basetemp={base}", timeout=180)
-    result.assert_outcomes(passed=3)
+    result.assert_outcomes(passed=4)
     clusters = sorted(p.parent for p in base.glob("**/minikafka-cluster/cluster.json"))
-    assert len(clusters) == 3, clusters
+    assert len(clusters) == 4, clusters
     for path in clusters:
         lc = LocalCluster.load(path)
         assert lc.state == "stopped", path
         assert not any(s.alive for s in lc.status()), path
+        proxy = lc.proxy_status()
+        assert proxy is None or not proxy.alive, path
 
 
 def test_the_plugin_is_registered_by_its_entry_point(pytester):

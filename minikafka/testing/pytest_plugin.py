@@ -21,7 +21,8 @@ Configure the cluster with a marker, an indirect parameter, or both (the paramet
 
 Options: `brokers` (3), `configs` (node configs, Kafka's names, on top of `FAST_CONFIGS`),
 `seed` (default `$MINIKAFKA_SEED` or 0), `combined` (the controller inside broker 1, False),
-`ready_timeout_s` (30). An unknown option or a bad value fails the test's setup with one line
+`fault_proxy` (node-to-node links through the fault proxy, False: then
+`minikafka_cluster.fault_proxy()` partitions, delays or caps them), `ready_timeout_s` (30). An unknown option or a bad value fails the test's setup with one line
 naming what is accepted. `FAST_CONFIGS` shortens Kafka's timings that would make a test wait
 (fencing a dead broker takes 1.5 s, not 9 s; a follower that could not fetch retries after
 100 ms, not 1 s, so the first acks=all produce to a new topic is not held a second); any of
@@ -55,9 +56,12 @@ DEFAULTS: Mapping[str, Any] = {
     "configs": {},
     "seed": None,
     "combined": False,
+    "fault_proxy": False,
     "ready_timeout_s": 30.0,
 }
-ACCEPTED = "brokers=N, configs={name: value}, seed=N, combined=bool, ready_timeout_s=S"
+ACCEPTED = (
+    "brokers=N, configs={name: value}, seed=N, combined=bool, fault_proxy=bool, ready_timeout_s=S"
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -119,6 +123,7 @@ def minikafka_cluster(request: pytest.FixtureRequest, tmp_path) -> Iterator[Loca
             seed=options["seed"],
             combined_controller=bool(options["combined"]),
             node_configs=configs,
+            fault_proxy=bool(options["fault_proxy"]),
         )
         lc = LocalCluster.up(spec, ready_timeout_s=float(options["ready_timeout_s"]))
     except MiniKafkaError as exc:
