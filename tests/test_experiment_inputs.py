@@ -50,8 +50,9 @@ def test_claims_samples_and_throttled_bytes_from_node_logs(tmp_path: Path) -> No
     assert node_logs.throttled_bytes(tmp_path, "leader", 100.0) == {
         1: [(1.0, 100), (2.0, 200), (3.0, 20), (4.0, 50)]
     }
-    # 3 shrinks before the restart, 1 after it.
+    # 3 shrinks before the restart, 1 after it; since t=101.5, the 1 and the 1 after the restart.
     assert node_logs.counter_totals(tmp_path, ("isr_shrinks",)) == {"isr_shrinks": 4}
+    assert node_logs.counter_totals(tmp_path, ("isr_shrinks",), since=101.5) == {"isr_shrinks": 2}
 
 
 def test_values_round_trip_through_record_bytes() -> None:

@@ -11,6 +11,7 @@ import pytest
 import trio
 
 from cluster import plan_cluster
+from minikafka.errors import ClusterError
 from minikafka.experiment.nemesis import Nemesis
 from minikafka.experiment.schedule import Fault, Target
 from minikafka.experiment.workload import History
@@ -167,3 +168,49 @@ async def test_heal_undoes_what_a_cut_short_schedule_left(tmp_path: Path, autoju
     await nemesis.heal()
     assert [c[1:] for c in lc.calls[-2:]] == [("resume", 1), ("restart", 2)]
     assert proxy.calls[-1] == ("heal",)
+
+
+async def test_a_heal_step_that_fails_is_recorded_and_the_others_still_run(
+    tmp_path: Path, autojump_clock
+) -> None:
+    proxy = FakeProxy()
+    nemesis, lc, _ = make(tmp_path, proxy)
+    lc.t0 = trio.current_time()
+
+    def resume(node: int) -> None:
+        raise ClusterError(f"node {node} is not running")
+
+    lc.resume = resume  # type: ignore[method-assign]
+    faults = [
+        Fault(kind="pause", target=Target("broker", 1), start_s=1, end_s=100),
+        Fault(kind="kill", target=Target("broker", 2), start_s=1, end_s=100),
+        Fault(kind="partition", target=Target("broker", 3), start_s=1, end_s=100),
+    ]
+    with trio.move_on_after(10):
+        await nemesis.run(faults, lc.t0)
+    await nemesis.heal()
+    assert nemesis.errors == ["heal: resume node 1: node 1 is not running"]
+    assert lc.calls[-1][1:] == ("restart", 2)
+    assert proxy.calls[-1] == ("heal",)
+
+
+async def test_a_clean_restart_that_fails_is_retried_by_heal(
+    tmp_path: Path, autojump_clock
+) -> None:
+    nemesis, lc, _ = make(tmp_path)
+    lc.t0 = trio.current_time()
+    real_restart = lc.restart
+    failures = [ClusterError("node 3 did not become ready within 60 s")]
+
+    def flaky_restart(node: int, **kw: object) -> int:
+        if failures:
+            raise failures.pop()
+        return real_restart(node, **kw)
+
+    lc.restart = flaky_restart  # type: ignore[method-assign]
+    await nemesis.run(
+        [Fault(kind="restart", target=Target("broker", 3), start_s=1, end_s=1)], lc.t0
+    )
+    assert len(nemesis.errors) == 1
+    await nemesis.heal()
+    assert lc.calls == [(1, "restart", 3)]  # the retry, at heal time

@@ -17,7 +17,7 @@ import click
 
 from minikafka.cli.common import emit as emit_rows
 from minikafka.cli.common import fail, friendly_errors, json_option
-from minikafka.errors import ConfigError
+from minikafka.errors import ConfigError, MiniKafkaError
 
 DEFAULT_OUT = Path("runs/experiments")
 
@@ -52,7 +52,7 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
 
 @experiment_cmd.command("run")
 @click.argument("name", required=False)
-@click.option("--brokers", type=int, help="Brokers (custom runs; default 3).")
+@click.option("--brokers", type=click.IntRange(1, 64), help="Brokers (custom runs; default 3).")
 @click.option("--partitions", type=int, help="Partitions of the topic (default 6).")
 @click.option("--replication-factor", type=int, help="Replicas per partition (default 3).")
 @click.option("--duration", type=float, help="Seconds of workload and faults (default 30).")
@@ -72,7 +72,7 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
 @click.option("--bandwidth", type=int, default=256 * 1024, show_default=True,
               help="For bandwidth faults: bytes per second per direction.")  # fmt: skip
 @click.option(
-    "--seed", type=int, default=1, show_default=True, help="Seeds the schedule and targets."
+    "--seed", help="Seeds the schedule and targets (default $MINIKAFKA_SEED, else random; printed)."
 )
 @click.option(
     "--set", "sets", multiple=True, metavar="NAME=VALUE", help="Extra node config (repeatable)."
@@ -88,20 +88,26 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
 @friendly_errors
 def run_cmd(name: str | None, **opts: Any) -> None:
     """Run catalog experiment NAME (see `experiment list`), or a custom one from the options."""
+    from minikafka.cli.reassign import parse_seed
     from minikafka.experiment.runner import run_experiment
 
-    specs = _specs(name, opts)
     if opts["cluster_dir"] is not None and name is not None:
         raise ConfigError(
             "--dir (a running cluster) is for custom runs; catalog runs start their own"
         )
+    opts["seed"] = parse_seed(opts["seed"])
+    specs = _specs(name, opts)
     outcomes = []
     for spec in specs:
-        click.echo(f"== {spec.name}: {spec.description or 'custom experiment'}", err=True)
-        outcome = run_experiment(
-            spec, opts["out"], cluster_dir=opts["cluster_dir"], keep_data=opts["keep_data"],
-            report=not opts["no_report"], progress=lambda m: click.echo(f"  {m}", err=True),
-        )  # fmt: skip
+        what = spec.description or "custom experiment"
+        click.echo(f"== {spec.name} (seed {spec.seed}): {what}", err=True)
+        try:
+            outcome = run_experiment(
+                spec, opts["out"], cluster_dir=opts["cluster_dir"], keep_data=opts["keep_data"],
+                report=not opts["no_report"], progress=lambda m: click.echo(f"  {m}", err=True),
+            )  # fmt: skip
+        except MiniKafkaError as exc:  # no verdict (the cluster would not start, ...): unknown
+            fail(f"{spec.name}: {exc}", 2)
         outcomes.append(outcome)
         if not opts["as_json"]:
             click.echo(f"{spec.name}: {outcome.results['summary']}")
@@ -146,6 +152,9 @@ def _specs(name: str | None, opts: dict[str, Any]) -> list:
     duration = opts["duration"] or 30.0
     kinds = parse_kinds(opts["faults"])
     targets = [parse_target(t) for t in opts["targets"].split(",") if t.strip()]
+    for t in targets:
+        if t.role == "broker" and t.number not in broker_ids:
+            raise ConfigError(f"--targets {t}: no such broker (brokers: {list(broker_ids)})")
     if not targets:
         fail(
             "--targets: expected a comma list of broker:N, controller, leader:P, follower:P, random"

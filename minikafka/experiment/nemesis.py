@@ -14,7 +14,8 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any
 
 import trio
@@ -136,6 +137,7 @@ class Nemesis:
             self._paused.add(node)
             await trio.to_thread.run_sync(lc.pause, node)
         elif fault.kind == "restart":
+            self._down.add(node)  # until it is ready again: heal() retries a failed restart
             await self._restart(node)
         elif fault.kind == "partition":
             others = self._others(node)
@@ -169,13 +171,20 @@ class Nemesis:
         self._down.discard(node)
 
     async def heal(self) -> None:
-        """Undo everything still in force: resume, restart, clear every link."""
-        for node in sorted(self._paused):
-            await trio.to_thread.run_sync(self.cluster.resume, node)
-        self._paused.clear()
-        for node in sorted(self._down):
-            await self._restart(node)
+        """Undo everything still in force: resume, restart, clear every link. A step that fails
+        is recorded in `errors` (the verdict is then unknown) and the other steps still run."""
+        steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
+            (f"resume node {n}", partial(trio.to_thread.run_sync, self.cluster.resume, n))
+            for n in sorted(self._paused)
+        ]
+        steps += [(f"restart node {n}", partial(self._restart, n)) for n in sorted(self._down)]
         if self._links_touched and self.proxy is not None:
-            await self.proxy.heal()
+            steps.append(("clear the proxy's links", self.proxy.heal))
+        for what, step in steps:
+            try:
+                await step()
+            except (MiniKafkaError, OSError) as exc:
+                self.errors.append(f"heal: {what}: {exc}")
+        self._paused.clear()
         self.log.write({"time": round(time.time() - self.history.t0, 3), "event": "healed"})
         self.history.op("nemesis", "info", "heal")

@@ -102,17 +102,23 @@ def throttled_bytes(run_dir: Path, side: str, t0: float) -> dict[int, list[tuple
     return series
 
 
-def counter_totals(run_dir: Path, names: tuple[str, ...]) -> dict[str, int]:
-    """Each counter summed over nodes and over restarts (a restarted node counts from 0 again,
-    so a decrease starts a new incarnation rather than subtracting)."""
+def counter_totals(
+    run_dir: Path, names: tuple[str, ...], *, since: float | None = None
+) -> dict[str, int]:
+    """Each counter's growth summed over nodes and over restarts (a restarted node counts from 0
+    again, so a decrease starts a new incarnation rather than subtracting); with `since` (wall
+    seconds), only from the first line at or after it (a running cluster's logs hold earlier
+    runs too)."""
     totals = dict.fromkeys(names, 0)
     for _node, d in _node_dirs(run_dir):
         prev = dict.fromkeys(names, 0)
         for line in _lines(d / "metrics.jsonl"):
+            before = since is not None and line.get("ts", 0) < since  # only sets the baseline
             for name in names:
                 value = line.get(name)
                 if not isinstance(value, int):
                     continue
-                totals[name] += value - prev[name] if value >= prev[name] else value
+                if not before:
+                    totals[name] += value - prev[name] if value >= prev[name] else value
                 prev[name] = value
     return totals

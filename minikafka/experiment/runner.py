@@ -34,7 +34,14 @@ from minikafka.errors import BrokerError, ClusterError, ErrorCode, MiniKafkaErro
 from minikafka.experiment.nemesis import Nemesis
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.verdict import judge
-from minikafka.experiment.workload import History, _Values, final_read, run_consumer, run_producer
+from minikafka.experiment.workload import (
+    History,
+    WorkloadSpec,
+    _Values,
+    final_read,
+    run_consumer,
+    run_producer,
+)
 from minikafka.testing.cli_tools import run_tool
 from minikafka.testing.run_folder import CaseInfo, JsonLines, RunFolder
 from minikafka.wire.messages import CreatableTopic, CreateTopicsRequest, CreateTopicsResponse
@@ -143,6 +150,7 @@ class _Drive:
         self.errors: list[str] = []
         self.settled = False
         self.move_s: float | None = None  # how long the reassignment took, if there was one
+        self.healed = False
 
     async def main(self) -> None:
         spec = self.spec
@@ -176,12 +184,31 @@ class _Drive:
             seed=spec.seed, progress=self.progress,
         )  # fmt: skip
         workload = spec.workload()
-        values = _Values()
-        stop_consumers = trio.Event()
         t0_trio = trio.current_time()  # producers, nemesis and reassignment run on Trio's clock
-        deadline = t0_trio + spec.duration_s
         self.folder.event("load_start")
         self.progress(f"workload for {spec.duration_s:.0f} s, {len(spec.faults)} faults")
+        try:
+            await self._load_and_heal(client, history, nemesis, workload, t0_trio)
+        finally:
+            if not self.healed:  # cut short (a crash, Ctrl-C): undo the faults all the same
+                with trio.CancelScope(shield=True):
+                    await nemesis.heal()
+        self.progress("final read")
+        await final_read(client, workload, history, FINAL_READ_S)
+        self.folder.event("final_read_end")
+
+    async def _load_and_heal(
+        self,
+        client: ClusterClient,
+        history: History,
+        nemesis: Nemesis,
+        workload: WorkloadSpec,
+        t0_trio: float,
+    ) -> None:
+        spec = self.spec
+        values = _Values()
+        stop_consumers = trio.Event()
+        deadline = t0_trio + spec.duration_s
         async with trio.open_nursery() as background:
             for i in range(spec.consumers):
                 background.start_soon(run_consumer, client, workload, history, i, stop_consumers)
@@ -196,13 +223,11 @@ class _Drive:
             self.folder.event("load_end")
             self.progress("healing")
             await nemesis.heal()
+            self.healed = True
             self.errors.extend(nemesis.errors)
             self.settled = await self._settle(client)
             await trio.sleep(CATCH_UP_S)
             stop_consumers.set()
-        self.progress("final read")
-        await final_read(client, workload, history, FINAL_READ_S)
-        self.folder.event("final_read_end")
 
     def _acked(self, tp: TopicPartition, offset: int, count: int, latency_ms: float) -> None:
         self.folder.record_produced(

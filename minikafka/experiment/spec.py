@@ -134,6 +134,14 @@ class ExperimentSpec:
             raise ConfigError(f"acks {self.acks!r}: expected all (-1), 0 or 1")
         if self.assignment is not None and len(self.assignment) != self.partitions:
             raise ConfigError(f"assignment: expected {self.partitions} replica lists")
+        for f in self.faults:
+            if (
+                f.target.role in ("leader", "follower")
+                and not 0 <= f.target.number < self.partitions
+            ):
+                raise ConfigError(
+                    f"fault target {f.target}: the topic has partitions 0-{self.partitions - 1}"
+                )
         if any(f.needs_proxy for f in self.faults) and not self.fault_proxy:
             object.__setattr__(self, "fault_proxy", True)  # network faults need the proxy
 

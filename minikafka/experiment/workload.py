@@ -7,8 +7,9 @@ an `invoke`, then `ok`, `fail` (definitely not written) or `info` (indeterminate
   op with new values), so a value seen twice in a log is a real duplicate. A record's bytes are
   the value in ASCII, `|`, then padding up to the record size.
 - A send is one Produce request to the partition's current leader. How its outcome is read:
-  NONE is ok; NOT_ENOUGH_REPLICAS, UNKNOWN_TOPIC_OR_PARTITION and a failed connect are `fail`
-  (refused before any append, see server/produce.py); everything else is `info`, including
+  NONE is ok; no known leader, a failed connect, and `DEFINITE_FAILURES` (NOT_ENOUGH_REPLICAS,
+  UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUIRED_ACKS, CORRUPT_MESSAGE: refused before any append,
+  see server/produce.py) are `fail`; everything else is `info`, including
   NOT_LEADER_OR_FOLLOWER, which a leader that appended and then lost the partition also answers
   (Kafka's DelayedProduce), and timeouts.
 - Producers are paced: producer k of n sends its batches `n / batch_rate` seconds apart and skips
@@ -240,35 +241,50 @@ async def final_read(
     client: ClusterClient, spec: WorkloadSpec, history: History, timeout_s: float
 ) -> dict[int, int]:
     """Read every partition from its log start to its high watermark; one op per partition.
-    -> partition -> records read (partitions not finished in time get a `fail` op)."""
+    Errors are retried until `timeout_s`; a partition not read to its end by then (no leader,
+    say) gets a `fail` op and the others are still checked. -> partition -> records read."""
     consumer = Consumer(client, max_wait_ms=100, partition_max_bytes=1 << 20, max_bytes=8 << 20)
     tps = [TopicPartition(spec.topic, p) for p in range(spec.partitions)]
     records: dict[TopicPartition, list[list[int]]] = {tp: [] for tp in tps}
-    ends: dict[TopicPartition, int] = {}
-    todo: dict[TopicPartition, int] | None = None
+    ends: dict[TopicPartition, int] = {}  # the high watermark each partition is read up to
+    todo: dict[TopicPartition, int] = {}  # next offset of the partitions still being read
     # One process per partition: a Jepsen process has one open op at a time.
     for tp in tps:
         history.op(_reader(tp), "invoke", "final-read", topic=tp.topic, partition=tp.partition)
     with trio.move_on_after(timeout_s):
-        await client.refresh_metadata([spec.topic])
-        start = await consumer.list_offsets(tps, earliest=True)
-        ends = await consumer.list_offsets(tps, earliest=False)
-        todo = {tp: start[tp] for tp in tps if start[tp] < ends[tp]}
-        while todo:
-            got = await consumer.fetch_once(todo)
-            for tp, rs in got.items():
-                if rs:
-                    records[tp].extend([r.offset, decode_value(r.value)] for r in rs)
-                    todo[tp] = rs[-1].offset + 1
-                    if todo[tp] >= ends[tp]:
-                        del todo[tp]
+        while len(ends) < len(tps) or todo:
+            progress = False
+            try:
+                unknown = [tp for tp in tps if tp not in ends]
+                if unknown:
+                    await client.refresh_metadata([spec.topic])
+                    led = [tp for tp in unknown if client.leader_of(tp) >= 0]
+                    if led:
+                        start = await consumer.list_offsets(led, earliest=True)
+                        end = await consumer.list_offsets(led, earliest=False)
+                        for tp in led:
+                            ends[tp] = end[tp]
+                            if start[tp] < end[tp]:
+                                todo[tp] = start[tp]
+                        progress = True
+                if todo:
+                    for tp, rs in (await consumer.fetch_once(todo)).items():
+                        if rs:
+                            records[tp].extend([r.offset, decode_value(r.value)] for r in rs)
+                            todo[tp] = rs[-1].offset + 1
+                            if todo[tp] >= ends[tp]:
+                                del todo[tp]
+                            progress = True
+            except* MiniKafkaError:  # a leader moved or is gone: ask again
+                pass
+            if not progress:
+                await trio.sleep(0.2)
     out = {}
     for tp in tps:
-        end = ends.get(tp)
-        if todo is not None and tp not in todo:
+        if tp in ends and tp not in todo:
             history.op(
                 _reader(tp), "ok", "final-read", topic=tp.topic, partition=tp.partition,
-                records=records[tp], log_end_offset=end,
+                records=records[tp], log_end_offset=ends[tp],
             )  # fmt: skip
             out[tp.partition] = len(records[tp])
         else:

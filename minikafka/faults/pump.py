@@ -7,7 +7,8 @@ the other stream) that, chunk by chunk, waits while the link is blocked, waits u
 
 - reads are at most 64 KiB; a direction buffers at most BUFFER_BYTES, then stops reading, so a
   blocked link back-pressures the sender through TCP and memory stays bounded;
-- blocked means bytes wait, never dropped: after the heal everything arrives intact, in order;
+- blocked means bytes wait, never dropped while both ends stay open: after the heal everything
+  arrives intact, in order;
 - a connection that arrives while its link is blocked is accepted, but dst is dialled only after
   the heal (what the node sent meanwhile waits in the buffer);
 - when either side closes, what it sent is delivered (unless the link is blocked) and then both
