@@ -115,3 +115,11 @@ class ConfigError(MiniKafkaError, ValueError):
 
 class ClusterError(MiniKafkaError):
     """Launching or controlling a local cluster failed."""
+
+
+def describe(exc: BaseException) -> str:
+    """One line for an exception: `Type: message`, of the first leaf of a (Trio) exception
+    group, for reports that must say why something stopped."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return f"{type(exc).__name__}: {exc}"

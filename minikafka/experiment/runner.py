@@ -30,7 +30,7 @@ from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.core.types import TopicPartition
-from minikafka.errors import BrokerError, ClusterError, ErrorCode, MiniKafkaError
+from minikafka.errors import BrokerError, ClusterError, ErrorCode, MiniKafkaError, describe
 from minikafka.experiment.nemesis import Nemesis
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.verdict import judge
@@ -98,7 +98,7 @@ def run_experiment(
     try:
         trio.run(drive.main)
     except Exception as exc:  # noqa: BLE001 - the run is cut short: judged as far as it got
-        drive.errors.append(f"the run stopped early: {_describe(exc)}")
+        drive.errors.append(f"the run stopped early: {describe(exc)}")
         progress(drive.errors[-1])
     finally:
         if started_here:
@@ -127,13 +127,6 @@ def run_experiment(
     if started_here and not keep_data:
         shutil.rmtree(folder.path / "cluster", ignore_errors=True)
     return Outcome(path=folder.path, results=results, exit_code=results["exit_code"])
-
-
-def _describe(exc: BaseException) -> str:
-    """One line for an exception, the first leaf of a (Trio) exception group."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"
 
 
 class _Drive:

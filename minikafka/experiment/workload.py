@@ -20,7 +20,6 @@ an `invoke`, then `ok`, `fail` (definitely not written) or `info` (indeterminate
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ from minikafka.client.consumer import Consumer
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError, error_name
+from minikafka.testing.run_folder import JsonLines
 from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
 
 DEFINITE_FAILURES = frozenset(
@@ -48,24 +48,28 @@ METADATA_REFRESH_S = 0.25  # at most this often per client after errors
 
 
 class History:
-    """history.jsonl: ops numbered in order, `time` in seconds since the run started."""
+    """history.jsonl (`JsonLines`, one flushed line per op): ops numbered in order, `time` in
+    seconds since the run started (`t0`, wall clock, the node logs' clock too)."""
 
     def __init__(self, path: Path, t0: float) -> None:
         self.t0 = t0
-        self.count = 0
-        self._out = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - closed in close()
+        self._out = JsonLines(path)
+
+    @property
+    def count(self) -> int:
+        return self._out.count
 
     def op(self, process: str, type_: str, f: str, **fields: Any) -> None:
-        record = {
-            "index": self.count,
-            "time": round(time.time() - self.t0, 4),
-            "process": process,
-            "type": type_,
-            "f": f,
-            **fields,
-        }
-        self.count += 1
-        self._out.write(json.dumps(record, separators=(",", ":")) + "\n")
+        self._out.write(
+            {
+                "index": self._out.count,
+                "time": round(time.time() - self.t0, 4),
+                "process": process,
+                "type": type_,
+                "f": f,
+                **fields,
+            }
+        )
 
     def close(self) -> None:
         self._out.close()

@@ -41,6 +41,7 @@ import trio
 from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.errors import describe
 from minikafka.testing.checker import Verdict
 from minikafka.testing.cli_tools import run_tool
 from minikafka.testing.run_folder import CaseInfo, RunFolder
@@ -407,7 +408,7 @@ def run_case(
     except BaseException as exc:  # noqa: BLE001 - recorded, the test reports it
         if isinstance(exc, KeyboardInterrupt):
             raise
-        run.error = _describe(exc)
+        run.error = describe(exc)
         folder.event("error", error=run.error)
     finally:
         if scenario is not None and scenario.run.prediction is not None:
@@ -415,9 +416,3 @@ def run_case(
         run.wall_s = time.monotonic() - t0
         folder.close()
     return run
-
-
-def _describe(exc: BaseException) -> str:
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}"
