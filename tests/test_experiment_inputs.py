@@ -38,6 +38,8 @@ def test_claims_samples_and_throttled_bytes_from_node_logs(tmp_path: Path) -> No
         {"ts": 103.0, "leader_replication_throttled_bytes": 20, "isr_shrinks": 1},  # restarted
         {"ts": 104.0, "leader_replication_throttled_bytes": 90,
          "leader_replication_exempt_bytes": 40},  # 40 of 70 new bytes were in-sync
+        {"ts": 105.0, "leader_replication_throttled_bytes": 150, "leader_replication_exempt_bytes": 40,
+         "leader_replication_overhead_bytes": 50},  # 50 of 60 new bytes were Kafka headers
     ])  # fmt: skip
     assert node_logs.leadership_claims(tmp_path, "exp", 100.0) == [
         {"node": 1, "time": 0.5, "topic": "exp", "partition": 0, "leader_epoch": 3}
@@ -48,7 +50,7 @@ def test_claims_samples_and_throttled_bytes_from_node_logs(tmp_path: Path) -> No
         "is_leader": True, "log_end_offset": 10, "high_watermark": 8, "isr": [1, 2],
     }  # fmt: skip
     assert node_logs.throttled_bytes(tmp_path, "leader", 100.0) == {
-        1: [(1.0, 100), (2.0, 200), (3.0, 20), (4.0, 50)]
+        1: [(1.0, 100), (2.0, 200), (3.0, 20), (4.0, 50), (5.0, 60)]
     }
     # 3 shrinks before the restart, 1 after it; since t=101.5, the 1 and the 1 after the restart.
     assert node_logs.counter_totals(tmp_path, ("isr_shrinks",)) == {"isr_shrinks": 4}

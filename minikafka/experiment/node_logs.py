@@ -4,7 +4,8 @@
 - replica samples: the rows of replicas.jsonl (server/replica_state_log.py);
 - throttled bytes: per node, the cumulative `leader_*_throttled_bytes` or
   `follower_*_throttled_bytes` counters of metrics.jsonl (server/fetch_serve.py, fetcher.py),
-  less their `*_exempt_bytes` (in-sync replicas' bytes, counted but never held back).
+  less their `*_exempt_bytes` (in-sync replicas' bytes, counted but never held back) and
+  `*_overhead_bytes` (the Kafka headers a leader is charged, which no throttle holds back).
 
 Times are made relative to the run's start (`t0`, wall seconds), like the history's. A line that
 is not JSON (a node killed mid-write leaves at most one) is skipped.
@@ -82,7 +83,9 @@ def replica_samples(run_dir: Path, topic: str, t0: float) -> list[dict[str, Any]
 def throttled_bytes(run_dir: Path, side: str, t0: float) -> dict[int, list[tuple[float, int]]]:
     """node -> [(time, cumulative bytes the throttle on `side` ("leader" | "follower") could
     hold back)]: its `*_throttled_bytes` minus its `*_exempt_bytes`, the in-sync replicas'
-    bytes that KAFKA-4313 counts but never holds back (their rate is the clients' business)."""
+    bytes that KAFKA-4313 counts but never holds back (their rate is the clients' business), and
+    minus its `*_overhead_bytes`, the headers Kafka's leader charges for every response,
+    throttled or not (core/quota_charge.py)."""
 
     def total(line: dict[str, Any], suffix: str) -> int:
         return sum(
@@ -95,7 +98,11 @@ def throttled_bytes(run_dir: Path, side: str, t0: float) -> dict[int, list[tuple
     for node, d in _node_dirs(run_dir):
         points = []
         for line in _lines(d / "metrics.jsonl"):
-            held = total(line, "_throttled_bytes") - total(line, "_exempt_bytes")
+            held = (
+                total(line, "_throttled_bytes")
+                - total(line, "_exempt_bytes")
+                - total(line, "_overhead_bytes")
+            )
             points.append((round(line["ts"] - t0, 3), held))
         if points:
             series[node] = points

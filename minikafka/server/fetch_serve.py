@@ -9,6 +9,11 @@
   the first non-empty partition always whole (core/fetch_limits.py).
 - Long poll: while fewer than `min_bytes` are available and `max_wait_ms` has not passed, the
   request waits for any of its partitions to change, then reads again.
+- Leader throttle (KIP-73, `_LeaderThrottle`): decided per partition at each read, charged once
+  the response is built. Kafka's mode (the default) charges what Kafka's leader records: the
+  size of a Kafka Fetch response made of the throttled partitions, headers included
+  (core/quota_charge.py). The precise mode (`replication.quota.precise`, beyond Kafka) charges
+  record bytes and budgets each response against the allowance left.
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ from __future__ import annotations
 import trio
 
 from minikafka.core.log import check_follower_fetch
-from minikafka.core.replication_quota import ThrottleClass, leader_throttle_class, should_throttle
+from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_size
+from minikafka.core.replication_quota import (
+    ThrottleClass,
+    leader_charge_class,
+    leader_throttle_class,
+    should_throttle,
+)
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import now_ms
@@ -91,10 +102,8 @@ async def handle_fetch(
             rm.isr_updates.maybe_expand(p)
         readable.append((i, fp, p))
 
-    throttle = _LeaderThrottle(rm, req.replica_id, readable) if is_follower else None
+    throttle = _LeaderThrottle(rm, req, readable) if is_follower else None
     data = await _read_until_enough(rm, req, readable, throttle, deadline, early=bool(answers))
-    if throttle is not None:
-        throttle.record(data)
     for (i, fp, p), records in zip(readable, data, strict=True):
         answers[i] = FetchPartitionResponse(
             topic=fp.topic,
@@ -104,16 +113,17 @@ async def handle_fetch(
             log_start_offset=p.log_start_offset,
             records=records if p.is_leader else b"",
         )
-    sent = sum(len(a.records) for a in answers.values())
+    parts = [answers[i] for i in range(len(req.partitions))]
+    if throttle is not None:  # after the response is built, as KafkaApis records it
+        throttle.record(parts)
+    sent = sum(len(a.records) for a in parts)
     rm.metrics.inc("replication_bytes_out" if is_follower else "bytes_out", sent)
     throttle_ms = 0
     if not is_follower:  # KIP-13: consumers are throttled by delaying the response; replicas never
         bound = rm.dynamic.client_quota(client_id)[1] if rm.dynamic is not None else None
         throttle_ms = rm.fetch_quotas.record_and_throttle(client_id, sent, bound, now_ms())
         await trio.sleep(throttle_ms / 1000)
-    return FetchResponse(
-        partitions=[answers[i] for i in range(len(req.partitions))], throttle_time_ms=throttle_ms
-    )
+    return FetchResponse(partitions=parts, throttle_time_ms=throttle_ms)
 
 
 async def _read_until_enough(
@@ -146,10 +156,11 @@ async def _read_until_enough(
         got = await trio.to_thread.run_sync(rm.store.read, specs, req.max_bytes) if specs else []
         data = [b""] * len(readable)
         for k, records in zip(wanted, got, strict=True):
-            limit = limits[k]
-            # Precise mode never lets a throttled partition exceed its allowance, not even
-            # with the one oversized batch KIP-74 would return: it waits for more allowance.
-            data[k] = records if limit is None or len(records) <= limit else b""
+            # Precise mode: a partition read with a positive share may still come back with one
+            # batch larger than it, KIP-74's first batch of the first non-empty partition (at
+            # most one per response). It is sent and charged, so a batch larger than any share
+            # still moves (`_LeaderThrottle` states the bound); dropping it stalled such moves.
+            data[k] = records
         total = sum(len(d) for d in data)
         if early or total >= req.min_bytes or trio.current_time() >= deadline or not readable:
             return data
@@ -167,45 +178,83 @@ PRECISE_RECHECK_S = 0.05
 
 
 class _LeaderThrottle:
-    """The leader side of KIP-73 for one follower fetch (Kafka's shouldLeaderThrottle)."""
+    """The leader side of KIP-73 for one follower fetch (Kafka's shouldLeaderThrottle), and what
+    the response costs the leader's quota.
+
+    Kafka's mode: a throttled partition (not in sync, in a throttle class, quota exceeded at the
+    read) returns nothing; the response is charged afterwards, per sensor, the Kafka wire size
+    of the response's partitions charged to it (`leader_charge_class`), empty and in-sync ones
+    included (core/quota_charge.py). The REPLICATION sensor is charged on every fetch, as Kafka
+    records `sizeOfThrottledPartitions` unconditionally (an empty one is 16 bytes).
+
+    Precise mode (beyond Kafka): each eligible partition of a class may take its share of the
+    allowance left (`Sensor.precise_remaining_bytes` / eligible partitions), and only its record
+    bytes are charged. The bound: a response exceeds its allowance by at most one batch, the
+    oversized first batch KIP-74 returns whole, and only when that partition's share was
+    positive. The excess is charged, so the allowance goes negative and later responses wait
+    until it is paid back: over any D seconds a sensor admits at most T * max(D, W) + B bytes
+    (B the largest batch), and a batch of any size moves once the allowance is positive.
+    """
 
     def __init__(
         self,
         rm: ReplicaManager,
-        follower_id: int,
+        req: FetchRequest,
         readable: list[tuple[int, FetchPartition, LocalPartition]],
     ) -> None:
         self.rm = rm
         self.quotas = rm.replication_quotas
         self.precise = rm.config.replication_quota_precise
-        self.classes: list[ThrottleClass | None] = []
+        self.exempt_in_sync = rm.config.replication_throttle_in_sync_exempt
+        self.classes: list[ThrottleClass | None] = []  # per readable partition
         self.in_sync: list[bool] = []
+        # Per request partition: the sensor its part of the response is charged to, in sync.
+        self.charged: list[ThrottleClass | None] = [None] * len(req.partitions)
+        self.charged_in_sync: list[bool] = [False] * len(req.partitions)
         dynamic = rm.dynamic
-        config = dynamic.broker_config(rm.config.node_id) if dynamic is not None else None
-        for _i, fp, p in readable:
+        if dynamic is None:
+            self.classes = [None] * len(readable)
+            self.in_sync = [False] * len(readable)
+            return
+        config = dynamic.broker_config(rm.config.node_id)
+        follower = req.replica_id
+        for i, fp in enumerate(req.partitions):
+            p = rm.partitions.get(TopicPartition(fp.topic, fp.partition))
+            leader_list, _follower_list = dynamic.topic_throttled_replicas(fp.topic)
+            adding = p.state.adding_replicas if p is not None and p.state is not None else ()
+            self.charged[i] = leader_charge_class(
+                partition=fp.partition,
+                local_id=rm.config.node_id,
+                follower_id=follower,
+                adding_replicas=adding,
+                topic_leader_list=leader_list,
+                config=config,
+            )
+        for i, fp, p in readable:
             cls = None
-            if config is not None and p.state is not None:
+            if p.state is not None:
                 leader_list, _follower_list = dynamic.topic_throttled_replicas(fp.topic)
                 cls = leader_throttle_class(
                     partition=fp.partition,
                     local_id=rm.config.node_id,
-                    follower_id=follower_id,
+                    follower_id=follower,
                     adding_replicas=p.state.adding_replicas,
                     topic_leader_list=leader_list,
                     config=config,
                 )
+            in_sync = p.leader is not None and p.leader.is_in_sync(follower)
             self.classes.append(cls)
-            self.in_sync.append(p.leader is not None and p.leader.is_in_sync(follower_id))
+            self.in_sync.append(in_sync)
+            self.charged_in_sync[i] = in_sync
 
     def limits(self, now: int) -> list[int | None]:
         """Per partition: 0 = throttled (return nothing), None = unlimited, n = precise budget."""
-        exempt = self.rm.config.replication_throttle_in_sync_exempt
-        precise = self.rm.config.replication_quota_precise
+        exempt = self.exempt_in_sync
         out: list[int | None] = []
         shares: dict[ThrottleClass, int] = {}
         for cls, in_sync in zip(self.classes, self.in_sync, strict=True):
             eligible = cls is not None and not (in_sync and exempt)
-            if precise and eligible:
+            if self.precise and eligible:
                 shares[cls] = shares.get(cls, 0) + 1
         for cls, in_sync in zip(self.classes, self.in_sync, strict=True):
             exceeded = self.quotas.exceeded("leader", cls, now)
@@ -213,24 +262,54 @@ class _LeaderThrottle:
                 in_sync=in_sync, throttle_class=cls, quota_exceeded=exceeded, exempt_in_sync=exempt
             ):
                 out.append(0)
-            elif precise and cls in shares and not (in_sync and exempt):  # KAFKA-4313
+            elif self.precise and cls in shares and not (in_sync and exempt):  # KAFKA-4313
                 budget = int(self.quotas.remaining("leader", cls, now) // shares[cls])
                 out.append(max(budget, 0))
             else:
                 out.append(None)
         return out
 
-    def record(self, data: list[bytes]) -> None:
-        """After the response is built: every byte of the throttle set counts, in-sync too;
-        the exempt ones (KAFKA-4313: never held back) are also counted on their own."""
+    def record(self, parts: list[FetchPartitionResponse]) -> None:
+        """Charge the built response (`parts` in request order) to the leader sensors, and
+        count it: `leader_<class>_throttled_bytes` is what the sensor was charged, of which
+        `_exempt_bytes` the records of in-sync replicas (KAFKA-4313: counted, never held back)
+        and `_overhead_bytes` the Kafka headers (Kafka's mode only; never held back either)."""
         now = now_ms()
-        exempt = self.rm.config.replication_throttle_in_sync_exempt
-        for cls, in_sync, records in zip(self.classes, self.in_sync, data, strict=True):
-            self.quotas.record("leader", cls, len(records), now)
-            if cls is not None and records:
-                self.rm.metrics.inc(f"leader_{cls.value}_throttled_bytes", len(records))
-                if in_sync and exempt:
-                    self.rm.metrics.inc(f"leader_{cls.value}_exempt_bytes", len(records))
+        records: dict[ThrottleClass, int] = {}
+        exempt: dict[ThrottleClass, int] = {}
+        charged: dict[ThrottleClass, list[ChargedPartition]] = {}
+        for cls, in_sync, part in zip(self.charged, self.charged_in_sync, parts, strict=True):
+            if cls is None:
+                continue
+            size = len(part.records)
+            records[cls] = records.get(cls, 0) + size
+            if in_sync and self.exempt_in_sync:
+                exempt[cls] = exempt.get(cls, 0) + size
+            charged.setdefault(cls, []).append(
+                ChargedPartition(
+                    topic=part.topic,
+                    records_bytes=size,
+                    diverging=part.diverging_epoch is not None,
+                )
+            )
+        for cls in ThrottleClass:
+            if self.precise:  # beyond Kafka: the record bytes of the charged partitions
+                if cls not in charged:
+                    continue
+                charge, overhead = records[cls], 0
+            elif cls in charged or cls is ThrottleClass.REPLICATION:
+                charge = kafka_fetch_response_size(charged.get(cls, ()))
+                overhead = charge - records.get(cls, 0)
+            else:
+                continue
+            self.quotas.record("leader", cls, charge, now)
+            metrics = self.rm.metrics
+            if charge:
+                metrics.inc(f"leader_{cls.value}_throttled_bytes", charge)
+            if exempt.get(cls):
+                metrics.inc(f"leader_{cls.value}_exempt_bytes", exempt[cls])
+            if overhead:
+                metrics.inc(f"leader_{cls.value}_overhead_bytes", overhead)
 
 
 def _leader_error(
