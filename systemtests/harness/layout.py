@@ -14,35 +14,15 @@ Layouts, with P partitions (even and odd partitions differ; the first replica le
   brokers 1 and 2 (the leaders, which stay). Broker 3 receives every byte: the FOLLOWER
   throttle is the binding one.
 
-The prediction (`predict`). KIP-73's MoveTime = bytes / (T - max(BytesInPerSec)) says why the
-inbound rate is subtracted: the throttle bounds all the traffic of the throttled replicas,
-and the partitions being copied keep receiving writes. It does not say WHICH traffic a broker's
-throttle carries, and that depends on the throttle mode. Per throttled sensor (a broker's
-leader or follower side), what it must carry is catch-up bytes C (the data present when the
-move starts) plus a keep-up rate K (new data on the partitions it counts), so it needs
-C / (T - K) seconds, and the move takes as long as the slowest sensor:
-
-- follower side of a destination: C = the sizes of the partitions it copies, K = their inbound
-  rate (the follower records every throttled partition's bytes, caught up or not);
-- leader side, KIP-73 lists (`lists`): the leader records the bytes of every partition in its
-  leader list for EVERY follower, in-sync ones included (REFERENCE.md section 2, KAFKA-4313
-  exempts them from throttling, not from counting), so K = inbound x (replicas during the
-  move - 1). With r=2 plus one destination that is twice the inbound rate: in `one-to-two`
-  under load the leader side binds at C / (T - 2 IN), well above KIP-73's C / (T - IN);
-- leader side, KIP-542 (`kip542`): only the bytes sent to adding replicas are reassignment
-  traffic, so K = inbound x destinations.
-
-Each sensor's time is `tools/reassign/plan.predict_move_time` for that one broker with K as
-its inbound rate: KIP-73's formula, applied to the traffic each throttle actually carries.
-KIP-73's own figure (max client BytesIn per broker, bytes per broker as the reassign tool's
-planner counts them) is returned too, for comparison. Modelling limits: partitions are taken
-to finish together, and a partition that completes early stops counting, which can only
-shorten the move. Within one fetcher that holds (the follower shuffles its partitions); across
-fetchers it does not quite: a leader copying to two destination brokers gives its allowance to
-whichever fetch comes first, and in `one-to-two` one destination's half finished 15-25 %
-before the other's, after which the leader sheds that half's keep-up traffic. Under load in
-the lists mode that made the move 0.91-0.99 x this prediction at 0.3 x T of load, 0.97-1.00
-at 0.2 x T (systemtests/harness/profiles.py).
+The prediction (`predict`) is the move model of tools/reassign/model.py, shared with
+`reassign plan`: per throttled sensor, catch-up bytes over the throttle less the keep-up rate
+it carries, which depends on the throttle mode (KIP-73's lists charge a leader with its in-sync
+followers' bytes too); KIP-73's own formula is returned for comparison. Modelling limits: the
+partitions are taken to finish together. Across fetchers that does not quite hold: a leader
+copying to two destination brokers gives its allowance to whichever fetch comes first, and in
+`one-to-two` one destination's half finished 15-25 % before the other's, after which the leader
+sheds that half's keep-up traffic. Under load in the lists mode that made the move 0.91-0.99 x
+the prediction at 0.3 x T of load, 0.97-1.00 at 0.2 x T (systemtests/harness/profiles.py).
 """
 
 from __future__ import annotations
@@ -50,7 +30,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tools.reassign.plan import predict_move_time
+from tools.reassign.model import (
+    MovingPartition,
+    SensorLoad,
+    kip73_formula,
+    traffic_prediction,
+)
 
 LAYOUTS = ("wipe", "one-to-two", "two-to-one")
 MODES = ("lists", "kip542")
@@ -144,24 +129,6 @@ def make_layout(name: str, partitions: int) -> Layout:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SensorLoad:
-    broker: int
-    side: str  # "leader" | "follower"
-    catch_up_bytes: int
-    keep_up_bytes_per_s: float
-    seconds: float | None  # None: never finishes (K >= T)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "broker": self.broker,
-            "side": self.side,
-            "catch_up_bytes": self.catch_up_bytes,
-            "keep_up_bytes_per_s": round(self.keep_up_bytes_per_s, 1),
-            "seconds": None if self.seconds is None else round(self.seconds, 3),
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class Prediction:
     seconds: float | None  # the slowest sensor
     binding: SensorLoad | None
@@ -179,6 +146,23 @@ class Prediction:
         }
 
 
+def moving_partitions(
+    layout: Layout, *, sizes: Mapping[int, int], inbound: Mapping[int, float]
+) -> list[MovingPartition]:
+    """The layout's moves as the model takes them."""
+    return [
+        MovingPartition(
+            partition=p,
+            leader=m.leader,
+            replicas=m.replicas,
+            destinations=m.destinations,
+            size_bytes=sizes.get(p, 0),
+            inbound_bytes_per_s=inbound.get(p, 0.0),
+        )
+        for p, m in sorted(layout.moves().items())
+    ]
+
+
 def predict(
     layout: Layout,
     *,
@@ -187,57 +171,16 @@ def predict(
     throttle: float,
     mode: str,
 ) -> Prediction:
-    """The move time of `layout` at `throttle` (module docstring). `sizes`: bytes per partition
-    when the move starts; `inbound`: produce bytes/s per partition during the move."""
+    """The move time of `layout` at `throttle` (tools/reassign/model.py's traffic model).
+    `sizes`: bytes per partition when the move starts; `inbound`: produce bytes/s per partition
+    during the move."""
     if mode not in MODES:
         raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
-    catch: dict[tuple[int, str], int] = {}
-    keep: dict[tuple[int, str], float] = {}
-    sends: dict[int, int] = {}
-    copies: dict[int, int] = {}
-    client_in: dict[int, float] = {}
-    for p, move in layout.moves().items():
-        size, rate = sizes.get(p, 0), inbound.get(p, 0.0)
-        client_in[move.leader] = client_in.get(move.leader, 0.0) + rate
-        if not move.destinations:
-            continue
-        counted = len(move.replicas) - 1 if mode == "lists" else len(move.destinations)
-        key = (move.leader, "leader")
-        catch[key] = catch.get(key, 0) + size * len(move.destinations)
-        keep[key] = keep.get(key, 0.0) + rate * counted
-        sends[move.leader] = sends.get(move.leader, 0) + size * len(move.destinations)
-        for d in move.destinations:
-            catch[(d, "follower")] = catch.get((d, "follower"), 0) + size
-            keep[(d, "follower")] = keep.get((d, "follower"), 0.0) + rate
-            copies[d] = copies.get(d, 0) + size
-    sensors = []
-    for (broker, side), c in sorted(catch.items()):
-        one = predict_move_time(
-            bytes_to_move_per_broker={broker: c},
-            throttle=throttle,
-            bytes_in_per_broker={broker: keep[(broker, side)]},
-        )
-        sensors.append(
-            SensorLoad(
-                broker=broker,
-                side=side,
-                catch_up_bytes=c,
-                keep_up_bytes_per_s=keep[(broker, side)],
-                seconds=one.max_seconds,
-            )
-        )
-    finite = [s for s in sensors if s.seconds is not None]
-    never = len(finite) < len(sensors)
-    binding = None if never or not finite else max(finite, key=lambda s: s.seconds or 0.0)
-    per_broker = {b: max(sends.get(b, 0), copies.get(b, 0)) for b in {*sends, *copies}}
-    kip73 = predict_move_time(
-        bytes_to_move_per_broker=per_broker,
-        throttle=throttle,
-        bytes_in_per_broker={b: client_in.get(b, 0.0) for b in layout.brokers},
-    )
+    moving = moving_partitions(layout, sizes=sizes, inbound=inbound)
+    traffic = traffic_prediction(moving, throttle=throttle, mode=mode)
     return Prediction(
-        seconds=None if binding is None else binding.seconds,
-        binding=binding,
-        sensors=tuple(sensors),
-        kip73_formula_s=kip73.max_seconds,
+        seconds=traffic.seconds,
+        binding=traffic.binding,
+        sensors=traffic.sensors,
+        kip73_formula_s=kip73_formula(moving, throttle=throttle),
     )

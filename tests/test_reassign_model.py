@@ -1,0 +1,154 @@
+"""The move model (tools/reassign/model.py): the traffic model and the simulation of Kafka's
+quota algorithm, with the arithmetic in the comments. MB = 10**6 B, MiB = 2**20 B."""
+
+from __future__ import annotations
+
+import pytest
+
+from tools.reassign.model import (
+    KafkaSettings,
+    MovingPartition,
+    kafka_prediction,
+    kip73_formula,
+    overshoot_bound,
+    sensor_loads,
+    traffic_prediction,
+)
+
+MB = 1_000_000
+MIB = 1 << 20
+
+
+def wipe(partitions: int, size: int, inbound: float = 0.0) -> list[MovingPartition]:
+    """Broker 1 leads everything, broker 2 re-replicates it (the 2-node system test)."""
+    return [
+        MovingPartition(
+            partition=p,
+            leader=1,
+            replicas=(1, 2),
+            destinations=(2,),
+            size_bytes=size,
+            inbound_bytes_per_s=inbound,
+        )
+        for p in range(partitions)
+    ]
+
+
+def decommission(partitions: int, size: int, inbound: float = 0.0) -> list[MovingPartition]:
+    """Broker 1 leads everything and sends it to brokers 2 and 3 (half each); the other of the
+    two is an in-sync follower of each partition (the 3-node one-to-two system test)."""
+    out = []
+    for p in range(partitions):
+        dest = 3 if p % 2 == 0 else 2
+        other = 2 if dest == 3 else 3
+        out.append(
+            MovingPartition(
+                partition=p,
+                leader=1,
+                replicas=(other, dest, 1),
+                destinations=(dest,),
+                size_bytes=size,
+                inbound_bytes_per_s=inbound,
+            )
+        )
+    return out
+
+
+def test_traffic_model_lists_charge_in_sync_followers_to_the_leader():
+    # 100 partitions of 160 kB, 6 kB/s each: IN = 0.6 MB/s. Broker 1's leader side carries the
+    # catch-up 16 MB plus IN for the destination and IN for the in-sync follower.
+    moves = decommission(100, 160_000, 6_000)
+    loads = {(s.broker, s.side): s for s in sensor_loads(moves, "lists")}
+    assert loads[(1, "leader")].keep_up_bytes_per_s == pytest.approx(1.2 * MB)
+    assert loads[(2, "follower")].catch_up_bytes == 8 * MB
+    p = traffic_prediction(moves, throttle=2 * MB, mode="lists")
+    assert p.seconds == pytest.approx(16 / (2 - 1.2))  # 20 s
+    assert p.binding_sides() == {(1, "leader")}
+    assert kip73_formula(moves, throttle=2 * MB) == pytest.approx(16 / (2 - 0.6))
+    kip542 = traffic_prediction(moves, throttle=2 * MB, mode="kip542")
+    assert kip542.seconds == pytest.approx(16 / (2 - 0.6))
+
+
+def test_traffic_model_says_never_when_the_keep_up_fills_the_throttle():
+    p = traffic_prediction(wipe(10, MB, 200_000), throttle=2 * MB, mode="lists")
+    assert p.seconds is None and p.binding is None
+
+
+def test_kafka_with_small_responses_and_frequent_checks_is_the_traffic_model():
+    """Responses of 10 kB (T = 1 MB/s: 1 % of a second) on a follower throttle: Kafka's
+    check-then-charge overshoots by one small response at a time, so the move is C / (T - K)
+    but for the free first window (SimpleRate counts it full: T * W = 1 MB of 60 MB)."""
+    settings = KafkaSettings(
+        response_max_bytes=10_000, partition_max_bytes=10_000, backoff_s=0.01
+    )  # a follower that backs off 1 s (Kafka's default) loses up to a second at each check
+    moves = wipe(10, 6 * MB, 10_000)  # 60 MB, IN = 100 kB/s
+    fluid = traffic_prediction(moves, throttle=MB, mode="lists").seconds
+    kafka = kafka_prediction(
+        moves, throttle=MB, mode="lists", settings=settings, sides=("follower",)
+    ).seconds
+    assert fluid == pytest.approx(60 / 0.9)
+    assert kafka == pytest.approx(fluid, rel=0.03)
+
+
+def test_kafka_leader_headers_cost_budget_when_fetches_are_frequent():
+    """The same on the leader side: each response also charges its headers (10 partitions x
+    ~37 B, plus the response's) and with 10 kB responses a fetch goes out every ~5 ms, so about
+    80 kB/s of the 1 MB/s pays for headers and the move takes some 8 % longer."""
+    settings = KafkaSettings(response_max_bytes=10_000, partition_max_bytes=10_000)
+    moves = wipe(10, 6 * MB, 10_000)
+    fluid = traffic_prediction(moves, throttle=MB, mode="lists").seconds
+    kafka = kafka_prediction(
+        moves, throttle=MB, mode="lists", settings=settings, sides=("leader",)
+    ).seconds
+    assert fluid is not None and kafka is not None and 1.04 * fluid < kafka < 1.15 * fluid
+
+
+def test_kafka_lets_the_first_response_of_each_destination_through_at_once():
+    """One leader, two destinations, 10 MiB responses, T = 4 MB/s, 40 MB to send: at t = 0 the
+    fresh sensor reads 0, both fetchers are checked before either response is charged, so
+    2 x 10 MiB go out at once (5.2 s of budget). The rest follows at the throttle: the move
+    ends about 2 x 10 MiB / T earlier than 40 MB / T = 10 s, and the 12 s window holds more
+    than T (and no more than the overshoot bound)."""
+    moves = decommission(40, MB)
+    sim = kafka_prediction(moves, throttle=4 * MB, mode="kip542")
+    assert sim.seconds is not None and sim.seconds < 10 - 0.5 * (2 * 10 * MIB) / (4 * MB)
+    first = [n for t, n in sim.charged[(1, "leader")] if t < 0.5]
+    assert sum(first) > 2 * 10 * MIB  # both whole responses, headers included
+
+
+def test_kafka_throttle_of_one_byte_per_second_stalls_on_the_leader_side():
+    """The seed article's story (tests/test_shell_leader_charge.py runs it on brokers): the
+    leader's headers keep a 1 B/s quota exceeded for good, while the follower side alone would
+    let one response through each time its samples expire."""
+    moves = wipe(100, 2_000)  # 200 kB: four 64 KiB responses
+    settings = KafkaSettings(response_max_bytes=65_536, time_limit_s=120)
+    leader = kafka_prediction(moves, throttle=1, mode="lists", settings=settings, sides=("leader",))
+    assert leader.seconds is None  # not done in 120 s
+    first = [n for _t, n in leader.charged[(1, "leader")]]
+    assert first[0] > 65_536 and all(n == first[1] for n in first[1:])  # then headers only
+    follower = kafka_prediction(
+        moves, throttle=1, mode="lists", settings=settings, sides=("follower",)
+    )
+    assert follower.seconds == pytest.approx(33, abs=1.5)  # four responses, 11 s apart
+
+
+@pytest.mark.parametrize(
+    ("moves", "fetchers"),
+    [(wipe(100, 1_280_000), 1), (decommission(100, 1_280_000), 2)],
+    ids=["wipe", "decommission"],
+)
+def test_kafka_windows_stay_within_the_overshoot_bound(moves, fetchers):
+    settings = KafkaSettings()
+    sim = kafka_prediction(moves, throttle=8 * MB, mode="lists", settings=settings)
+    bound = overshoot_bound(throttle=8 * MB, fetchers=fetchers, settings=settings)
+    # 8 MB/s + (2 x fetchers x 10 MiB + 2 x 8 MB) / 12 s: 11.08 MB/s for one fetcher, 12.83
+    # for two; the simulation reaches 10.5 MB/s with two (the bound's docstring).
+    assert bound == pytest.approx(8 * MB + (2 * fetchers * 10 * MIB + 16 * MB) / 12)
+    for sensor in sim.charged:
+        rate = sim.max_window_rate(sensor, settings.span_s)
+        assert rate is not None and rate <= bound, (sensor, rate / MB)
+
+
+def test_unknown_mode_is_refused():
+    with pytest.raises(ValueError, match="expected one of lists, kip542"):
+        traffic_prediction(wipe(1, 1), throttle=1, mode="kip73")

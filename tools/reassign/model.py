@@ -1,0 +1,403 @@
+"""How long a throttled move takes: one model for `reassign plan` and the system tests, pure.
+
+A move is described partition by partition (`MovingPartition`: its leader, its replicas during
+the move, the destinations copying it, its size when the move starts and its inbound rate).
+Three predictions are made from it:
+
+1. **KIP-73's formula** (`kip73_formula`): MoveTime = bytes per broker / (T - max(BytesInPerSec)),
+   the admin's arithmetic of KIP-73's Q&A, with the bytes a broker copies in or sends out.
+
+2. **The traffic model** (`traffic_prediction`): KIP-73's formula applied to the traffic each
+   throttle really carries. The formula subtracts the inbound rate because the partitions being
+   copied keep receiving writes; it does not say WHICH traffic a broker's throttle carries, and
+   that depends on the throttle mode. Per throttled sensor (a broker's leader or follower side)
+   what it must carry is catch-up bytes C (the data present when the move starts) plus a
+   keep-up rate K (new data on the partitions it counts), so it needs C / (T - K) seconds, and
+   the move takes as long as the slowest sensor (the binding throttle):
+   - follower side of a destination: C = the sizes of the partitions it copies, K = their
+     inbound rate (the follower records every throttled partition's bytes, caught up or not);
+   - leader side, KIP-73 lists (`lists`): the leader records the bytes of every partition in its
+     leader list for EVERY follower, in-sync ones included (REFERENCE.md section 2: KAFKA-4313
+     exempts them from throttling, not from counting), so K = inbound x (replicas during the
+     move - 1); with r=2 plus one destination that is twice the inbound rate;
+   - leader side, KIP-542 (`kip542`): only the bytes sent to adding replicas are reassignment
+     traffic, so K = inbound x destinations.
+   This is what the precise quota mode achieves (it holds each sensor at its bound). Modelling
+   limits: partitions are taken to finish together; a partition that completes early stops
+   counting, which can only shorten the move.
+
+3. **Kafka's algorithm** (`kafka_prediction`): what Kafka's own quota does with the same
+   traffic, simulated event by event with the broker's own SimpleRate sensor (core/stats.py):
+   a throttle is checked against the rate measured so far and charged after the response, so a
+   response goes out whole (up to `replica.fetch.response.max.bytes`) whenever the quota is not
+   exceeded at the check; a fresh sensor counts its first window as full, so the first
+   responses are free; a leader serving two destinations lets both their responses through
+   before it records either; the leader charges the Kafka wire size of the throttled partitions
+   of every response, headers included (core/quota_charge.py); and checks happen only when a
+   fetch is built or answered: a follower whose quota is exceeded and has nothing else to fetch
+   backs off `replica.fetch.backoff.ms`, a leader whose quota is exceeded answers an idle
+   follower after `replica.fetch.wait.max.ms` (throttled bytes never complete a delayed fetch),
+   but looks again at every write when the partitions are being written to. The simulation
+   returns the move time and, per sensor, the largest rate over a window of the quota's span,
+   to compare with `overshoot_bound`.
+
+Rates are bytes per second, sizes bytes, times seconds.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_size
+from minikafka.core.stats import MetricConfig, Sensor, SimpleRate
+
+MODES = ("lists", "kip542")
+SIDES = ("leader", "follower")
+VALUE = dict(frozen=True, slots=True, kw_only=True)
+
+
+@dataclass(**VALUE)
+class MovingPartition:
+    """One partition during the move."""
+
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]  # during the move: original + adding
+    destinations: tuple[int, ...]  # the adding replicas, which copy it
+    size_bytes: int = 0  # when the move starts
+    inbound_bytes_per_s: float = 0.0
+    topic: str = "t"
+
+    @property
+    def sources(self) -> tuple[int, ...]:
+        """The replicas that hold it already: `reassign --execute` lists them all in the leader
+        list (any of them may lead during the move)."""
+        return tuple(b for b in self.replicas if b not in self.destinations)
+
+
+@dataclass(**VALUE)
+class SensorLoad:
+    broker: int
+    side: str  # "leader" | "follower"
+    catch_up_bytes: int
+    keep_up_bytes_per_s: float
+    seconds: float | None = None  # None: never finishes (K >= T)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "broker": self.broker,
+            "side": self.side,
+            "catch_up_bytes": self.catch_up_bytes,
+            "keep_up_bytes_per_s": round(self.keep_up_bytes_per_s, 1),
+            "seconds": None if self.seconds is None else round(self.seconds, 3),
+        }
+
+
+@dataclass(**VALUE)
+class TrafficPrediction:
+    seconds: float | None  # the slowest sensor; None: some sensor never finishes
+    binding: SensorLoad | None
+    sensors: tuple[SensorLoad, ...]
+
+    def binding_sides(self, tolerance: float = 0.02) -> set[tuple[int, str]]:
+        """The sensors that limit the move (all of them within `tolerance` of the slowest)."""
+        if self.seconds is None:
+            return set()
+        floor = (1 - tolerance) * self.seconds
+        return {(s.broker, s.side) for s in self.sensors if (s.seconds or 0.0) >= floor}
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
+
+
+def sensor_loads(partitions: Iterable[MovingPartition], mode: str) -> list[SensorLoad]:
+    """Catch-up bytes and keep-up rate of every throttled sensor (module docstring, point 2)."""
+    _check_mode(mode)
+    catch: dict[tuple[int, str], int] = {}
+    keep: dict[tuple[int, str], float] = {}
+    for m in partitions:
+        if not m.destinations:
+            continue
+        counted = len(m.replicas) - 1 if mode == "lists" else len(m.destinations)
+        key = (m.leader, "leader")
+        catch[key] = catch.get(key, 0) + m.size_bytes * len(m.destinations)
+        keep[key] = keep.get(key, 0.0) + m.inbound_bytes_per_s * counted
+        for d in m.destinations:
+            catch[(d, "follower")] = catch.get((d, "follower"), 0) + m.size_bytes
+            keep[(d, "follower")] = keep.get((d, "follower"), 0.0) + m.inbound_bytes_per_s
+    return [
+        SensorLoad(broker=b, side=side, catch_up_bytes=c, keep_up_bytes_per_s=keep[(b, side)])
+        for (b, side), c in sorted(catch.items())
+    ]
+
+
+def traffic_prediction(
+    partitions: Sequence[MovingPartition], *, throttle: float, mode: str
+) -> TrafficPrediction:
+    """Each sensor's C / (T - K); the move takes the slowest (module docstring, point 2)."""
+    sensors = []
+    for s in sensor_loads(partitions, mode):
+        room = throttle - s.keep_up_bytes_per_s
+        seconds = 0.0 if s.catch_up_bytes == 0 else (s.catch_up_bytes / room if room > 0 else None)
+        sensors.append(
+            SensorLoad(
+                broker=s.broker,
+                side=s.side,
+                catch_up_bytes=s.catch_up_bytes,
+                keep_up_bytes_per_s=s.keep_up_bytes_per_s,
+                seconds=seconds,
+            )
+        )
+    if any(s.seconds is None for s in sensors):
+        return TrafficPrediction(seconds=None, binding=None, sensors=tuple(sensors))
+    binding = max(sensors, key=lambda s: s.seconds or 0.0, default=None)
+    return TrafficPrediction(
+        seconds=None if binding is None else binding.seconds,
+        binding=binding,
+        sensors=tuple(sensors),
+    )
+
+
+def kip73_formula(partitions: Sequence[MovingPartition], *, throttle: float) -> float | None:
+    """KIP-73's MoveTime: max over brokers of max(bytes copied in, bytes sent out) /
+    (T - max(client BytesInPerSec)); None when T <= max BytesIn (module docstring, point 1)."""
+    sends: dict[int, int] = {}
+    copies: dict[int, int] = {}
+    client_in: dict[int, float] = {}
+    for m in partitions:
+        client_in[m.leader] = client_in.get(m.leader, 0.0) + m.inbound_bytes_per_s
+        sends[m.leader] = sends.get(m.leader, 0) + m.size_bytes * len(m.destinations)
+        for d in m.destinations:
+            copies[d] = copies.get(d, 0) + m.size_bytes
+    room = throttle - max(client_in.values(), default=0.0)
+    worst = max((max(sends.get(b, 0), copies.get(b, 0)) for b in {*sends, *copies}), default=0)
+    if worst == 0:
+        return 0.0
+    return worst / room if room > 0 else None
+
+
+# ---------------------------------------------------------------------------- Kafka's algorithm
+
+
+@dataclass(**VALUE)
+class KafkaSettings:
+    """The node configs the simulation needs (Kafka's defaults), and two physical figures of
+    the machine: how fast a response travels and is appended, and a fetch's round trip."""
+
+    response_max_bytes: int = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
+    partition_max_bytes: int = 1024 * 1024  # replica.fetch.max.bytes
+    wait_max_s: float = 0.5  # replica.fetch.wait.max.ms
+    backoff_s: float = 1.0  # replica.fetch.backoff.ms
+    window_num: int = 11  # replication.quota.window.num
+    window_s: float = 1.0  # replication.quota.window.size.seconds
+    transfer_bytes_per_s: float = 150e6
+    round_trip_s: float = 0.005
+    write_interval_s: float = 0.02  # under load, how often a leader sees a write (a re-check)
+    time_limit_s: float = 3600.0
+
+    @property
+    def span_s(self) -> float:
+        """The quota's span: N windows plus the current one (SimpleRate keeps N + 1 samples)."""
+        return (self.window_num + 1) * self.window_s
+
+
+KAFKA_DEFAULTS = KafkaSettings()
+
+
+@dataclass(**VALUE)
+class KafkaPrediction:
+    seconds: float | None  # None: not done within the time limit
+    responses: int
+    # Per sensor (broker, side): the bytes it was charged over time, [(second, bytes)].
+    charged: dict[tuple[int, str], list[tuple[float, int]]] = field(default_factory=dict)
+
+    def max_window_rate(self, sensor: tuple[int, str], span_s: float) -> float | None:
+        """The largest rate over any window of `span_s` inside the move (sliding by events)."""
+        events = self.charged.get(sensor, [])
+        if not events or self.seconds is None or self.seconds < span_s:
+            return None
+        best, total, j = 0.0, 0, 0
+        for i, (t, _n) in enumerate(events):
+            while j < len(events) and events[j][0] < t + span_s:
+                total += events[j][1]
+                j += 1
+            best = max(best, total / span_s)
+            total -= events[i][1]
+        return best
+
+
+def overshoot_bound(*, throttle: float, fetchers: int, settings: KafkaSettings) -> float:
+    """The largest rate over a window of the quota's span S that Kafka's algorithm allows one
+    sensor shared by `fetchers` fetchers (R = replica.fetch.response.max.bytes, W the window):
+
+        T + (2 * fetchers * R + 2 * T * W) / S
+
+    A check admits while the measured rate is at or under T, and a response is charged after
+    it is built, so at a check each fetcher can have one response of up to R admitted before any
+    of them is charged (two destinations: two responses before the first is recorded). The
+    sensor's own window ends at the check; a window of ours that starts a little earlier also
+    holds the sample the sensor forgot when it expired, which held at most one such round plus
+    a window's worth (T * W). And a fresh sensor counts its first window as full. Measured on
+    the simulation (tests/test_reassign_model.py): a leader serving two destinations at 8 MB/s
+    with 10 MiB responses reaches 10.5 MB/s over 12 s, under this bound of 12.8 MB/s."""
+    burst = 2 * fetchers * settings.response_max_bytes + 2 * throttle * settings.window_s
+    return throttle + burst / settings.span_s
+
+
+@dataclass(slots=True)
+class _Fetcher:
+    """One replica fetcher (destination broker <- leader broker) in the simulation."""
+
+    follower: int
+    leader: int
+    copying: list[MovingPartition]  # partitions it copies (out of sync until caught up)
+    in_sync: list[MovingPartition]  # partitions it follows in sync
+    backlog: float = 0.0
+    done_at: float | None = None
+
+    def finish(self, t: float) -> None:
+        self.done_at = t
+        self.in_sync = [*self.copying, *self.in_sync]
+        self.copying = []
+        self.backlog = 0.0
+
+    @property
+    def keep_up(self) -> float:
+        return sum(m.inbound_bytes_per_s for m in self.copying)
+
+    @property
+    def in_sync_rate(self) -> float:
+        return sum(m.inbound_bytes_per_s for m in self.in_sync)
+
+
+def kafka_prediction(
+    partitions: Sequence[MovingPartition],
+    *,
+    throttle: float,
+    mode: str,
+    settings: KafkaSettings = KAFKA_DEFAULTS,
+    load: bool | None = None,
+    sides: Collection[str] = SIDES,
+) -> KafkaPrediction:
+    """Simulate the move under Kafka's quota algorithm (module docstring, point 3).
+
+    Throttle sets as `reassign --execute` makes them: in `lists` mode every source of a
+    partition is in its leader list and every destination in its follower list; in `kip542`
+    mode only adding replicas are throttled. `sides`: the sides with a rate (both, as the
+    reassign tool sets them). `load`: whether the partitions are being written to (default: any
+    inbound rate), which decides how often a throttled leader looks again.
+
+    Events run in time order: a fetch (checks, then a response scheduled after its round trip
+    and transfer) and a charge (a response recorded into a sensor when it is answered), so a
+    check never sees a charge from its future."""
+    _check_mode(mode)
+    if load is None:
+        load = any(m.inbound_bytes_per_s > 0 for m in partitions)
+    fetchers = _fetchers(partitions)
+    config = MetricConfig(
+        samples=settings.window_num, window_ms=round(settings.window_s * 1000), quota=throttle
+    )
+    sensors: dict[tuple[int, str], Sensor] = {}
+    charged: dict[tuple[int, str], list[tuple[float, int]]] = {}
+    for f in fetchers:
+        for key in ((f.leader, "leader"), (f.follower, "follower")):
+            if key[1] in sides and key not in sensors:
+                sensors[key] = Sensor(f"{key}", SimpleRate(config), config)
+                charged[key] = []
+
+    def exceeded(key: tuple[int, str], t: float) -> bool:
+        return key in sensors and sensors[key].quota_exceeded(round(t * 1000))
+
+    for f in fetchers:
+        f.backlog = float(sum(m.size_bytes for m in f.copying))
+        if f.backlog <= 0:
+            f.finish(0.0)
+    # (time, order, fetcher index or -1 for a charge, sensor, bytes)
+    queue: list[tuple[float, int, int, tuple[int, str], int]] = [
+        (0.0, k, k, (0, ""), 0) for k in range(len(fetchers))
+    ]
+    order = len(queue)
+    last = {k: 0.0 for k in range(len(fetchers))}
+    responses = 0
+
+    def later(t: float, k: int, key: tuple[int, str] = (0, ""), nbytes: int = 0) -> None:
+        nonlocal order
+        order += 1
+        heapq.heappush(queue, (t, order, k, key, nbytes))
+
+    while queue and any(f.done_at is None for f in fetchers):
+        t, _order, k, key, nbytes = heapq.heappop(queue)
+        if t > settings.time_limit_s:
+            return KafkaPrediction(seconds=None, responses=responses, charged=charged)
+        if k < 0:  # a response is charged when it is answered
+            sensors[key].record(nbytes, round(t * 1000))
+            charged[key].append((t, nbytes))
+            continue
+        f = fetchers[k]
+        dt, last[k] = t - last[k], t
+        f.backlog += f.keep_up * dt
+        in_sync_bytes = f.in_sync_rate * dt
+        lead_key, fol_key = (f.leader, "leader"), (f.follower, "follower")
+        # The follower builds its fetch: its throttled partitions out, if its quota is exceeded.
+        asks_copying = bool(f.copying) and not exceeded(fol_key, t)
+        if not asks_copying and not f.in_sync:
+            later(t + settings.backoff_s, k)  # nothing to fetch: back off
+            continue
+        sends = asks_copying and not exceeded(lead_key, t)
+        if asks_copying and not sends and not (load and f.in_sync):
+            # A throttled leader holds the fetch: nothing it may send completes it until the
+            # long poll ends (idle), or it looks again at the next write (load).
+            t += settings.write_interval_s if load else settings.wait_max_s
+            sends = not exceeded(lead_key, t)
+        cap = min(settings.response_max_bytes, len(f.copying) * settings.partition_max_bytes)
+        copied = min(f.backlog, cap) if sends else 0.0
+        carried = copied + in_sync_bytes
+        if carried == 0 and not asks_copying:
+            t += settings.write_interval_s if load else settings.wait_max_s  # an empty long poll
+        t_answer = t + settings.round_trip_s + carried / settings.transfer_bytes_per_s
+        responses += 1
+        listed = _leader_listed(f, mode, asks_copying)
+        if listed and lead_key in sensors:  # the Kafka size of the throttled partitions
+            share = int(copied / len(f.copying)) if asks_copying else 0
+            size = kafka_fetch_response_size(
+                ChargedPartition(
+                    topic=m.topic,
+                    records_bytes=share if m in f.copying else int(m.inbound_bytes_per_s * dt),
+                )
+                for m in listed
+            )
+            later(t_answer, -1, lead_key, size)
+        if copied and fol_key in sensors:
+            later(t_answer, -1, fol_key, int(copied))  # the follower records record bytes only
+        f.backlog -= copied
+        if f.copying and f.backlog <= f.keep_up * settings.round_trip_s:
+            f.finish(t_answer)  # caught up: in sync from now on, still charged as such
+        later(t_answer, k)
+    done = [f.done_at for f in fetchers if f.done_at is not None]
+    return KafkaPrediction(seconds=max(done, default=0.0), responses=responses, charged=charged)
+
+
+def _fetchers(partitions: Sequence[MovingPartition]) -> list[_Fetcher]:
+    """One fetcher per (follower, leader) pair: what it copies and what it follows in sync."""
+    by_pair: dict[tuple[int, int], _Fetcher] = {}
+    for m in partitions:
+        for b in m.replicas:
+            if b == m.leader:
+                continue
+            f = by_pair.setdefault((b, m.leader), _Fetcher(b, m.leader, [], []))
+            (f.copying if b in m.destinations else f.in_sync).append(m)
+    return [f for _pair, f in sorted(by_pair.items())]
+
+
+def _leader_listed(f: _Fetcher, mode: str, asks_copying: bool) -> list[MovingPartition]:
+    """The partitions of this fetch the leader charges (copying ones first): lists mode lists
+    every source, so every partition of the fetch; KIP-542 charges only the partitions sent to
+    an adding replica (a finished one stays adding until its whole move completes: ignored)."""
+    copying = f.copying if asks_copying else []
+    if mode == "lists":
+        return [*copying, *(m for m in f.in_sync if f.leader in m.sources)]
+    return list(copying)
