@@ -168,6 +168,11 @@ class FetchPlanner:
                 self._move_to_end(tp)
             st.delayed_until_ms = now_ms + self.settings.backoff_ms
 
+    def total_lag(self) -> int:
+        """The sum of the known lags (leader HW minus our fetch offset, as of each partition's
+        last response): this fetcher's part of the follower-side SumReplicaLag."""
+        return sum(st.lag for st in self.partitions.values() if st.lag is not None)
+
     def _move_to_end(self, tp: TopicPartition) -> None:
         """PartitionStates.updateAndMoveToEnd, in `rotate` mode only: the random mode shuffles
         anyway, and leaving its order alone keeps its draws what they were for a given seed."""
