@@ -221,7 +221,8 @@ INVALID = [
     ),
     ("brokers", "2", "no.such.config=1", "unknown broker config 'no.such.config': expected one of"),
     ("brokers", "two", f"{LR}=1", "expected a broker id (an integer >= 0) or the cluster default"),
-    ("brokers", "2", f"{LR}=0", "expected a rate in bytes per second, an integer >= 1"),
+    ("brokers", "2", f"{LR}=-1", "expected a rate in bytes per second, an integer >= 0"),
+    ("clients", "x", "consumer_byte_rate=0", "an integer >= 1 (up to"),
     ("users", "x", f"{LR}=1", "expected one of brokers, topics, clients"),
     ("clients", "x", "producer_byte_rate=1,consumer_byte_rate=x", "expected a rate in bytes per"),
     ("topics", None, "leader.replication.throttled.replicas=*", "topics have no default entity"),
@@ -260,3 +261,4 @@ def test_invalid_alters_exit_2_with_one_line_and_change_nothing(cluster):
     assert everything(lc) == before
     assert len(events(lc, 0, "config_changed")) == changes
     assert [applied(lc, b) for b in BROKERS] == [version, version]
+

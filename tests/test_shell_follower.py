@@ -1,4 +1,5 @@
-"""The follower's fetch order and its lag, through the real replica fetcher (server/fetcher.py).
+"""The follower side through the real replica fetcher (server/fetcher.py): its fetch order, its
+lag, and throttles of 0.
 
 Two in-process brokers (minikafka/testing/memory_node.py) under the autojump MockClock, storage
 calls inline: broker 1 (A) leads every partition with ISR {A}, so its HW is its LEO; broker 2
@@ -15,7 +16,14 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
-from minikafka.core.dynamic_config import BROKERS, FOLLOWER_RATE, FOLLOWER_REPLICAS, TOPICS
+from minikafka.core.dynamic_config import (
+    BROKERS,
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    TOPICS,
+)
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
@@ -68,6 +76,7 @@ async def catching_up(
     tmp_path,  # noqa: ANN001
     partition_order: str = "random",
     b_configs: dict | None = None,
+    a_configs: dict | None = None,
 ) -> AsyncIterator[tuple[MemoryBroker, MemoryBroker, list[list[int]]]]:
     """A loaded, B following it; yields (A, B, the partitions each response to B carried data
     for, in request order), which fills while B catches up."""
@@ -108,6 +117,8 @@ async def catching_up(
             )
             assert resp is not None and {p.error_code for p in resp.partitions} == {ErrorCode.NONE}
         await a.writer.barrier()
+        if a_configs:
+            a.set_configs(a_configs)
         if b_configs:
             b.set_configs(b_configs)
         await b.apply(states, [a.info, b.info])
@@ -161,3 +172,41 @@ async def test_a_lagging_follower_reports_its_lag_in_sum_replica_lag(autojump_cl
         await wait_until(lambda: caught_up(b))
         await trio.sleep(1)  # one more (empty) response tells B it has caught up
         assert gauge() == 0
+
+
+# ---------------------------------------------------------------------------- a rate of 0
+
+
+async def test_a_follower_rate_of_0_lets_one_response_through_per_quota_span(
+    autojump_clock, tmp_path
+):
+    """follower.replication.throttled.rate=0 (Kafka accepts >= 0). The first fetch finds
+    nothing measured (Quota.acceptable(0) holds for a measured 0) and brings one response, two
+    batches; its bytes then hold everything back until the sample expires, N*W = 11 s of
+    silence later, when one more response gets through."""
+    zero = {(BROKERS, "2"): {FOLLOWER_RATE: "0"}, (TOPICS, TOPIC): {FOLLOWER_REPLICAS: "*"}}
+    async with catching_up(tmp_path, b_configs=zero) as (_a, b, served):
+        await trio.sleep(10.5)
+        assert [len(got) for got in served] == [2]
+        await trio.sleep(2)
+        assert [len(got) for got in served] == [2, 2]
+        assert not caught_up(b)
+
+
+async def test_a_leader_rate_of_0_lets_at_most_one_response_through_per_quota_span(
+    autojump_clock, tmp_path
+):
+    """leader.replication.throttled.rate=0: as on the follower side the first response finds
+    nothing measured and goes through; then the bytes it charged hold everything back for
+    N*W = 11 s. (Kafka's leader also charges the headers of empty throttled partitions,
+    KafkaApis.sizeOfThrottledPartitions, so its sensor never empties while the follower keeps
+    asking and no second response ever comes; either way, at most one per 11 s.)"""
+    zero = {(BROKERS, "1"): {LEADER_RATE: "0"}, (TOPICS, TOPIC): {LEADER_REPLICAS: "*"}}
+    async with catching_up(tmp_path, a_configs=zero) as (a, b, served):
+        await trio.sleep(0.5)
+        assert [len(got) for got in served] == [2]
+        await trio.sleep(10)
+        assert [len(got) for got in served] == [2]
+        await trio.sleep(20)
+        assert 1 <= len(served) <= 3 and not caught_up(b)
+        assert a.rm.replication_quotas.config.leader_rate == 0
