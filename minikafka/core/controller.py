@@ -39,7 +39,11 @@ from typing import Any
 
 from minikafka.core.controller_alter import alter_one
 from minikafka.core.controller_changes import PartitionChange, fence_changes, unfence_changes
-from minikafka.core.controller_configs import alter_configs, describe_configs
+from minikafka.core.controller_configs import (
+    alter_configs,
+    created_topic_configs,
+    describe_configs,
+)
 from minikafka.core.controller_model import (
     BrokerRecord,
     ControllerConfig,
@@ -54,7 +58,7 @@ from minikafka.core.controller_model import (
 from minikafka.core.controller_reassign import Reassignments
 from minikafka.core.controller_throttles import remove_unclaimed
 from minikafka.core.controller_topics import TopicPlan, plan_topic
-from minikafka.core.dynamic_config import TOPICS, ConfigSnapshot
+from minikafka.core.dynamic_config import ConfigSnapshot
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import (
@@ -382,17 +386,11 @@ class ControllerState:
         lists given at creation, at the next snapshot version)."""
         # KRaft createTopic: leader = first ISR member, leader and partition epochs 0.
         self._topics[plan.name] = dict(plan.configs)
-        if plan.dynamic_configs:
-            version = self._configs.version + 1  # one version for the whole request
-            configs = configs.with_entity(TOPICS, plan.name, plan.dynamic_configs, version=version)
-            fields = {
-                "entity_type": TOPICS,
-                "entity_name": plan.name,
-                "set": dict(sorted(plan.dynamic_configs.items())),
-                "deleted": [],
-                "version": version,
-            }
-            events.append(Event(name="config_changed", fields=fields))
+        if plan.dynamic_configs:  # one snapshot version for the whole request
+            configs, event = created_topic_configs(
+                configs, plan.name, plan.dynamic_configs, version=self._configs.version + 1
+            )
+            events.append(event)
         created: set[TopicPartition] = set()
         for index, (replicas, isr) in enumerate(zip(plan.replicas, plan.isrs, strict=True)):
             tp = TopicPartition(plan.name, index)
