@@ -21,7 +21,8 @@ from minikafka.experiment.runner import run_experiment
 pytestmark = pytest.mark.system
 
 SEED = 6
-SPECS = [s for name in CATALOG for s in variants(name, seed=SEED)]
+# partition-order's variants are compared with each other, by their own test below.
+SPECS = [s for name in CATALOG if name != "partition-order" for s in variants(name, seed=SEED)]
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +49,21 @@ def test_acks_1_loses_writes_when_a_partitioned_leader_keeps_accepting(out_dir: 
     lost = outcome.results["checker"]["anomalies"]["lost"]
     assert outcome.exit_code == 1, outcome.results["summary"]
     assert lost["count"] > 0 and lost["examples"][0]["source"] == "ack"
+
+
+def test_rotation_narrows_the_spread_of_catch_up_times(out_dir: Path) -> None:
+    """partition-order: a wiped broker re-replicates 24 partitions under a follower throttle,
+    two partitions per response. Kafka's rotation serves them round robin, so they catch up
+    close together; KIP-73's shuffle serves some early and some late. Both runs valid, every
+    partition caught up, the rotation's spread of catch-up times the smaller (measured, rotate
+    vs random: seed 6 2.8 vs 9.2 s and 1.8 vs 7.2 s, seed 7 2.2 vs 6.3 s, seed 8 3.0 vs 7.3 s;
+    see README)."""
+    spread = {}
+    for spec in variants("partition-order", seed=SEED):
+        outcome = run_experiment(spec, out_dir, report=False)
+        results = outcome.results
+        assert outcome.exit_code == 0, f"{outcome.path}: {results['summary']}"
+        up = results["catch_up"]
+        assert up["rejoined"] == up["of"] == spec.partitions, results["summary"]
+        spread[spec.node_configs["replica.fetch.partition.order"]] = up["spread_s"]
+    assert spread["rotate"] < spread["random"], spread

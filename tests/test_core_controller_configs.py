@@ -11,7 +11,12 @@ import random
 import msgpack
 
 from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import ControllerConfig, Event, SendUpdateMetadata
+from minikafka.core.controller_model import (
+    ControllerConfig,
+    Event,
+    SendLeaderAndIsr,
+    SendUpdateMetadata,
+)
 from minikafka.core.dynamic_config import BrokerThrottleConfig, ConfigSnapshot, ThrottledReplicas
 from minikafka.errors import ErrorCode
 from minikafka.server.dynamic_configs import DynamicConfigs
@@ -27,6 +32,7 @@ LR = "leader.replication.throttled.rate"
 FR = "follower.replication.throttled.rate"
 LRR = "leader.reassignment.throttled.rate"
 LREP = "leader.replication.throttled.replicas"
+FREP = "follower.replication.throttled.replicas"
 TIMEOUT = 9000
 
 
@@ -204,6 +210,79 @@ def test_kip_542_is_checked_against_the_state_earlier_resources_produce():
     responses, effects = c.alter_configs([res("brokers", "", {LR: "700"})])
     assert codes(responses) == [ErrorCode.INVALID_CONFIG] and effects == []
     assert c.config_snapshot().configs("brokers", "") == {LR: "1000"}
+
+
+# ---------------------------------------------------------------------------- topic creation
+
+
+def test_throttle_lists_given_at_creation_become_the_topics_dynamic_configs():
+    """Kafka's CreateTopics writes a new topic's configs through ConfigurationControlManager
+    like IncrementalAlterConfigs, and the two lists are LogConfig topic configs: stored,
+    described, pushed, normalised by the same validator as `configs --alter`."""
+    c = make()  # topic "t" exists, snapshot version 0
+    topics = [
+        CreatableTopic(name="a", num_partitions=2, replication_factor=2,
+                       configs={LREP: " 1:2 , 0:1 ", FREP: "*", "retention.ms": "1000"}),
+        CreatableTopic(name="b", num_partitions=1, replication_factor=1, configs={FREP: "0:3"}),
+        CreatableTopic(name="plain", num_partitions=1, replication_factor=1),
+    ]  # fmt: skip
+    results, effects = c.create_topics(topics, 0)
+    assert codes(results) == [ErrorCode.NONE] * 3
+    snapshot = c.config_snapshot()
+    assert snapshot.version == 1  # one version for the whole request
+    assert snapshot.configs("topics", "a") == {LREP: "0:1,1:2", FREP: "*"}
+    assert snapshot.configs("topics", "b") == {FREP: "0:3"}
+    assert snapshot.names("topics") == ["a", "b"]
+    assert c.topic_configs("a") == {"retention.ms": "1000"}  # the rest is kept as given
+    [entries] = [r.entries for r in describe(c, "topics", "a")]
+    assert entries == [
+        DescribeConfigsEntry(name=FREP, value="*", source="dynamic_entity"),
+        DescribeConfigsEntry(name=LREP, value="0:1,1:2", source="dynamic_entity"),
+    ]
+    assert [(e.fields["entity_name"], e.fields["set"]) for e in changed(effects)] == [
+        ("a", {FREP: "*", LREP: "0:1,1:2"}),
+        ("b", {FREP: "0:3"}),
+    ]
+    # Pushed once to every live broker, before the LeaderAndIsr that starts the fetchers.
+    push = pushes(effects)[0]
+    assert push.configs == snapshot and push.broker_ids == (1, 2, 3)
+    kinds = [type(e) for e in effects if not isinstance(e, Event)]
+    assert kinds.index(SendUpdateMetadata) < kinds.index(SendLeaderAndIsr)
+    # Kept across a controller restart like any alter.
+    restored = ControllerState.from_doc(
+        c.to_doc(), controller_id=100, config=ControllerConfig(), rng=random.Random(1)
+    )
+    assert restored.config_snapshot() == snapshot
+
+
+def test_a_malformed_throttle_list_refuses_the_topic_and_changes_nothing():
+    c = make()
+    results, effects = c.create_topics(
+        [
+            CreatableTopic(name="bad", num_partitions=1, replication_factor=1,
+                           configs={LREP: "0-1"}),
+            CreatableTopic(name="good", num_partitions=1, replication_factor=1,
+                           configs={LREP: "0:1"}),
+        ],
+        0,
+    )  # fmt: skip
+    assert codes(results) == [ErrorCode.INVALID_CONFIG, ErrorCode.NONE]
+    message = results[0].error_message
+    assert message == f"{LREP}='0-1': expected a comma-separated list of partition:broker, " \
+        "e.g. 0:1,1:2, or *"  # fmt: skip
+    assert c.topic_names() == ["good", "t"]
+    assert c.config_snapshot().names("topics") == ["good"]
+
+
+def test_validate_only_creation_stores_no_lists():
+    c = make()
+    results, effects = c.create_topics(
+        [CreatableTopic(name="a", num_partitions=1, replication_factor=1, configs={LREP: "*"})],
+        0,
+        validate_only=True,
+    )
+    assert codes(results) == [ErrorCode.NONE] and effects == []
+    assert c.config_snapshot() == ConfigSnapshot()
 
 
 # ---------------------------------------------------------------------------- describe

@@ -121,27 +121,51 @@ def test_a_config_both_set_and_deleted_is_refused():
 
 @pytest.mark.parametrize("config", [LR, FR])
 @pytest.mark.parametrize(
-    "text, stored", [("1000000", "1000000"), (" 42 ", "42"), ("1", "1"), (str(LONG_MAX),) * 2]
+    "text, stored",
+    [("1000000", "1000000"), (" 42 ", "42"), ("1", "1"), ("0", "0"), (str(LONG_MAX),) * 2],
 )
-def test_replication_rates_are_integers_of_at_least_one(config, text, stored):
+def test_replication_rates_are_integers_of_at_least_zero(config, text, stored):
+    # Kafka's DynamicConfig.Broker: LONG, atLeast(0).
     assert alter(BROKERS, "1", {config: text}) == {config: stored}
 
 
-@pytest.mark.parametrize("config", [LR, FR, "producer_byte_rate", "consumer_byte_rate"])
+@pytest.mark.parametrize("config", [LR, FR])
+@pytest.mark.parametrize("text", ["-1", "-5", "1.5", "1e6", "abc", "", "1_000", str(2**63)])
+def test_bad_replication_rates_name_the_accepted_form(config, text):
+    with pytest.raises(ConfigError, match=r"expected a rate in bytes per second, an integer >= 0"):
+        alter(BROKERS, "1", {config: text})
+
+
+@pytest.mark.parametrize("config", ["producer_byte_rate", "consumer_byte_rate"])
 @pytest.mark.parametrize("text", ["0", "-1", "-5", "1.5", "1e6", "abc", "", "1_000", str(2**63)])
-def test_bad_rates_name_the_accepted_form(config, text):
-    entity_type = CLIENTS if "byte_rate" in config else BROKERS
-    with pytest.raises(ConfigError, match=r"expected a rate in bytes per second, an integer >= 1"):
-        alter(entity_type, "1", {config: text})
+def test_bad_client_quotas_name_the_accepted_form(config, text):
+    # Kafka's controller refuses a client quota <= 0 (ClientQuotaControlManager, KAFKA-14943).
+    with pytest.raises(ConfigError, match=r"a rate in bytes per second, an integer >= 1 \(up to"):
+        alter(CLIENTS, "1", {config: text})
+    assert alter(CLIENTS, "1", {config: "1"}) == {config: "1"}
 
 
 @pytest.mark.parametrize("config", [LRR, FRR])
-def test_reassignment_rates_are_minus_one_or_positive(config):
+def test_reassignment_rates_are_minus_one_or_at_least_zero(config):
     assert alter(BROKERS, "1", {config: "-1"}) == {config: "-1"}
     assert alter(BROKERS, "1", {config: " 500 "}) == {config: "500"}
-    for text in ["0", "-2", "x", "2.5"]:
+    assert alter(BROKERS, "1", {config: "0"}) == {config: "0"}
+    for text in ["-2", "x", "2.5", ""]:
         with pytest.raises(ConfigError, match=r"expected -1 \(no reassignment throttle\) or a"):
             alter(BROKERS, "1", {config: text})
+
+
+def test_a_zero_rate_is_a_bound_and_minus_one_is_none():
+    snapshot = ConfigSnapshot(
+        version=1,
+        entities={(BROKERS, "1"): {LR: "0", FR: "0", LRR: "0", FRR: "-1"}},
+    )
+    got = effective_broker_config(snapshot, 1)
+    assert (got.leader_rate, got.follower_rate) == (0, 0)
+    assert (got.leader_reassignment_rate, got.follower_reassignment_rate) == (0, None)
+    # KIP-542's rule with a zero replication rate: only a zero reassignment rate fits under it.
+    with pytest.raises(ConfigError, match=f"{LRR}=1 exceeds {LR}=0 in the effective config"):
+        validate_alter(BROKERS, "1", {LRR: "1"}, (), snapshot)
 
 
 @pytest.mark.parametrize(

@@ -1,10 +1,15 @@
-"""Follower fetch planning (core/fetcher.py): KIP-73 shuffled order, back-off, fetcher hashing."""
+"""Follower fetch planning (core/fetcher.py): KIP-73 shuffled order, Kafka's rotation, back-off,
+fetcher hashing."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+
+import pytest
 
 from minikafka.core.fetcher import (
+    ROTATE,
     FetchPlanner,
     FetchSettings,
     FollowerFetchState,
@@ -23,8 +28,8 @@ SETTINGS = FetchSettings(
 )
 
 
-def planner(n: int = 10, seed: int = 1) -> FetchPlanner:
-    p = FetchPlanner(SETTINGS, random.Random(seed))
+def planner(n: int = 10, seed: int = 1, *, partition_order: str = "random") -> FetchPlanner:
+    p = FetchPlanner(replace(SETTINGS, partition_order=partition_order), random.Random(seed))
     for i in range(n):
         p.add(
             TopicPartition("t", i),
@@ -93,6 +98,104 @@ def test_advance_moves_the_fetch_position_and_epoch():
     assert (fp.fetch_offset, fp.last_fetched_epoch) == (77, 5)
     p.remove([tp])
     assert p.build_request(now_ms=0) is None
+
+
+# -- replica.fetch.partition.order=rotate: Kafka's PartitionStates ----------------------------
+
+
+def tp(i: int) -> TopicPartition:
+    return TopicPartition("t", i)
+
+
+# Each step is what the shell tells the planner after a response (or an add/remove), and then
+# the order of the next request. Kafka's AbstractFetcherThread: updateAndMoveToEnd when a
+# partition returned data (validBytes > 0) or got its first response (lag unknown), and in
+# delayPartitions for a partition not already delayed; nothing else reorders.
+ROTATION_STORIES = [
+    ("data moves to the end", [("data", 0), ("data", 1)], [2, 3, 4, 0, 1]),
+    ("in the order the data came", [("data", 3), ("data", 1)], [0, 2, 4, 3, 1]),
+    ("first response moves even without data", [("first", 2)], [0, 1, 3, 4, 2]),
+    ("later empty responses stay put", [("first", 0), ("first", 2), ("empty", 0)], [1, 3, 4, 0, 2]),
+    ("an error delay moves to the end", [("delay", 1)], [0, 2, 3, 4, 1]),
+    ("a second delay while delayed does not", [("delay", 1), ("data", 4), ("delay", 1)], [0, 2, 3, 1, 4]),
+    ("truncation keeps the place", [("truncate", 0)], [0, 1, 2, 3, 4]),
+    ("new partitions join at the end", [("remove", 1), ("add", 7), ("data", 0)], [2, 3, 4, 7, 0]),
+]  # fmt: skip
+
+
+def apply_step(p: FetchPlanner, step: str, i: int) -> None:
+    st = p.partitions.get(tp(i))
+    match step:
+        case "data":
+            p.advance(tp(i), fetch_offset=st.fetch_offset + 5, last_fetched_epoch=3,
+                      returned_data=True)  # fmt: skip
+            p.observe_leader(tp(i), leader_high_watermark=st.fetch_offset + 10)
+        case "first" | "empty":  # an empty response: the first one, or one after a first
+            p.observe_leader(tp(i), leader_high_watermark=st.fetch_offset)
+        case "delay":
+            p.delay(tp(i), now_ms=0)
+        case "truncate":
+            p.advance(tp(i), fetch_offset=0, last_fetched_epoch=1)
+        case "remove":
+            p.remove([tp(i)])
+        case "add":
+            p.add(tp(i), FollowerFetchState(fetch_offset=0, current_leader_epoch=3))
+
+
+@pytest.mark.parametrize(
+    ("steps", "expected"), [(s, e) for _, s, e in ROTATION_STORIES],
+    ids=[name for name, _, _ in ROTATION_STORIES],
+)  # fmt: skip
+def test_rotation_order_after_responses(steps, expected):
+    p = planner(n=5, partition_order=ROTATE)
+    for step, i in steps:
+        apply_step(p, step, i)
+    # Delayed partitions sit out of the request but keep their place in the rotation.
+    assert list(p.partitions) == [tp(i) for i in expected]
+    assert order(p.build_request(now_ms=10_000)) == expected
+
+
+def served_per_round(partition_order: str, *, rounds: int, n: int = 12, cap: int = 2) -> list:
+    """A leader whose response cap lets only the first `cap` partitions of each request carry
+    data (KIP-74 fills in request order): how many responses carried data for each partition,
+    after each round of n / cap requests."""
+    p = planner(n=n, seed=5, partition_order=partition_order)
+    for i in range(n):
+        p.observe_leader(tp(i), leader_high_watermark=10**9)  # lag known: a long way behind
+    served = [0] * n
+    counts = []
+    for _ in range(rounds):
+        for _ in range(n // cap):
+            for fp in p.build_request(now_ms=0).partitions[:cap]:
+                served[fp.partition] += 1
+                p.advance(tp(fp.partition), fetch_offset=fp.fetch_offset + 100,
+                          last_fetched_epoch=3, returned_data=True)  # fmt: skip
+        counts.append(list(served))
+    return counts
+
+
+def test_rotation_serves_every_partition_once_per_round_under_a_response_cap():
+    # 12 partitions, 2 fit in a response: rotation is round robin, 6 requests serve each once.
+    assert served_per_round(ROTATE, rounds=3) == [[1] * 12, [2] * 12, [3] * 12]
+    # The shuffle is fair only on average: after a round some partitions got several responses
+    # and some none (seed 5), which is what spreads their completion times apart.
+    random_counts = served_per_round("random", rounds=3)
+    assert min(random_counts[0]) == 0 and max(random_counts[0]) >= 2
+
+
+def test_random_order_ignores_the_rotation_notices():
+    # The shuffle draws from the same list whatever the responses said, so a seed replays.
+    quiet, told = planner(seed=9), planner(seed=9)
+    for _ in range(5):
+        a, b = order(quiet.build_request(now_ms=0)), order(told.build_request(now_ms=0))
+        assert a == b
+        told.advance(tp(b[0]), fetch_offset=1, last_fetched_epoch=3, returned_data=True)
+        told.delay(tp(b[1]), now_ms=-10_000)  # delayed in the past: ready again at once
+
+
+def test_unknown_partition_order_is_refused():
+    with pytest.raises(ValueError, match="expected one of random, rotate"):
+        replace(SETTINGS, partition_order="fifo")
 
 
 def test_java_string_hash_matches_java():

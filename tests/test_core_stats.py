@@ -103,6 +103,24 @@ def test_quota_exceeded_then_falls_back_as_time_passes() -> None:
     assert s.measure(11_000) == 0.0
 
 
+def test_a_zero_bound_holds_back_everything_once_anything_is_measured() -> None:
+    # A replication rate of 0 (accepted, as Kafka's atLeast(0) accepts it). Quota.acceptable(0)
+    # is `measured <= 0`: true only for a measured 0.
+    s = sensor(SimpleRate, quota=0.0)
+    assert s.measure(0) == 0.0 and not s.quota_exceeded(0)  # nothing measured: acceptable
+    s.record(1, 0)  # one byte
+    for t in (0, 1000, 5000, 10_999):  # 1 B / max(t, 1 s) > 0 while the sample lives
+        assert s.quota_exceeded(t), t
+    # t=11000: the sample is N*W old and purged: measured 0 is acceptable again (a fetcher
+    # that recorded nothing meanwhile may send one more response; see REFERENCE.md section 2).
+    assert not s.quota_exceeded(11_000)
+    # The precise mode's allowance is T * window - S' = 0 - S' <= 0: it never admits a byte.
+    fresh = sensor(SimpleRate, quota=0.0)
+    for t in (0, 500, 20_000):
+        assert fresh.precise_remaining_bytes(t) <= 0 and s.precise_remaining_bytes(t) <= 0
+        assert fresh.remaining_bytes(t) <= 0
+
+
 def test_equal_is_acceptable() -> None:
     s = sensor(Rate, quota=100.0)
     s.record(1000, 0)

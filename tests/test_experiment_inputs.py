@@ -102,3 +102,61 @@ def test_overrides_ignore_unset_options() -> None:
 def test_expectations() -> None:
     e = Expectation(counter="isr_shrinks", op=">=", value=1)
     assert e.holds(2) and not e.holds(0) and str(e) == "isr_shrinks >= 1"
+
+
+# -- per-partition catch-up (experiment/verdict.py `catch_up`) -------------------------------
+
+
+def test_isr_rejoins_are_the_first_expansions_taking_the_broker_back(tmp_path: Path) -> None:
+    n1, n2 = tmp_path / "nodes" / "node-1", tmp_path / "nodes" / "node-2"
+    expand = {"event": "isr_expand", "topic": "exp"}
+    write(n1 / "events.jsonl", [
+        {**expand, "ts": 101.0, "partition": 0, "old_isr": [1, 2], "isr": [1, 2, 3]},  # before
+        {**expand, "ts": 115.0, "partition": 0, "old_isr": [1, 2], "isr": [1, 2, 3]},
+        {**expand, "ts": 118.0, "partition": 0, "old_isr": [1, 2], "isr": [1, 2, 3]},  # again
+        {**expand, "ts": 116.0, "partition": 1, "old_isr": [1], "isr": [1, 2]},  # not broker 3
+        {**expand, "ts": 117.0, "partition": 1, "old_isr": [1, 3], "isr": [1, 2, 3]},  # had it
+        {**expand, "ts": 116.5, "partition": 0, "topic": "other", "old_isr": [1], "isr": [1, 3]},
+    ])  # fmt: skip
+    write(n2 / "events.jsonl", [
+        {**expand, "ts": 119.25, "partition": 2, "old_isr": [2], "isr": [2, 3]},  # a new leader
+    ])  # fmt: skip
+    rejoins = node_logs.isr_rejoins(tmp_path, "exp", 3, 100.0, since_s=10.0)
+    assert rejoins == {0: 15.0, 2: 19.25}
+
+
+def test_catch_up_times_count_from_the_brokers_return(tmp_path: Path) -> None:
+    from minikafka.experiment.verdict import catch_up, summary
+
+    n1 = tmp_path / "nodes" / "node-1"
+    write(n1 / "events.jsonl", [
+        {"event": "isr_expand", "topic": "exp", "ts": 100.0 + t, "partition": p,
+         "old_isr": [1, 2], "isr": [1, 2, 3]}
+        for p, t in [(0, 16.0), (1, 15.5), (2, 21.0)]
+    ])  # fmt: skip
+    wipe = Fault(kind="wipe", target=Target("broker", 3), start_s=10.0, end_s=14.0)
+    spec = ExperimentSpec(name="x", partitions=4, faults=(wipe,), catch_up_broker=3)
+    faults = [
+        {"time": 10.01, "event": "start", "kind": "wipe", "node": 3},
+        {"time": 14.5, "event": "end", "kind": "wipe", "node": 3},  # back (ready) at 14.5 s
+    ]
+    got = catch_up(spec, tmp_path, 100.0, faults)
+    assert got == {
+        "broker": 3, "back_at_s": 14.5, "partitions": {"0": 1.5, "1": 1.0, "2": 6.5},
+        "rejoined": 3, "of": 4, "missing": [3],
+        "min_s": 1.0, "median_s": 1.5, "max_s": 6.5, "spread_s": 5.5,
+    }  # fmt: skip
+    results = {
+        "valid": True, "exit_code": 0, "faults": [], "throttle": {}, "expectations": [],
+        "problems": [], "counters": {"isr_shrinks": 0, "isr_expands": 3},
+        "checker": {"counts": {"leadership_claims": 0}}, "catch_up": got,
+    }  # fmt: skip
+    assert (
+        "  catch-up of broker 3 (back at 14.5 s): 3/4 partitions rejoined the ISR after "
+        "min 1.00 s, median 1.50 s, max 6.50 s; spread 5.50 s"
+    ) in summary(results, "checker").splitlines()
+
+
+def test_catch_up_broker_must_be_one_of_the_brokers() -> None:
+    with pytest.raises(ConfigError, match="catch_up_broker 4: expected a broker id from 1 to 3"):
+        ExperimentSpec(name="x", catch_up_broker=4)

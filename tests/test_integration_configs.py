@@ -31,6 +31,8 @@ FAST = {
 BROKERS = (1, 2)
 LR = "leader.replication.throttled.rate"
 FR = "follower.replication.throttled.rate"
+LREP = "leader.replication.throttled.replicas"
+FREP = "follower.replication.throttled.replicas"
 
 
 @pytest.fixture(scope="module")
@@ -221,7 +223,8 @@ INVALID = [
     ),
     ("brokers", "2", "no.such.config=1", "unknown broker config 'no.such.config': expected one of"),
     ("brokers", "two", f"{LR}=1", "expected a broker id (an integer >= 0) or the cluster default"),
-    ("brokers", "2", f"{LR}=0", "expected a rate in bytes per second, an integer >= 1"),
+    ("brokers", "2", f"{LR}=-1", "expected a rate in bytes per second, an integer >= 0"),
+    ("clients", "x", "consumer_byte_rate=0", "an integer >= 1 (up to"),
     ("users", "x", f"{LR}=1", "expected one of brokers, topics, clients"),
     ("clients", "x", "producer_byte_rate=1,consumer_byte_rate=x", "expected a rate in bytes per"),
     ("topics", None, "leader.replication.throttled.replicas=*", "topics have no default entity"),
@@ -260,3 +263,32 @@ def test_invalid_alters_exit_2_with_one_line_and_change_nothing(cluster):
     assert everything(lc) == before
     assert len(events(lc, 0, "config_changed")) == changes
     assert [applied(lc, b) for b in BROKERS] == [version, version]
+
+
+def test_throttle_lists_given_at_topic_creation_are_its_dynamic_configs(cluster):
+    """`topics create --config leader.replication.throttled.replicas=...` as Kafka's
+    CreateTopics does it: checked by the same validator as `configs --alter`, stored as the
+    topic's dynamic configs (described, pushed to and applied by every broker); a malformed
+    list is one line, exit 2, and no topic. A throttle rate of 0 is accepted (atLeast(0))."""
+    lc = cluster
+    before = max(applied(lc, b) for b in BROKERS)
+    lists = ["--config", f"{LREP}= 1:2 ,0:1", "--config", f"{FREP}=*"]
+    created = run(lc, "topics", "create", "listed", "-p", "2", "-r", "2", *lists, configs=False)
+    assert created.returncode == 0, created.stderr
+    wait_applied(lc, before)  # the brokers hold the lists (pushed before the LeaderAndIsr)
+    assert describe(lc, "--entity-type", "topics", "--entity-name", "listed") == {
+        ("topics", "listed"): {LREP: ("0:1,1:2", "dynamic_entity"), FREP: ("*", "dynamic_entity")}
+    }
+    bad = run(lc, "topics", "create", "bad", "--config", f"{LREP}=0-1", configs=False)
+    lines = bad.stderr.strip().splitlines()
+    assert bad.returncode == 2 and len(lines) == 1, bad.stderr
+    assert "expected a comma-separated list of partition:broker, e.g. 0:1,1:2, or *" in lines[0]
+    listed = run(lc, "topics", "list", "--json", configs=False)
+    assert "bad" not in {row["topic"] for row in json.loads(listed.stdout)}
+
+    alter(lc, "--entity-type", "brokers", "--entity-name", "2", "--add-config", f"{FR}=0")
+    assert describe(lc, "--entity-type", "brokers", "--entity-name", "2")[("brokers", "2")][FR] == (
+        "0",
+        "dynamic_entity",
+    )
+    alter(lc, "--entity-type", "brokers", "--entity-name", "2", "--delete-config", FR)

@@ -50,9 +50,15 @@ def topics_create(
     cluster_dir: Path,
 ) -> None:
     """Create a topic and wait until every partition has a leader."""
+    from minikafka.core.dynamic_config import KNOWN_CONFIGS, TOPICS, validate_changes
     from minikafka.server.config import parse_settings
 
     settings = parse_settings(configs)
+    # The throttled-replica lists become the topic's dynamic configs (core/controller_topics.py):
+    # checked here as `configs --alter` checks them, so a typo is one line and nothing is sent.
+    lists = {k: v for k, v in settings.items() if k in KNOWN_CONFIGS[TOPICS]}
+    if lists:
+        validate_changes(TOPICS, name, lists, ())
 
     async def run() -> None:
         async with open_client(

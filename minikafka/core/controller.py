@@ -39,7 +39,11 @@ from typing import Any
 
 from minikafka.core.controller_alter import alter_one
 from minikafka.core.controller_changes import PartitionChange, fence_changes, unfence_changes
-from minikafka.core.controller_configs import alter_configs, describe_configs
+from minikafka.core.controller_configs import (
+    alter_configs,
+    created_topic_configs,
+    describe_configs,
+)
 from minikafka.core.controller_model import (
     BrokerRecord,
     ControllerConfig,
@@ -336,6 +340,7 @@ class ControllerState:
         results: list[CreatableTopicResult] = []
         events: list[Event] = []
         created: set[TopicPartition] = set()
+        configs = self._configs
         for topic in topics:
             if counts[topic.name] > 1:
                 message = (
@@ -362,14 +367,30 @@ class ControllerState:
                 continue
             results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.NONE))
             if not validate_only:
-                created |= self._create(plan, events)
+                partitions, configs = self._create(plan, events, configs)
+                created |= partitions
         if not created:
             return results, []
-        return results, self._effects(events, created, broker_list_changed=False)
+        push = self._push_configs(configs) if configs is not self._configs else []
+        effects = self._effects(events, created, broker_list_changed=False)
+        # The throttle lists go out before the LeaderAndIsr that starts the new replicas'
+        # fetchers, so no fetch escapes them (KRaft writes a topic's ConfigRecords before its
+        # TopicRecord, in the same batch).
+        n_events = sum(isinstance(e, Event) for e in effects)
+        return results, [*effects[:n_events], *push, *effects[n_events:]]
 
-    def _create(self, plan: TopicPlan, events: list[Event]) -> set[TopicPartition]:
+    def _create(
+        self, plan: TopicPlan, events: list[Event], configs: ConfigSnapshot
+    ) -> tuple[set[TopicPartition], ConfigSnapshot]:
+        """Record the topic and its partitions; -> (them, `configs` with the topic's throttle
+        lists given at creation, at the next snapshot version)."""
         # KRaft createTopic: leader = first ISR member, leader and partition epochs 0.
         self._topics[plan.name] = dict(plan.configs)
+        if plan.dynamic_configs:  # one snapshot version for the whole request
+            configs, event = created_topic_configs(
+                configs, plan.name, plan.dynamic_configs, version=self._configs.version + 1
+            )
+            events.append(event)
         created: set[TopicPartition] = set()
         for index, (replicas, isr) in enumerate(zip(plan.replicas, plan.isrs, strict=True)):
             tp = TopicPartition(plan.name, index)
@@ -382,10 +403,10 @@ class ControllerState:
             "partitions": len(plan.replicas),
             "replication_factor": len(plan.replicas[0]),
             "assignment": [list(r) for r in plan.replicas],
-            "configs": dict(plan.configs),
+            "configs": {**plan.configs, **plan.dynamic_configs},
         }
         events.append(Event(name="topic_created", fields=fields))
-        return created
+        return created, configs
 
     # ------------------------------------------------------------------------ configs
 

@@ -14,7 +14,7 @@ UNKNOWN_TOPIC_OR_PARTITION; anything `dynamic_config` refuses is INVALID_CONFIG 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from minikafka.core.controller_model import Event
 from minikafka.core.dynamic_config import (
@@ -87,6 +87,23 @@ def alter_configs(
         }
         events.append(Event(name="config_changed", fields=fields))
     return responses, snapshot, events
+
+
+def created_topic_configs(
+    snapshot: ConfigSnapshot, topic: str, configs: Mapping[str, str], *, version: int
+) -> tuple[ConfigSnapshot, Event]:
+    """A new topic's throttle lists, given at creation and already validated
+    (core/controller_topics.py): the snapshot holding them at `version`, and the
+    `config_changed` event an alter setting them would emit."""
+    after = snapshot.with_entity(TOPICS, topic, configs, version=version)
+    fields = {
+        "entity_type": TOPICS,
+        "entity_name": topic,
+        "set": dict(sorted(configs.items())),
+        "deleted": [],
+        "version": version,
+    }
+    return after, Event(name="config_changed", fields=fields)
 
 
 def _alter_one(

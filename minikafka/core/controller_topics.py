@@ -5,6 +5,15 @@ assignments and defaults) and `org.apache.kafka.common.internals.Topic.validate`
 placement itself is Kafka's rack-unaware one (core/assignment.py) over the live, unfenced
 brokers sorted by id. Pure functions: the controller applies a `TopicPlan`, or answers with
 the `CreatableTopicResult` error, and one bad topic never stops the others.
+
+Configs given at creation: the two throttled-replica lists
+(`leader.replication.throttled.replicas`, `follower.replication.throttled.replicas`) are topic
+configs in Kafka (LogConfig defines them, validated by ThrottledReplicaListValidator), and
+KRaft's createTopics writes a topic's configs through the same ConfigurationControlManager path
+as IncrementalAlterConfigs. So here they are checked by the validator `configs --alter` uses
+(core/dynamic_config.py), and become the new topic's dynamic configs (`dynamic_configs`), which
+the brokers apply; a malformed list refuses the topic (INVALID_CONFIG). Any other config is kept
+as given (`configs`) and not interpreted.
 """
 
 from __future__ import annotations
@@ -12,11 +21,12 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Container, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from minikafka.core.assignment import AssignmentError, assign_replicas
 from minikafka.core.controller_model import VALUE, ControllerConfig
-from minikafka.errors import ErrorCode
+from minikafka.core.dynamic_config import KNOWN_CONFIGS, TOPICS, validate_changes
+from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import CreatableTopic, CreatableTopicResult
 
 MAX_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
@@ -30,7 +40,9 @@ class TopicPlan:
     name: str
     replicas: list[list[int]]
     isrs: list[list[int]]
-    configs: dict[str, str]
+    configs: dict[str, str]  # kept as given, not interpreted
+    # The throttled-replica lists given at creation, normalised: the topic's dynamic configs.
+    dynamic_configs: dict[str, str] = field(default_factory=dict)
 
 
 def topic_name_error(name: str) -> str | None:
@@ -74,13 +86,19 @@ def plan_topic(
     bad_config = _config_error(topic.configs)
     if bad_config is not None:
         return error(ErrorCode.INVALID_CONFIG, bad_config)
+    dynamic = {k: v for k, v in topic.configs.items() if k in KNOWN_CONFIGS[TOPICS]}
+    try:
+        _name, dynamic, _deletes = validate_changes(TOPICS, topic.name, dynamic, ())
+    except ConfigError as exc:
+        return error(ErrorCode.INVALID_CONFIG, str(exc))
     if topic.assignments:
         result = _manual(topic, registered=registered, live=set(live))
     else:
         result = _automatic(topic, live=live, config=config, rng=rng)
     if isinstance(result, tuple):
         return error(*result)
-    return result
+    static = {k: v for k, v in result.configs.items() if k not in dynamic}
+    return replace(result, configs=static, dynamic_configs=dynamic)
 
 
 def _config_error(configs: object) -> str | None:

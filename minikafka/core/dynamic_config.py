@@ -15,15 +15,19 @@ ClientQuotaManager's `<client-id>` then `<default>` lookup for clients).
 
 Rules (REFERENCE.md section 1):
 
-- replication rates are B/s, integers >= 1 (Kafka accepts any long; 0 or less would stop
-  replication outright, which is never what an operator means, so we refuse it);
+- replication rates are B/s, integers >= 0, as Kafka's DynamicConfig.Broker validates them
+  (`atLeast(0)`). A rate of 0 holds back everything it throttles once anything has been
+  measured: Kafka's Quota.acceptable(0) holds only for a measured 0 (core/stats.py);
 - reassignment rates (KIP-542) are -1 (no reassignment throttle, also the meaning of unset) or an
-  integer >= 1, and may not exceed the matching replication rate when that is set, in the
+  integer >= 0, and may not exceed the matching replication rate when that is set, in the
   EFFECTIVE config of any broker, checked on every alter against the state it would produce;
 - `leader.replication.throttled` / `follower.replication.throttled` (KIP-1009) are true/false;
 - throttled replica lists are `partition:broker` items separated by commas, or the literal `*`;
   whitespace around items is ignored and an empty value throttles nothing;
-- client quotas `producer_byte_rate` / `consumer_byte_rate` are B/s, integers >= 1.
+- client quotas `producer_byte_rate` / `consumer_byte_rate` are B/s, integers >= 1: Kafka's
+  controller refuses 0 and below ("Quota producer_byte_rate must be greater than 0",
+  ClientQuotaControlManager.validateQuotaKeyValue since KAFKA-14943); a zero client quota would
+  ask for an infinite delay (KIP-13's formula divides by the quota).
 
 Values are stored normalised (`" 0:1 , 1:2"` is stored as `"0:1,1:2"`, `"TRUE"` as `"true"`), so
 what `describe` shows is what the brokers apply. Every error is a `ConfigError` whose one-line
@@ -183,22 +187,32 @@ def _digits(text: str) -> int | None:
     return value if -LONG_MAX - 1 <= value <= LONG_MAX else None
 
 
-def _rate(name: str, text: str) -> str:
+def _replication_rate(name: str, text: str) -> str:
+    value = _digits(text)
+    if value is None or value < 0:
+        raise ConfigError(
+            f"{name}={text!r}: expected a rate in bytes per second, an integer >= 0 "
+            f"(up to {LONG_MAX})"
+        )
+    return str(value)
+
+
+def _client_rate(name: str, text: str) -> str:
     value = _digits(text)
     if value is None or value < 1:
         raise ConfigError(
             f"{name}={text!r}: expected a rate in bytes per second, an integer >= 1 "
-            f"(up to {LONG_MAX})"
+            f"(up to {LONG_MAX}; Kafka refuses a client quota of 0)"
         )
     return str(value)
 
 
 def _reassignment_rate(name: str, text: str) -> str:
     value = _digits(text)
-    if value is None or (value < 1 and value != -1):
+    if value is None or (value < 0 and value != -1):
         raise ConfigError(
             f"{name}={text!r}: expected -1 (no reassignment throttle) or a rate in bytes per "
-            "second, an integer >= 1 (KIP-542)"
+            "second, an integer >= 0 (KIP-542)"
         )
     return str(value)
 
@@ -239,8 +253,8 @@ KNOWN_CONFIGS: Mapping[str, Mapping[str, Parser]] = MappingProxyType(
     {
         BROKERS: MappingProxyType(
             {
-                LEADER_RATE: _rate,
-                FOLLOWER_RATE: _rate,
+                LEADER_RATE: _replication_rate,
+                FOLLOWER_RATE: _replication_rate,
                 LEADER_REASSIGNMENT_RATE: _reassignment_rate,
                 FOLLOWER_REASSIGNMENT_RATE: _reassignment_rate,
                 LEADER_ALL: _boolean,
@@ -248,7 +262,9 @@ KNOWN_CONFIGS: Mapping[str, Mapping[str, Parser]] = MappingProxyType(
             }
         ),
         TOPICS: MappingProxyType({LEADER_REPLICAS: _replicas, FOLLOWER_REPLICAS: _replicas}),
-        CLIENTS: MappingProxyType({PRODUCER_BYTE_RATE: _rate, CONSUMER_BYTE_RATE: _rate}),
+        CLIENTS: MappingProxyType(
+            {PRODUCER_BYTE_RATE: _client_rate, CONSUMER_BYTE_RATE: _client_rate}
+        ),
     }
 )
 
@@ -374,10 +390,12 @@ def _merged(snapshot: ConfigSnapshot, entity_type: str, name: str) -> dict[str, 
 
 
 def _optional_rate(value: str | None) -> int | None:
+    """A stored rate as a bound: None when unset or -1 (no reassignment throttle); 0 is a
+    bound (it throttles everything throttleable), not "unset"."""
     if value is None:
         return None
     rate = int(value)
-    return rate if rate >= 1 else None  # -1: no reassignment throttle
+    return rate if rate >= 0 else None
 
 
 def effective_broker_config(snapshot: ConfigSnapshot, broker_id: int) -> BrokerThrottleConfig:

@@ -4,10 +4,17 @@ order, and how each partition's fetch state moves (Kafka's AbstractFetcherThread
 Rules:
 - A fetcher serves the partitions of one source broker; with `num.replica.fetchers` > 1 they are
   spread by Kafka's `AbstractFetcherManager.getFetcherId` hash (`fetcher_index`).
-- Each request lists the ready partitions in a fresh random order from the node's seeded RNG.
-  KIP-73: the leader fills a response in request order up to `replica.fetch.response.max.bytes`
-  (KIP-74), so a fixed order would starve the partitions at the end. (Kafka itself rotates; the
-  mission asks for KIP-73's shuffle.)
+- The leader fills a response in request order up to `replica.fetch.response.max.bytes` (KIP-74),
+  so a fixed order would starve the partitions at the end. Two remedies, by
+  `replica.fetch.partition.order`:
+  - `random` (the default, KIP-73's text): each request lists the ready partitions in a fresh
+    random order from the node's seeded RNG;
+  - `rotate` (what Kafka's code does): partitions keep an order, as in AbstractFetcherThread's
+    `PartitionStates` linked map; new ones join at the end, and a partition moves to the end
+    when a response returned data for it, when its first response arrives (lag unknown until
+    then), or when it is delayed after an error (`updateAndMoveToEnd` in processFetchRequest
+    and delayPartitions). So the partitions that got data go to the back of the next request
+    and the ones the response cap left out come first.
 - A partition whose fetch failed with a retriable error is delayed by `replica.fetch.backoff.ms`
   (Kafka's `delayPartitions`); when no partition is ready, the fetcher backs off until the
   earliest one is (`next_ready_ms`).
@@ -23,6 +30,10 @@ from dataclasses import dataclass
 
 from minikafka.core.types import UNDEFINED_EPOCH, TopicPartition
 from minikafka.wire.messages import FetchPartition, FetchRequest
+
+RANDOM = "random"
+ROTATE = "rotate"
+PARTITION_ORDERS = (RANDOM, ROTATE)  # replica.fetch.partition.order
 
 
 @dataclass(slots=True, kw_only=True)
@@ -44,12 +55,21 @@ class FetchSettings:
     response_max_bytes: int  # replica.fetch.response.max.bytes
     partition_max_bytes: int  # replica.fetch.max.bytes
     backoff_ms: int  # replica.fetch.backoff.ms
+    partition_order: str = RANDOM  # replica.fetch.partition.order (module docstring)
+
+    def __post_init__(self) -> None:
+        if self.partition_order not in PARTITION_ORDERS:
+            raise ValueError(
+                f"partition_order {self.partition_order!r}: expected one of "
+                f"{', '.join(PARTITION_ORDERS)}"
+            )
 
 
 class FetchPlanner:
     def __init__(self, settings: FetchSettings, rng: random.Random) -> None:
         self.settings = settings
         self._rng = rng
+        # Insertion-ordered: with `rotate`, this order is the request order (PartitionStates).
         self.partitions: dict[TopicPartition, FollowerFetchState] = {}
 
     def add(self, tp: TopicPartition, state: FollowerFetchState) -> None:
@@ -69,15 +89,17 @@ class FetchPlanner:
         exclude: frozenset[TopicPartition] = frozenset(),
         limits: Mapping[TopicPartition, int] | None = None,
     ) -> FetchRequest | None:
-        """The next fetch, partitions shuffled (KIP-73); None when nothing is ready to fetch.
+        """The next fetch, partitions shuffled (KIP-73) or in rotation order (Kafka); None when
+        nothing is ready to fetch.
 
         `exclude` leaves partitions out of this request (the follower-side throttle); `limits`
         lowers some partitions' `partition_max_bytes` (the precise throttle mode)."""
         chosen = [tp for tp in self.ready(now_ms) if tp not in exclude]
         if not chosen:
             return None
-        self._rng.shuffle(chosen)
         s = self.settings
+        if s.partition_order == RANDOM:
+            self._rng.shuffle(chosen)
         parts = []
         for tp in chosen:
             st = self.partitions[tp]
@@ -109,23 +131,53 @@ class FetchPlanner:
             return None
         return min(st.delayed_until_ms for st in self.partitions.values())
 
-    def advance(self, tp: TopicPartition, *, fetch_offset: int, last_fetched_epoch: int) -> None:
-        """After an append or a truncation: fetch on from the new log end offset."""
+    def advance(
+        self,
+        tp: TopicPartition,
+        *,
+        fetch_offset: int,
+        last_fetched_epoch: int,
+        returned_data: bool = False,
+    ) -> None:
+        """After an append or a truncation: fetch on from the new log end offset.
+
+        `returned_data`: a response brought records for `tp` and they were appended; with
+        `rotate` it moves to the end (Kafka moves a partition when validBytes > 0)."""
         st = self.partitions.get(tp)
         if st is not None:
             st.fetch_offset = fetch_offset
             st.last_fetched_epoch = last_fetched_epoch
+            if returned_data:
+                self._move_to_end(tp)
 
     def observe_leader(self, tp: TopicPartition, leader_high_watermark: int) -> None:
-        """A response told us the leader's HW: how far behind we are (Kafka's fetch lag)."""
+        """A response told us the leader's HW: how far behind we are (Kafka's fetch lag).
+
+        With `rotate`, a partition's first response moves it to the end even without data
+        (Kafka: `validBytes > 0 || currentFetchState.lag.isEmpty`)."""
         st = self.partitions.get(tp)
         if st is not None and leader_high_watermark >= 0:
+            if st.lag is None:
+                self._move_to_end(tp)
             st.lag = max(0, leader_high_watermark - st.fetch_offset)
 
     def delay(self, tp: TopicPartition, now_ms: int) -> None:
         st = self.partitions.get(tp)
         if st is not None:
+            if st.delayed_until_ms <= now_ms:  # delayPartitions moves only the not yet delayed
+                self._move_to_end(tp)
             st.delayed_until_ms = now_ms + self.settings.backoff_ms
+
+    def total_lag(self) -> int:
+        """The sum of the known lags (leader HW minus our fetch offset, as of each partition's
+        last response): this fetcher's part of the follower-side SumReplicaLag."""
+        return sum(st.lag for st in self.partitions.values() if st.lag is not None)
+
+    def _move_to_end(self, tp: TopicPartition) -> None:
+        """PartitionStates.updateAndMoveToEnd, in `rotate` mode only: the random mode shuffles
+        anyway, and leaving its order alone keeps its draws what they were for a given seed."""
+        if self.settings.partition_order == ROTATE and tp in self.partitions:
+            self.partitions[tp] = self.partitions.pop(tp)
 
 
 def java_string_hash(text: str) -> int:

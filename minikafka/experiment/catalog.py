@@ -156,6 +156,35 @@ def _isr_thrash(seed: int, duration: float | None) -> list[ExperimentSpec]:
     return variants
 
 
+def _partition_order(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # Broker 3 of 3 is wiped at 10 s and back at 14 s with an empty disk: it re-replicates all
+    # 24 partitions (r = 3) from the two others while clients go on producing, held to T by a
+    # follower throttle on every not-caught-up replica (KIP-1009; in-sync ones are exempt, so
+    # only broker 3's catch-up is throttled). Kafka's own quota mode (not the precise one) and
+    # a response cap of two partitions' worth (64 KiB, 32 KiB per partition) make the request
+    # order decide which partitions a response carries (KIP-74). Per partition, the catch-up
+    # time is how long after its return broker 3 rejoined that partition's ISR.
+    d = duration or 30.0
+    t = 500_000
+    wipe = Fault(kind="wipe", target=Target("broker", 3), start_s=10.0, end_s=14.0)
+    return [
+        ExperimentSpec(
+            name=f"partition-order-{order}", seed=seed, duration_s=d, partitions=24,
+            faults=(wipe,), catch_up_broker=3, throttle_bytes_per_s=t,
+            node_configs={
+                "replica.fetch.partition.order": order,
+                "replica.fetch.max.bytes": str(32 * 1024),
+                "replica.fetch.response.max.bytes": str(64 * 1024),
+            },
+            broker_configs={
+                "follower.replication.throttled": "true",
+                "follower.replication.throttled.rate": str(t),
+            },
+        )
+        for order in ("random", "rotate")
+    ]  # fmt: skip
+
+
 CATALOG: dict[str, Entry] = {
     e.name: e
     for e in (
@@ -165,6 +194,7 @@ CATALOG: dict[str, Entry] = {
         Entry(name="wiped-broker-kip1009", question="Does a wiped broker re-replicate within a KIP-1009 broker-wide throttle while clients produce?", build=_wiped_broker),
         Entry(name="reassign-leader-fails", question="What happens to a throttled move whose leader fails mid-move: KIP-73 lists versus KIP-542?", build=_reassign_leader_fails),
         Entry(name="isr-thrash", question="Does throttling in-sync replicas make the ISR thrash, and does KAFKA-4313's exemption stop it?", build=_isr_thrash),
+        Entry(name="partition-order", question="How spread out are the per-partition catch-up times of a throttled re-replication under KIP-73's shuffled fetch order versus Kafka's rotation?", build=_partition_order),
     )
 }  # fmt: skip
 

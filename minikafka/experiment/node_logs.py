@@ -5,7 +5,9 @@
 - throttled bytes: per node, the cumulative `leader_*_throttled_bytes` or
   `follower_*_throttled_bytes` counters of metrics.jsonl (server/fetch_serve.py, fetcher.py),
   less their `*_exempt_bytes` (in-sync replicas' bytes, counted but never held back) and
-  `*_overhead_bytes` (the Kafka headers a leader is charged, which no throttle holds back).
+  `*_overhead_bytes` (the Kafka headers a leader is charged, which no throttle holds back);
+- ISR rejoins: the leaders' `isr_expand` events that took a given broker back into a
+  partition's ISR (server/isr_updates.py), for per-partition catch-up times.
 
 Times are made relative to the run's start (`t0`, wall seconds), like the history's. A line that
 is not JSON (a node killed mid-write leaves at most one) is skipped.
@@ -77,6 +79,25 @@ def replica_samples(run_dir: Path, topic: str, t0: float) -> list[dict[str, Any]
                             "isr": isr,
                         }
                     )
+    return out
+
+
+def isr_rejoins(
+    run_dir: Path, topic: str, broker: int, t0: float, *, since_s: float
+) -> dict[int, float]:
+    """partition -> the first time at or after `since_s` (seconds from t0) that a leader's
+    accepted AlterPartition took `broker` back into the partition's ISR: when its replica had
+    caught up (Kafka's ISR expansion: the follower reached the leader's HW). Partitions it did
+    not rejoin are absent."""
+    out: dict[int, float] = {}
+    for _node, d in _node_dirs(run_dir):
+        for e in _lines(d / "events.jsonl"):
+            if e.get("event") != "isr_expand" or e.get("topic") != topic:
+                continue
+            t = round(e["ts"] - t0, 3)
+            back = broker in e.get("isr", ()) and broker not in e.get("old_isr", ())
+            if back and t >= since_s and t < out.get(e["partition"], float("inf")):
+                out[e["partition"]] = t
     return out
 
 

@@ -109,6 +109,10 @@ class ExperimentSpec:
     throttle_window_s: float = 12.0
     throttle_tolerance: float = 1.15
     expect: tuple[Expectation, ...] = ()
+    # Report this broker's per-partition catch-up (results.json `catch_up`, experiment/
+    # verdict.py): for each partition, how long after the last fault on it ended (it came back)
+    # it rejoined the partition's ISR, with the min, median, max and spread.
+    catch_up_broker: int | None = None
     fault_proxy: bool = False
     seed: int = 1
     settle_timeout_s: float = 90.0
@@ -142,6 +146,11 @@ class ExperimentSpec:
                 raise ConfigError(
                     f"fault target {f.target}: the topic has partitions 0-{self.partitions - 1}"
                 )
+        if self.catch_up_broker is not None and not 1 <= self.catch_up_broker <= self.brokers:
+            raise ConfigError(
+                f"catch_up_broker {self.catch_up_broker!r}: expected a broker id from 1 to "
+                f"{self.brokers}"
+            )
         if any(f.needs_proxy for f in self.faults) and not self.fault_proxy:
             object.__setattr__(self, "fault_proxy", True)  # network faults need the proxy
 

@@ -8,11 +8,17 @@ tolerance x T on either side of any broker, when the experiment sets a throttle;
 expectation holds. Invalid (1) is any of those failing. Unknown (2) is nothing invalid, but
 something unchecked: a partition not read back, a fault that could not be applied or undone, a
 cluster that did not settle.
+
+When the experiment names a `catch_up_broker`, results.json also carries `catch_up`: for each
+partition, the seconds from that broker's return (the end of the last fault on it, from the
+nemesis log) to its rejoining the partition's ISR (the leader's `isr_expand` event), with the
+min, median, max and their spread. It describes the run; it does not judge it.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -99,8 +105,40 @@ def judge(
         "settled": settled,
         "faults": _nemesis_log(run_dir),
     }
+    if spec.catch_up_broker is not None:
+        results["catch_up"] = catch_up(spec, run_dir, t0, results["faults"])
     results["summary"] = summary(results, verdict.summary())
     return results
+
+
+def catch_up(
+    spec: ExperimentSpec, run_dir: Path, t0: float, faults: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """Per-partition catch-up times of `spec.catch_up_broker` (module docstring)."""
+    broker = spec.catch_up_broker
+    assert broker is not None
+    mine = [f for f in faults if f.get("node") == broker]
+    since = min((f["time"] for f in mine if f.get("event") == "start"), default=0.0)
+    back = max((f["time"] for f in mine if f.get("event") == "end"), default=since)
+    rejoined = node_logs.isr_rejoins(run_dir, spec.topic, broker, t0, since_s=since)
+    times = {p: round(t - back, 3) for p, t in sorted(rejoined.items())}
+    doc: dict[str, Any] = {
+        "broker": broker,
+        "back_at_s": back,
+        "partitions": {str(p): t for p, t in times.items()},
+        "rejoined": len(times),
+        "of": spec.partitions,
+        "missing": [p for p in range(spec.partitions) if p not in times],
+    }
+    if times:
+        values = sorted(times.values())
+        doc.update(
+            min_s=values[0],
+            median_s=round(statistics.median(values), 3),
+            max_s=values[-1],
+            spread_s=round(values[-1] - values[0], 3),
+        )
+    return doc
 
 
 def _throttle(spec: ExperimentSpec, run_dir: Path, t0: float) -> dict[str, Any]:
@@ -158,6 +196,18 @@ def summary(results: Mapping[str, Any], checker_summary: str) -> str:
             f"  {side} throttle {t['rate_bytes_per_s']} B/s: worst window {worst:.2f}x, "
             f"{t['windows_over']} windows over the bound"
         )
+    up = results.get("catch_up")
+    if up is not None:
+        line = (
+            f"  catch-up of broker {up['broker']} (back at {up['back_at_s']:g} s): "
+            f"{up['rejoined']}/{up['of']} partitions rejoined the ISR"
+        )
+        if up["rejoined"]:
+            line += (
+                f" after min {up['min_s']:.2f} s, median {up['median_s']:.2f} s, "
+                f"max {up['max_s']:.2f} s; spread {up['spread_s']:.2f} s"
+            )
+        lines.append(line)
     for e in results["expectations"]:
         mark = "holds" if e["holds"] else "DOES NOT HOLD"
         lines.append(f"  expectation {e['expect']}: observed {e['observed']}, {mark}")

@@ -44,6 +44,16 @@ def _parse_bool(name: str, text: str) -> bool:
     raise ConfigError(f"{name}={text!r}: expected true or false")
 
 
+def _parse_choice(*choices: str) -> Callable[[str, str], str]:
+    def parse(name: str, text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise ConfigError(f"{name}={text!r}: expected {' or '.join(choices)}")
+        return value
+
+    return parse
+
+
 _BIG = 1 << 62
 
 
@@ -98,6 +108,11 @@ OPTIONS: dict[str, _Option] = {
             _parse_bool,
         ),
         _Option("replication.quota.precise", "replication_quota_precise", _parse_bool),
+        _Option(
+            "replica.fetch.partition.order",
+            "replica_fetch_partition_order",
+            _parse_choice("random", "rotate"),
+        ),
         _Option("metrics.port", "metrics_port", _parse_int(-1, 65535)),
     ]
 }
@@ -143,6 +158,9 @@ class NodeConfig:
     # Budget each throttled response against the remaining allowance (beyond Kafka: KIP-73's
     # rejected "pessimistic" design), so no response overshoots the bound.
     replication_quota_precise: bool = False
+    # The order of partitions in follower fetches (ours; core/fetcher.py): `random`, KIP-73's
+    # shuffle, or `rotate`, Kafka's own PartitionStates rotation.
+    replica_fetch_partition_order: str = "random"
     # Prometheus text on http://host:metrics.port/metrics; 0 = any free port, -1 = off (ours).
     metrics_port: int = 0
     # Inter-node routes, {(dst host, dst port): (via host, via port)} (ours, see module docstring).

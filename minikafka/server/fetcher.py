@@ -131,6 +131,7 @@ class ReplicaFetcher:
                 response_max_bytes=c.replica_fetch_response_max_bytes,
                 partition_max_bytes=c.replica_fetch_max_bytes,
                 backoff_ms=c.replica_fetch_backoff_ms,
+                partition_order=c.replica_fetch_partition_order,
             ),
             manager.rng,
         )
@@ -230,7 +231,10 @@ class ReplicaFetcher:
                     p.high_watermark, follower_high_watermark(leader_hw, p.log_end_offset)
                 )
                 self.planner.advance(
-                    p.tp, fetch_offset=p.log_end_offset, last_fetched_epoch=latest_epoch(p.epochs)
+                    p.tp,
+                    fetch_offset=p.log_end_offset,
+                    last_fetched_epoch=latest_epoch(p.epochs),
+                    returned_data=True,  # with `rotate`, to the end of the next request
                 )
                 self.planner.observe_leader(p.tp, leader_hw)
                 self.m.metrics.inc("replication_bytes_in", size)

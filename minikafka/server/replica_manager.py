@@ -396,13 +396,32 @@ class ReplicaManager:
         )
 
     def _sum_replica_lag(self) -> int:
-        return sum(
+        """KIP-73's SumReplicaLag: "the sum of all replica lag values on the broker", both
+        sides of it, in messages (offsets).
+
+        - As leader: for each follower of each partition led here, leader LEO minus the LEO the
+          follower last fetched from (core/partition.py `replica_lag`).
+        - As follower: for each partition followed here, the leader's HW as of the last fetch
+          response minus our own LEO (`FollowerFetchState.lag`; unknown before the first
+          response, counted as 0). This is the half that an admin watching a bootstrapping
+          broker sees fall: it leads nothing, so the leader half reads 0 there.
+
+        Kafka never shipped a metric of this name. What it has is the follower's view:
+        FetcherLagMetrics `ConsumerLag` per partition (leader HW - the follower's next fetch
+        offset, from AbstractFetcherThread.processFetchRequest) and ReplicaFetcherManager's
+        `MaxLag`, their maximum. It reports no per-follower lag on the leader side. A lagging
+        replica is counted once by its leader and once by itself here, so summing this metric
+        over brokers counts it twice.
+        """
+        as_leader = sum(
             p.leader.replica_lag(r)
             for p in self.partitions.values()
             if p.leader is not None
             for r in p.leader.replicas
             if r != self.config.node_id
         )
+        as_follower = sum(f.planner.total_lag() for f in self.fetchers.fetchers.values())
+        return as_leader + as_follower
 
 
 def _rounded(measure, side: str, cls: ThrottleClass) -> float:  # noqa: ANN001
