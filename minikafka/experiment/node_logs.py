@@ -2,9 +2,9 @@
 
 - leadership claims: `become_leader` events of events.jsonl;
 - replica samples: the rows of replicas.jsonl (server/replica_state_log.py);
-- throttled bytes: per node, the cumulative `leader_*_throttled_bytes` or
-  `follower_*_throttled_bytes` counters of metrics.jsonl (server/fetch_serve.py, fetcher.py),
-  less their `*_exempt_bytes` (in-sync replicas' bytes, counted but never held back).
+- counter totals of metrics.jsonl, for the expectations.
+
+(The throttled bytes are read by the PySpark analysis, which judges the throttle bound.)
 
 Times are made relative to the run's start (`t0`, wall seconds), like the history's. A line that
 is not JSON (a node killed mid-write leaves at most one) is skipped.
@@ -77,29 +77,6 @@ def replica_samples(run_dir: Path, topic: str, t0: float) -> list[dict[str, Any]
                         }
                     )
     return out
-
-
-def throttled_bytes(run_dir: Path, side: str, t0: float) -> dict[int, list[tuple[float, int]]]:
-    """node -> [(time, cumulative bytes the throttle on `side` ("leader" | "follower") could
-    hold back)]: its `*_throttled_bytes` minus its `*_exempt_bytes`, the in-sync replicas'
-    bytes that KAFKA-4313 counts but never holds back (their rate is the clients' business)."""
-
-    def total(line: dict[str, Any], suffix: str) -> int:
-        return sum(
-            v
-            for k, v in line.items()
-            if k.startswith(f"{side}_") and k.endswith(suffix) and isinstance(v, int)
-        )
-
-    series: dict[int, list[tuple[float, int]]] = {}
-    for node, d in _node_dirs(run_dir):
-        points = []
-        for line in _lines(d / "metrics.jsonl"):
-            held = total(line, "_throttled_bytes") - total(line, "_exempt_bytes")
-            points.append((round(line["ts"] - t0, 3), held))
-        if points:
-            series[node] = points
-    return series
 
 
 def counter_totals(
