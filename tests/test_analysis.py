@@ -1,8 +1,9 @@
 """The PySpark analysis (tools/analysis, `minikafka analyze`) against fixture runs with known
 answers (tests/fixtures/make_runs.py says how each was built and what it should give).
 
-The tests marked `spark` share one local SparkSession and one analysis of all four fixture runs
-in one job (module-scoped fixtures), so the JVM starts once; the rest are pure and fast.
+The tests marked `spark` share one local SparkSession (tests/conftest.py) and one analysis of all
+four fixture runs in one job (module-scoped fixtures), so the JVM starts once; the rest are pure
+and fast. The runs whose answers are about windows are analysed in test_analysis_windows.py.
 T0 below is the fixtures' clock origin: times in the fixtures are T0 + seconds.
 """
 
@@ -27,14 +28,16 @@ from tools.analysis.summary import broker_figures, verdict_failures
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RUNS = FIXTURES / "runs"
-NAMES = ("clean_move", "burst_move", "produce_move", "inferred_move")
+NAMES = ("clean_move", "burst_move", "produce_move", "inferred_move")  # window_runs: elsewhere
 T0 = 1_795_000_000.0
 MB = 1_000_000
 
 CASE_KEYS = {
     "id", "case", "run_dir", "seed", "nodes", "partitions", "replication_factor",
     "throttle_bytes_per_s", "throttle_mode", "receiving_brokers", "sending_brokers",
-    "bytes_to_move", "produce_bytes_per_s", "predicted_move_s", "move_source", "move_start_ts",
+    "bytes_to_move", "produce_bytes_per_s", "predicted_move_s", "throttle_window_s",
+    "throttle_bound_bytes_per_s", "throttle_window_past_end", "throttle_judged",
+    "throttle_exempt_counted", "move_source", "move_start_ts",
     "move_end_ts", "move_duration_s", "move_duration_ratio", "moved_bytes",
     "max_window_bytes_per_s", "max_window_throttle_ratio", "max_window_node", "max_window_side",
     "throttle_violated", "brokers", "produce_latency", "isr", "plots", "verdict", "failures",
@@ -43,7 +46,7 @@ BROKER_KEYS = {
     "node", "side", "role", "throttled_bytes_during_move",
     "mean_throttled_bytes_per_s_during_move", "max_window_bytes_per_s",
     "max_window_throttle_ratio", "max_window_start_ts", "max_window_start_s", "windows",
-    "configured_throttle_bytes_per_s", "throttle_violated",
+    "windows_over", "configured_throttle_bytes_per_s", "throttle_violated",
 }  # fmt: skip
 
 
@@ -96,6 +99,11 @@ def _run(tmp_path: Path, case: Any = None, metrics: bool = True) -> Path:
         ({"case": "x", "throttle_mode": "fast"}, True, "expected lists, kip542 or null"),
         ({"case": "x", "receiving_brokers": "2"}, True, "expected a list of node ids"),
         ({"case": "x", "predicted_move_s": "20"}, True, "expected seconds"),
+        ({"case": "x", "throttle_window_s": 0}, True, "'throttle_window_s' is 0; expected an"),
+        ({"case": "x", "throttle_window_s": 2.5}, True, "expected whole seconds"),
+        ({"case": "x", "throttle_bound_bytes_per_s": -1}, True, "expected > 0"),
+        ({"case": "x", "throttle_window_past_end": 1}, True, "expected true, false or null"),
+        ({"case": "x", "throttle_judged": "all"}, True, "expected move or run"),
         ({"case": "x"}, False, "no nodes/node-<id>/metrics.jsonl"),
     ],
 )
@@ -160,12 +168,14 @@ def test_move_bounds_prefer_the_timeline(row: dict[str, Any], expected: tuple[An
 
 
 def test_violation_is_strictly_above_the_factor() -> None:
-    p = Params()
+    run = load_run(RUNS / "clean_move")  # throttle 1 MB/s, case.json sets no bound: 1.15 x T
+    bound = run.throttle_check(Params()).bound_bytes_per_s
+    assert bound == 1.15 * MB
     row = {"node": 2, "side": "follower", "role": "receiving", "bytes_during_move": 2e7,
-           "max_window_sec": 1015, "windows": 3, "cfg": MB}  # fmt: skip
-    at = broker_figures({**row, "max_window": 1.15 * MB}, MB, 1000.0, 20.0, p)
-    above = broker_figures({**row, "max_window": 1.151 * MB}, MB, 1000.0, 20.0, p)
-    none = broker_figures({**row, "max_window": 5 * MB}, None, 1000.0, 20.0, p)
+           "max_window_sec": 1015, "judged_from": 1000.0, "windows": 3, "cfg": MB}  # fmt: skip
+    at = broker_figures({**row, "max_window": 1.15 * MB}, MB, bound, 20.0)
+    above = broker_figures({**row, "max_window": 1.151 * MB}, MB, bound, 20.0)
+    none = broker_figures({**row, "max_window": 5 * MB}, None, None, 20.0)
     assert not at["throttle_violated"] and above["throttle_violated"]
     assert none["max_window_throttle_ratio"] is None and not none["throttle_violated"]
     assert at["mean_throttled_bytes_per_s_during_move"] == MB
@@ -206,15 +216,6 @@ def test_cli_bad_input_exits_2_before_spark(tmp_path: Path, args: list[str], mes
 
 
 # ------------------------------------------------------------------------------ with Spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Any:
-    from tools.analysis import spark_session
-
-    session = spark_session("local[2]")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")
@@ -387,8 +388,9 @@ def test_cli_exit_codes_and_default_out_dir(spark: Any, tmp_path: Path) -> None:
     )
     assert bad.exit_code == 1, bad.output
     assert bad.stdout.splitlines()[0].split() == [
-        "CASE", "VERDICT", "MOVE_S", "PREDICTED_S", "RATIO", "MAX_WINDOW_B/S", "THROTTLE_B/S",
-        "X_THROTTLE", "P99_BEFORE_MS", "P99_DURING_MS", "P99_AFTER_MS", "ISR_SHRINKS",
+        "CASE", "VERDICT", "MOVE_S", "PREDICTED_S", "RATIO", "WINDOW_S", "MAX_WINDOW_B/S",
+        "BOUND_B/S", "THROTTLE_B/S", "X_THROTTLE", "P99_BEFORE_MS", "P99_DURING_MS",
+        "P99_AFTER_MS", "ISR_SHRINKS",
     ]  # fmt: skip
     assert "burst_move  fail" in bad.stdout and "throttle violated" in bad.stdout
     assert spark.sparkContext._jsc is not None  # the CLI left the test's session running

@@ -20,7 +20,7 @@ import pytest
 
 from minikafka.experiment.checker import ANOMALIES, check
 from minikafka.experiment.history import parse_dumps, parse_history
-from minikafka.experiment.invariants import parse_claims, parse_samples, parse_throttle
+from minikafka.experiment.invariants import parse_claims, parse_samples
 
 T0, T1 = ("t", 0), ("t", 1)
 F0 = [[0, 1], [1, 2], [2, 3], [3, 5]]
@@ -103,17 +103,14 @@ def sample(node, epoch, time, leo, hw=0, isr=None):
 
 
 SAMPLES = [sample(1, 1, 1.0, 4, 3, [1, 2]), sample(2, 1, 1.5, 4), sample(2, 2, 2.0, 3)]
-THROTTLE = {"rate_bytes_per_s": 1000, "window_s": 2.0, "warmup_s": 1.0,
-            "nodes": {"1": [[0.5 * k, 500 * k] for k in range(21)]}}  # fmt: skip
 
 
-def verdict(run: Run, *, dumps=DUMPS, claims=CLAIMS, samples=SAMPLES, throttle=THROTTLE):
+def verdict(run: Run, *, dumps=DUMPS, claims=CLAIMS, samples=SAMPLES):
     return check(
         parse_history(run.docs),
         dumps=parse_dumps(dumps) if dumps is not None else None,
         claims=parse_claims(claims) if claims is not None else None,
         samples=parse_samples(samples) if samples is not None else None,
-        throttle=parse_throttle(throttle) if throttle is not None else None,
     )
 
 
@@ -154,7 +151,6 @@ def test_a_clean_run_is_valid():
         2,
         6,
     )
-    assert v.throttle_worst_ratio == {1: pytest.approx(1.0)}
     assert "VALID" in v.summary().splitlines()[0]
 
 
@@ -163,14 +159,13 @@ def test_the_verdict_is_json():
     doc = json.loads(v.to_json())
     assert doc["valid"] is True and doc["exit_code"] == 0 and doc["counts"]["sends_ok"] == 3
     assert doc["anomalies"]["lost"] == {"count": 0, "invalid": True, "examples": []}
-    assert doc["throttle_worst_ratio"] == {"1": pytest.approx(1.0)}
 
 
 def test_inputs_not_given_are_named_not_checked():
-    v = verdict(finals(workload()), dumps=None, claims=None, samples=None, throttle=None)
+    v = verdict(finals(workload()), dumps=None, claims=None, samples=None)
     assert v.valid is True
     assert set(v.not_checked) == {"missing_replica_data", "multiple_leaders_per_epoch",
-                                  "hw_past_isr_leo", "throttle_exceeded"}  # fmt: skip
+                                  "hw_past_isr_leo"}  # fmt: skip
     assert not set(v.not_checked) & set(v.anomalies)
     assert "not checked" in v.summary()
 
@@ -361,10 +356,6 @@ def test_the_invariants_are_part_of_the_verdict():
     only(v, "multiple_leaders_per_epoch")
     v = verdict(finals(workload()), samples=[*SAMPLES, sample(2, 1, 1.8, 2)])
     only(v, "hw_past_isr_leo")
-    fast = {**THROTTLE, "nodes": {"1": [[0.5 * k, 1000 * k] for k in range(21)]}}
-    v = verdict(finals(workload()), throttle=fast)
-    only(v, "throttle_exceeded")
-    assert v.throttle_worst_ratio == {1: pytest.approx(2.0)}
 
 
 # ------------------------------------------------------------------------------------- unknown
@@ -400,7 +391,7 @@ def test_a_history_with_no_acknowledged_sends_is_unknown():
     run = Run()
     run.send("p0", [1], result="fail", error="NOT_ENOUGH_REPLICAS")
     run.final([], tp=T0)
-    v = verdict(run, dumps=None, claims=None, samples=None, throttle=None)
+    v = verdict(run, dumps=None, claims=None, samples=None)
     assert v.valid == "unknown" and v.exit_code == 2
     assert v.unknown_reasons == ("no acknowledged sends",)
 

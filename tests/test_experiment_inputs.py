@@ -20,7 +20,7 @@ def write(path: Path, lines: list[object]) -> None:
     path.write_text("".join(json.dumps(x) + "\n" for x in lines) + "{torn line")
 
 
-def test_claims_samples_and_throttled_bytes_from_node_logs(tmp_path: Path) -> None:
+def test_claims_samples_and_counters_from_node_logs(tmp_path: Path) -> None:
     n1 = tmp_path / "nodes" / "node-1"
     write(n1 / "events.jsonl", [
         {"ts": 100.5, "event": "become_leader", "topic": "exp", "partition": 0, "leader_epoch": 3},
@@ -49,9 +49,6 @@ def test_claims_samples_and_throttled_bytes_from_node_logs(tmp_path: Path) -> No
         "node": 1, "time": 1.0, "topic": "exp", "partition": 0, "leader_epoch": 3,
         "is_leader": True, "log_end_offset": 10, "high_watermark": 8, "isr": [1, 2],
     }  # fmt: skip
-    assert node_logs.throttled_bytes(tmp_path, "leader", 100.0) == {
-        1: [(1.0, 100), (2.0, 200), (3.0, 20), (4.0, 50), (5.0, 60)]
-    }
     # 3 shrinks before the restart, 1 after it; since t=101.5, the 1 and the 1 after the restart.
     assert node_logs.counter_totals(tmp_path, ("isr_shrinks",)) == {"isr_shrinks": 4}
     assert node_logs.counter_totals(tmp_path, ("isr_shrinks",), since=101.5) == {"isr_shrinks": 2}

@@ -1,4 +1,5 @@
-"""Cluster invariants and the throttle bound (minikafka/experiment/invariants.py).
+"""Cluster invariants (minikafka/experiment/invariants.py); the throttle bound is the analysis'
+(tests/test_analysis.py, tests/test_experiment_throttle.py).
 
 Each check is shown a synthetic input with exactly the anomaly it names (it must flag it) and a
 near miss that is legal (it must not).
@@ -15,10 +16,8 @@ from minikafka.experiment.invariants import (
     Found,
     find_hw_past_isr_leo,
     find_multiple_leaders,
-    find_throttle_exceeded,
     parse_claims,
     parse_samples,
-    parse_throttle,
 )
 
 # -------------------------------------------------------------------------- leadership claims
@@ -182,96 +181,6 @@ def test_a_follower_sample_may_carry_a_null_or_missing_isr():
     del doc["isr"]
     (s,) = parse_samples([doc])
     assert s.isr is None
-
-
-# ----------------------------------------------------------------------------- throttle bound
-
-
-def steady(rate, *, start=0.0, end=10.0, step=0.5, base=0):
-    n = int(round((end - start) / step))
-    return [[start + k * step, base + int(rate * k * step)] for k in range(n + 1)]
-
-
-def throttle_doc(nodes, **kw):
-    return {"rate_bytes_per_s": 1000, "window_s": 2.0, "tolerance": 1.15, "warmup_s": 2.0,
-            "set_at_s": 0.0, "nodes": {str(n): pts for n, pts in nodes.items()}} | kw  # fmt: skip
-
-
-def throttle(nodes, **kw):
-    return parse_throttle(throttle_doc(nodes, **kw))
-
-
-def test_a_rate_at_the_throttle_passes_and_reports_its_ratio():
-    a, worst = find_throttle_exceeded(throttle({1: steady(1000), 2: steady(500)}))
-    assert a.count == 0
-    assert worst == {1: pytest.approx(1.0), 2: pytest.approx(0.5)}
-
-
-def test_a_window_over_tolerance_is_flagged_with_the_worst_window():
-    # 1000 B/s, then 3 s at 1500 B/s from t=5: a 2 s window inside the burst reads 1.5 x T
-    pts = steady(1000, end=5.0) + [[5.0 + 0.5 * k, 5000 + 750 * k] for k in range(1, 7)]
-    a, worst = find_throttle_exceeded(throttle({1: pts}))
-    assert worst[1] == pytest.approx(1.5) and a.count > 0
-    (ex,) = a.examples  # one example per node: its worst window
-    assert ex["node"] == 1 and ex["ratio"] == pytest.approx(1.5) and ex["end"] - ex["start"] >= 2.0
-    assert ex["violating_windows"] == a.count
-    json.dumps(ex)
-
-
-def test_a_burst_inside_the_warmup_is_ignored():
-    # the throttle was set at t=1; until t=3 the node may still drain what it had in flight
-    pts = [[0.0, 0], [1.0, 0], [2.0, 5000], [3.0, 5000]] + [
-        [3.0 + 0.5 * k, 5000 + 500 * k] for k in range(1, 15)
-    ]
-    a, worst = find_throttle_exceeded(throttle({1: pts}, set_at_s=1.0))
-    assert a.count == 0 and worst[1] == pytest.approx(1.0)
-
-
-def test_a_counter_reset_is_a_restart_not_negative_bytes():
-    # 1000 B/s until t=5 (5000 B), the node restarts: its counter starts again from 0 and grows at
-    # 1000 B/s. Reading the drop as -5000 B would hide a burst; reading the restart's 0 as a new
-    # baseline costs at most the bytes between the last sample and the crash.
-    pts = steady(1000, end=5.0) + [[5.5, 200]] + steady(1000, start=6.0, end=10.0, base=700)
-    a, worst = find_throttle_exceeded(throttle({1: pts}))
-    assert a.count == 0 and worst[1] == pytest.approx(1.0)
-    # and a burst right after a restart is still caught (a naive diff would see 2000 - 5000 < 0)
-    burst = steady(1000, end=5.0) + [
-        [5.5, 2000],
-        [6.0, 4000],
-        [6.5, 6000],
-        [7.0, 8000],
-        [7.5, 8500],
-    ]
-    a, worst = find_throttle_exceeded(throttle({1: burst}))
-    assert a.count > 0 and worst[1] > 1.15
-
-
-def test_a_node_without_a_full_window_after_warmup_has_no_ratio():
-    a, worst = find_throttle_exceeded(throttle({1: steady(9999, end=3.0)}))
-    assert a.count == 0 and worst == {}
-
-
-@pytest.mark.parametrize(
-    ("changes", "field"),
-    [
-        ({"rate_bytes_per_s": 0}, "rate_bytes_per_s"),
-        ({"window_s": "5"}, "window_s"),
-        ({"tolerance": None}, "tolerance"),
-        ({"nodes": {"x": []}}, "nodes"),
-        ({"nodes": {"1": [[0.0, 1], [1.0]]}}, "nodes"),
-        ({"nodes": {"1": [[1.0, 1], [0.5, 2]]}}, "nodes"),  # time going backwards
-        ({"nodes": {"1": [[0.0, -1]]}}, "nodes"),
-    ],
-)
-def test_a_malformed_throttle_input_names_its_field(changes, field):
-    with pytest.raises(HistoryError) as e:
-        parse_throttle(throttle_doc({1: steady(1000)}) | changes)
-    assert field in str(e.value) and "\n" not in str(e.value)
-
-
-def test_throttle_defaults_tolerance_warmup_and_set_time():
-    t = parse_throttle({"rate_bytes_per_s": 10, "window_s": 5, "nodes": {}})
-    assert (t.tolerance, t.warmup_s, t.set_at_s) == (1.15, 2.0, 0.0)
 
 
 # -------------------------------------------------------------------------------- the collector

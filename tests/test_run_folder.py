@@ -79,15 +79,46 @@ def test_results_can_be_added_later_without_touching_the_logs(tmp_path):
         ({"case": "a b"}, "case 'a b'"),
         ({"nodes": [1, -2]}, "nodes [1, -2]: expected a list of node ids"),
         ({"throttle_mode": "kafka"}, "throttle_mode 'kafka'"),
-        ({"throttle_mode": None}, "expected both or neither"),
+        ({"throttle_bytes_per_s": None}, "throttle_mode 'lists' needs throttle_bytes_per_s"),
         ({"throttle_bytes_per_s": 0}, "throttle_bytes_per_s 0"),
         ({"predicted_move_s": -1.0}, "predicted_move_s -1.0"),
         ({"bytes_to_move": True}, "bytes_to_move True"),
+        ({"throttle_window_s": 0}, "throttle_window_s 0: expected whole seconds"),
+        ({"throttle_window_s": 2.5}, "throttle_window_s 2.5: expected whole seconds"),
+        ({"throttle_bound_bytes_per_s": 0}, "throttle_bound_bytes_per_s 0: expected B/s > 0"),
+        ({"throttle_window_past_end": "yes"}, "throttle_window_past_end 'yes'"),
+        ({"throttle_exempt_counted": 0}, "throttle_exempt_counted 0"),
+        ({"throttle_judged": "all"}, "throttle_judged 'all'"),
     ],
 )
 def test_a_malformed_case_is_refused_in_one_line(change, message):
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("]", r"\]")):
         CaseInfo(**(CASE | change))
+
+
+def test_the_throttle_judging_fields_are_written_only_when_set(tmp_path):
+    # A throttle without a mode (both classes: a KIP-1009 broker-wide throttle) is accepted.
+    plain = CaseInfo(**(CASE | {"throttle_mode": None})).to_json()
+    assert "throttle_window_s" not in plain and "throttle_judged" not in plain
+    assert plain["throttle_mode"] is None
+    own = CaseInfo(**CASE, throttle_window_s=12, throttle_bound_bytes_per_s=2.3e6,
+                   throttle_window_past_end=True, throttle_judged="run",
+                   throttle_exempt_counted=False)  # fmt: skip
+    with RunFolder.create(tmp_path, "case") as folder:
+        folder.write_case(own)
+    written = folder.read_json("case.json")
+    assert {k: v for k, v in written.items() if k not in CASE} == {
+        "throttle_window_s": 12, "throttle_bound_bytes_per_s": 2.3e6,
+        "throttle_window_past_end": True, "throttle_judged": "run",
+        "throttle_exempt_counted": False,
+    }  # fmt: skip
+    from tools.analysis import Params, load_run
+
+    (folder.path / "nodes" / "node-1").mkdir()
+    (folder.path / "nodes" / "node-1" / "metrics.jsonl").write_text('{"ts": 1.0}\n')
+    check = load_run(folder.path).throttle_check(Params())  # what the analysis reads back
+    assert (check.window_s, check.bound_bytes_per_s, check.past_end, check.judged,
+            check.exempt_counted) == (12, 2.3e6, True, "run", False)  # fmt: skip
 
 
 def test_extra_fields_may_not_overwrite_the_contract():

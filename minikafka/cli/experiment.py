@@ -83,7 +83,9 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
               show_default=True, help="Where run folders are created.")  # fmt: skip
 @click.option("--keep-data", is_flag=True, help="Keep the cluster's data dirs in the run folder.")
-@click.option("--no-report", is_flag=True, help="Skip the PySpark report.")
+@click.option("--no-report", is_flag=True,
+              help="Skip the PySpark report (a throttle bound, which it judges, is then not "
+                   "judged: such a run is at best unknown).")  # fmt: skip
 @json_option
 @friendly_errors
 def run_cmd(name: str | None, **opts: Any) -> None:

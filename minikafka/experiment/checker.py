@@ -1,7 +1,8 @@
 """The experiment checker: did anything go wrong, in Jepsen's words (its Kafka workload's).
 
-Input: the history (history.py), optionally the replica dumps, leadership claims, replica samples
-and throttle series (invariants.py). A check whose input is not given is listed as not checked.
+Input: the history (history.py), optionally the replica dumps, leadership claims and replica
+samples (invariants.py). A check whose input is not given is listed as not checked. (The throttle
+bound is the PySpark analysis' to judge; verdict.py adds it.)
 
 Anomalies that make a run invalid (each its own `find_*` function, returning an `Anomaly`):
 
@@ -51,16 +52,14 @@ from minikafka.experiment.invariants import (
     Found,
     LeaderClaim,
     ReplicaSample,
-    ThrottleSeries,
     find_hw_past_isr_leo,
     find_multiple_leaders,
-    find_throttle_exceeded,
 )
 
 ANOMALIES = (
     "lost", "duplicated", "inconsistent_offsets", "nonmonotonic_reads", "skipped_reads",
     "failed_but_present", "unexpected", "unseen", "unknown", "missing_replica_data",
-    "multiple_leaders_per_epoch", "hw_past_isr_leo", "throttle_exceeded",
+    "multiple_leaders_per_epoch", "hw_past_isr_leo",
 )  # fmt: skip
 
 
@@ -364,7 +363,6 @@ class Verdict:
     anomalies: dict[str, Anomaly]  # every anomaly checked, found or not
     not_checked: tuple[str, ...]  # anomalies whose input was not given
     unknown_reasons: tuple[str, ...]
-    throttle_worst_ratio: dict[int, float]  # node -> worst window rate / T
 
     @property
     def exit_code(self) -> int:
@@ -378,7 +376,6 @@ class Verdict:
             "anomalies": {name: a.to_doc() for name, a in self.anomalies.items()},
             "not_checked": list(self.not_checked),
             "unknown_reasons": list(self.unknown_reasons),
-            "throttle_worst_ratio": {str(n): r for n, r in self.throttle_worst_ratio.items()},
         }
 
     def to_json(self) -> str:
@@ -398,11 +395,6 @@ class Verdict:
                 note = "" if a.invalid else " (informational)"
                 lines.append(f"  {name}: {a.count}{note}, e.g. {example[:160]}")
         lines += [f"  unknown because: {reason}" for reason in self.unknown_reasons]
-        if self.throttle_worst_ratio:
-            worst = ", ".join(
-                f"node {n} {r:.2f}" for n, r in sorted(self.throttle_worst_ratio.items())
-            )
-            lines.append(f"  throttle: worst window / rate: {worst}")
         if self.not_checked:
             lines.append(f"  not checked (no input): {', '.join(self.not_checked)}")
         return "\n".join(lines)
@@ -441,21 +433,17 @@ def check(
     dumps: Sequence[ReplicaDump] | None = None,
     claims: Sequence[LeaderClaim] | None = None,
     samples: Sequence[ReplicaSample] | None = None,
-    throttle: ThrottleSeries | None = None,
     hw_slack_s: float = 0.0,
 ) -> Verdict:
     """Every check whose input is given; see the module docstring for the rules."""
     facts = Facts(history, dumps or ())
     anomalies = {name: find(facts) for name, find in FINDERS.items()}
-    worst: dict[int, float] = {}
     if dumps is not None:
         anomalies["missing_replica_data"] = find_missing_replica_data(facts)
     if claims is not None:
         anomalies["multiple_leaders_per_epoch"] = find_multiple_leaders(claims)
     if samples is not None:
         anomalies["hw_past_isr_leo"] = find_hw_past_isr_leo(samples, slack_s=hw_slack_s)
-    if throttle is not None:
-        anomalies["throttle_exceeded"], worst = find_throttle_exceeded(throttle)
     counts = count(facts)
     counts.update(replica_dumps=len(dumps or ()), leadership_claims=len(claims or ()),
                   replica_samples=len(samples or ()))  # fmt: skip
@@ -472,5 +460,4 @@ def check(
         anomalies={name: anomalies[name] for name in ANOMALIES if name in anomalies},
         not_checked=tuple(name for name in ANOMALIES if name not in anomalies),
         unknown_reasons=tuple(reasons),
-        throttle_worst_ratio=worst,
     )

@@ -1,4 +1,4 @@
-"""Cluster invariants read from the nodes' own logs, and the throttle bound; the anomaly record.
+"""Cluster invariants read from the nodes' own logs; the anomaly record.
 
 `Anomaly` (and `Found`, its collector) live here because every check returns one: these and
 those of checker.py, which imports this module.
@@ -9,9 +9,7 @@ Inputs (each parsed into frozen dataclasses; malformed input raises `HistoryErro
   `become_leader` event;
 - replica samples: `{"node", "time", "topic", "partition", "leader_epoch", "is_leader",
   "log_end_offset", "high_watermark", "isr"}`, a replica's state sampled periodically (the ISR
-  only on the leader, else null);
-- throttle: one object `{"rate_bytes_per_s": T, "window_s", "tolerance" (1.15), "warmup_s" (2),
-  "set_at_s" (0), "nodes": {"<node>": [[time, cumulative throttled bytes], ...]}}`.
+  only on the leader, else null).
 
 All times are seconds on one clock shared by every node and the history (the runner's).
 
@@ -29,11 +27,9 @@ Checks:
   truncated committed data: the bug. Across an epoch change truncation is legitimate (the new
   epoch's divergence point), hence the same-epoch rule. `slack_s` (t' >= t + slack) absorbs
   timestamps that are rounded or taken in different processes.
-- `throttle_exceeded`: over each node's cumulative throttled-bytes series after the warm-up,
-  sliding windows from every sample to the first sample at least `window_s` later; a window whose
-  rate exceeds tolerance x T is a violation. A decrease of the counter is a restart (it counts
-  from 0 again): the interval's bytes are the new value, never negative. That undercounts by the
-  bytes between the last sample and the crash, which can only hide a violation, never invent one.
+
+The throttle bound is not checked here: the PySpark analysis judges it, for the system tests
+and the experiments alike (minikafka/experiment/verdict.py).
 """
 
 from __future__ import annotations
@@ -46,7 +42,6 @@ from typing import Any
 from minikafka.experiment.history import (
     TP,
     VALUE,
-    HistoryError,
     field_bool,
     field_int,
     field_ints,
@@ -115,16 +110,6 @@ class ReplicaSample:
     isr: tuple[int, ...] | None  # the leader's ISR; None on followers
 
 
-@dataclass(**VALUE)
-class ThrottleSeries:
-    rate_bytes_per_s: float
-    window_s: float
-    tolerance: float
-    warmup_s: float
-    set_at_s: float  # when the throttle was set: the warm-up runs from here
-    points: Mapping[int, tuple[tuple[float, int], ...]]  # node -> (time, cumulative bytes)
-
-
 def _place(doc: Any, where: str) -> tuple[Mapping[str, Any], dict[str, Any]]:
     doc = require_object(doc, where)
     return doc, {
@@ -161,44 +146,6 @@ def parse_samples(
             )
         )
     return tuple(out)
-
-
-def parse_throttle(doc: Any, *, source: str = "throttle") -> ThrottleSeries:
-    doc = require_object(doc, source)
-    nodes = doc.get("nodes")
-    if not isinstance(nodes, Mapping):
-        raise HistoryError(
-            f"{source}: field 'nodes' must be an object of node -> [[time, bytes], ...]"
-        )
-    points: dict[int, tuple[tuple[float, int], ...]] = {}
-    for key, series in nodes.items():
-        where = f"{source}: field 'nodes' node {key!r}"
-        try:
-            node = int(key)
-        except (TypeError, ValueError):
-            raise HistoryError(f"{where}: the key must be a node id (an int)") from None
-        if not isinstance(series, list):
-            raise HistoryError(f"{where}: must be a list of [time, bytes], got {repr(series)[:60]}")
-        pts: list[tuple[float, int]] = []
-        for k, p in enumerate(series):
-            at = f"{where} point {k}"
-            if not (isinstance(p, list) and len(p) == 2):
-                raise HistoryError(f"{at}: must be [time, bytes], got {repr(p)[:60]}")
-            pt = (field_number({"time": p[0]}, "time", at), field_int({"bytes": p[1]}, "bytes", at))
-            if pts and pt[0] < pts[-1][0]:
-                raise HistoryError(
-                    f"{where} point {k}: time {pt[0]} before the previous {pts[-1][0]}"
-                )
-            pts.append(pt)
-        points[node] = tuple(pts)
-    return ThrottleSeries(
-        rate_bytes_per_s=field_number(doc, "rate_bytes_per_s", source, positive=True),
-        window_s=field_number(doc, "window_s", source, positive=True),
-        tolerance=field_number({"tolerance": 1.15} | dict(doc), "tolerance", source, positive=True),
-        warmup_s=field_number({"warmup_s": 2.0} | dict(doc), "warmup_s", source),
-        set_at_s=field_number({"set_at_s": 0.0} | dict(doc), "set_at_s", source),
-        points=points,
-    )
 
 
 # ------------------------------------------------------------------------------------- checks
@@ -249,55 +196,3 @@ def find_hw_past_isr_leo(samples: Iterable[ReplicaSample], *, slack_s: float = 0
                               leader_time=best.time, high_watermark=best.high_watermark, node=m,
                               time=t, log_end_offset=leo)  # fmt: skip
     return found.anomaly()
-
-
-def find_throttle_exceeded(throttle: ThrottleSeries) -> tuple[Anomaly, dict[int, float]]:
-    """-> (violations: one example per node, its worst window; count = violating windows),
-    node -> worst ratio of a window's rate to T (nodes with at least one full window)."""
-    found = Found("throttle_exceeded")
-    worst: dict[int, float] = {}
-    limit = throttle.tolerance
-    for node in sorted(throttle.points):
-        times, totals = _running_totals(
-            throttle.points[node], throttle.set_at_s + throttle.warmup_s
-        )
-        j, top, bad = 0, None, 0
-        for i, t in enumerate(times):
-            j = max(j, i + 1)
-            while j < len(times) and times[j] - t < throttle.window_s:
-                j += 1
-            if j == len(times):
-                break  # no full window starts here or later
-            rate = (totals[j] - totals[i]) / (times[j] - t)
-            ratio = rate / throttle.rate_bytes_per_s
-            bad += ratio > limit
-            if top is None or ratio > top[0]:
-                top = (ratio, t, times[j], totals[j] - totals[i], rate)
-        if top is None:
-            continue
-        worst[node] = top[0]
-        if bad:
-            found.count += bad - 1  # add() counts one
-            found.add(node=node, start=top[1], end=top[2], bytes=top[3], rate_bytes_per_s=top[4],
-                      ratio=top[0], violating_windows=bad)  # fmt: skip
-    return found.anomaly(), worst
-
-
-def _running_totals(
-    points: Iterable[tuple[float, int]], after: float
-) -> tuple[list[float], list[int]]:
-    """(times, bytes since the first kept sample) of the samples at or after `after`."""
-    times: list[float] = []
-    totals: list[int] = []
-    prev = None
-    for t, cumulative in points:
-        if t < after:
-            continue
-        if prev is None:
-            totals.append(0)
-        else:
-            # a decrease is a restart: the counter counts from 0 again since then
-            totals.append(totals[-1] + (cumulative - prev if cumulative >= prev else cumulative))
-        times.append(t)
-        prev = cumulative
-    return times, totals

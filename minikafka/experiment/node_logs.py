@@ -2,12 +2,11 @@
 
 - leadership claims: `become_leader` events of events.jsonl;
 - replica samples: the rows of replicas.jsonl (server/replica_state_log.py);
-- throttled bytes: per node, the cumulative `leader_*_throttled_bytes` or
-  `follower_*_throttled_bytes` counters of metrics.jsonl (server/fetch_serve.py, fetcher.py),
-  less their `*_exempt_bytes` (in-sync replicas' bytes, counted but never held back) and
-  `*_overhead_bytes` (the Kafka headers a leader is charged, which no throttle holds back);
 - ISR rejoins: the leaders' `isr_expand` events that took a given broker back into a
-  partition's ISR (server/isr_updates.py), for per-partition catch-up times.
+  partition's ISR (server/isr_updates.py), for per-partition catch-up times;
+- counter totals of metrics.jsonl, for the expectations.
+
+(The throttled bytes are read by the PySpark analysis, which judges the throttle bound.)
 
 Times are made relative to the run's start (`t0`, wall seconds), like the history's. A line that
 is not JSON (a node killed mid-write leaves at most one) is skipped.
@@ -99,35 +98,6 @@ def isr_rejoins(
             if back and t >= since_s and t < out.get(e["partition"], float("inf")):
                 out[e["partition"]] = t
     return out
-
-
-def throttled_bytes(run_dir: Path, side: str, t0: float) -> dict[int, list[tuple[float, int]]]:
-    """node -> [(time, cumulative bytes the throttle on `side` ("leader" | "follower") could
-    hold back)]: its `*_throttled_bytes` minus its `*_exempt_bytes`, the in-sync replicas'
-    bytes that KAFKA-4313 counts but never holds back (their rate is the clients' business), and
-    minus its `*_overhead_bytes`, the headers Kafka's leader charges for every response,
-    throttled or not (core/quota_charge.py)."""
-
-    def total(line: dict[str, Any], suffix: str) -> int:
-        return sum(
-            v
-            for k, v in line.items()
-            if k.startswith(f"{side}_") and k.endswith(suffix) and isinstance(v, int)
-        )
-
-    series: dict[int, list[tuple[float, int]]] = {}
-    for node, d in _node_dirs(run_dir):
-        points = []
-        for line in _lines(d / "metrics.jsonl"):
-            held = (
-                total(line, "_throttled_bytes")
-                - total(line, "_exempt_bytes")
-                - total(line, "_overhead_bytes")
-            )
-            points.append((round(line["ts"] - t0, 3), held))
-        if points:
-            series[node] = points
-    return series
 
 
 def counter_totals(

@@ -7,8 +7,10 @@
    and no reassignment is left (bounded by `settle_timeout_s`; not settling is itself reported).
 4. The consumers get a last moment to catch up; the final read takes every partition from its
    start to its high watermark.
-5. The cluster is stopped (if this run started it), each replica's log is read from disk, the
-   node logs are copied, and the checker (minikafka/experiment/verdict.py) decides.
+5. The cluster is stopped (if this run started it), the node logs are copied, the PySpark
+   analysis reports on the folder (unless `report` is false), each replica's log is read from
+   disk, and the verdict (minikafka/experiment/verdict.py: the checker, and the throttle bound
+   as the analysis judged it) decides.
 
 Everything lands in one run folder (see `minikafka.testing.run_folder`, plus history.jsonl and
 nemesis.jsonl). Exit codes follow the verdict: 0 valid, 1 invalid, 2 unknown.
@@ -106,6 +108,7 @@ def run_experiment(
             lc.down()
         folder.collect_node_logs({n.node_id: n.data_dir for n in lc.spec.nodes})
         folder.close()
+    analysis, report_doc = _spark_report(folder.path, progress) if report else (None, None)
     if (folder.path / "history.jsonl").exists():
         results = judge(
             spec,
@@ -114,16 +117,17 @@ def run_experiment(
             data_dirs={n.node_id: n.data_dir for n in lc.spec.brokers} if started_here else None,
             driver_errors=drive.errors,
             settled=drive.settled,
+            analysis=analysis,
+            analysis_error=report_doc["error"] if report_doc else "skipped (--no-report)",
         )
     else:  # it never got to the workload: nothing to check
         results = {"experiment": spec.name, "seed": spec.seed, "valid": "unknown",
                    "exit_code": 2, "problems": drive.errors,
                    "summary": "UNKNOWN (exit 2): " + "; ".join(drive.errors)}  # fmt: skip
     results["move_s"] = drive.move_s
+    if report_doc is not None:
+        results["report"] = report_doc
     folder.write_results(results)
-    if report:
-        results["report"] = _spark_report(folder.path, progress)
-        folder.write_results(results)
     if started_here and not keep_data:
         shutil.rmtree(folder.path / "cluster", ignore_errors=True)
     return Outcome(path=folder.path, results=results, exit_code=results["exit_code"])
@@ -155,7 +159,13 @@ class _Drive:
                 self.folder.event(
                     "configs_set", entity="brokers", configs=dict(spec.broker_configs)
                 )
-            self.write_case()
+            if spec.throttle_bytes_per_s is not None and spec.reassign is None:
+                # In force from here on (node or broker configs): judged from 2 s after this.
+                self.folder.event("throttle_set", bytes_per_s=spec.throttle_bytes_per_s)
+            self.folder.write_case(
+                case_info(spec, [n.node_id for n in self.lc.spec.nodes],
+                          [n.node_id for n in self.lc.spec.brokers])
+            )  # fmt: skip
             self.t0 = time.time()
             history = History(self.folder.path / "history.jsonl", self.t0)
             nemesis_log = JsonLines(self.folder.path / "nemesis.jsonl")
@@ -310,44 +320,55 @@ class _Drive:
             self.move_s = round(ended - started, 2)
             self.progress(f"reassignment done after {self.move_s:.1f} s")
 
-    def write_case(self) -> None:
-        spec = self.spec
-        r = spec.reassign
-        self.folder.write_case(
-            CaseInfo(
-                case=spec.name,
-                seed=spec.seed,
-                nodes=[n.node_id for n in self.lc.spec.nodes],
-                partitions=spec.partitions,
-                replication_factor=spec.replication_factor,
-                throttle_bytes_per_s=r.throttle if r is not None else None,
-                throttle_mode=r.mode if r is not None else None,
-                receiving_brokers=sorted({b for rs in r.moves.values() for b in rs}) if r else [],
-                sending_brokers=[],
-                bytes_to_move=0,
-                produce_bytes_per_s=spec.records_per_s * spec.record_bytes,
-                predicted_move_s=None,
-                extra={"experiment": spec.to_json()},
-            )
-        )
+
+def case_info(spec: ExperimentSpec, nodes: list[int], brokers: list[int]) -> CaseInfo:
+    """case.json of an experiment. With a throttle (`spec.throttle_bytes_per_s`) it tells the
+    analysis how to judge it (verdict.py): the follower and leader side of every broker (faults
+    move leadership; KIP-1009 throttles every replica), over the whole run from the timeline's
+    throttle_set on ("run"), windows of the quota's span, only the bytes the throttle could hold
+    back, against tolerance x T."""
+    t = spec.throttle_bytes_per_s
+    judged = brokers if t is not None else []
+    return CaseInfo(
+        case=spec.name,
+        seed=spec.seed,
+        nodes=nodes,
+        partitions=spec.partitions,
+        replication_factor=spec.replication_factor,
+        throttle_bytes_per_s=t,
+        throttle_mode=spec.reassign.mode if spec.reassign is not None and t else None,
+        receiving_brokers=judged,
+        sending_brokers=judged,
+        bytes_to_move=0,
+        produce_bytes_per_s=spec.records_per_s * spec.record_bytes,
+        predicted_move_s=None,
+        throttle_window_s=spec.throttle_window_s,
+        throttle_bound_bytes_per_s=spec.throttle_tolerance * t if t is not None else None,
+        throttle_judged="run",
+        throttle_exempt_counted=False,
+        extra={"experiment": spec.to_json()},
+    )
 
 
-def _spark_report(run_dir: Path, progress: Progress) -> dict[str, Any]:
-    """The PySpark analysis of the run folder (tools/analysis): its figures are kept beside the
-    checker's verdict, and report/report.html holds its plots."""
+def _spark_report(
+    run_dir: Path, progress: Progress
+) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """The PySpark analysis of the run folder (tools/analysis): (its case, for the throttle
+    bound; a summary kept beside the verdict). report/report.html holds its plots."""
     progress("PySpark report")
     try:
         from tools.analysis import analyze
 
         report = analyze([run_dir], out_dir=run_dir / "report")
         (case,) = report.cases
-    except Exception as exc:  # noqa: BLE001 - the report is an extra; its failure is recorded
-        return {"error": f"{type(exc).__name__}: {exc}"}
-    return {
+    except Exception as exc:  # noqa: BLE001 - recorded; the throttle is then not judged
+        return None, {"error": f"{type(exc).__name__}: {exc}"}
+    return case, {
         "path": str(run_dir / "report" / "report.html"),
         "verdict": case["verdict"],
         "produce_latency": case["produce_latency"]["all"],
         "isr": {k: case["isr"][k] for k in ("shrinks", "expands", "last_isr")},
         "max_window_throttle_ratio": case["max_window_throttle_ratio"],
         "move_duration_s": case["move_duration_s"],
+        "error": None,
     }

@@ -2,12 +2,21 @@
 the experiment's expectations, and whatever kept the run from going as planned.
 
 Valid (exit 0) needs all of: no invalid anomaly in the history, the replica dumps or the node
-logs (minikafka/experiment/checker.py, invariants.py); no window of the quota's length (12 s,
-`ExperimentSpec.throttle_window_s`) with throttled bytes above
-tolerance x T on either side of any broker, when the experiment sets a throttle; every
-expectation holds. Invalid (1) is any of those failing. Unknown (2) is nothing invalid, but
-something unchecked: a partition not read back, a fault that could not be applied or undone, a
-cluster that did not settle.
+logs (minikafka/experiment/checker.py, invariants.py); when the experiment sets a throttle, no
+window above the bound on either side of any broker; every expectation holds. Invalid (1) is any
+of those failing. Unknown (2) is nothing invalid, but something unchecked: a partition not read
+back, a fault that could not be applied or undone, a cluster that did not settle, a throttle
+bound that could not be judged (no PySpark report: `--no-report`, or the analysis failed).
+
+The throttle bound is the PySpark analysis' (tools/analysis), the one definition the system
+tests read too, judged as the run's case.json says (runner.py writes it, `case_info`): the
+largest rate over sliding windows of `ExperimentSpec.throttle_window_s` (12 s: the quota's own
+span, spec.py says why), one starting every whole second, from 2 s after the throttle was set
+(the timeline's throttle_set) to the end of the node logs, on the follower and leader side of
+every broker, counting only the bytes the throttle could hold back (in-sync replicas' bytes are
+counted by the quota, KAFKA-4313, but never held back: each broker logs them apart as
+`*_exempt_bytes`), against `throttle_tolerance` x T. `throttle_check` reads it from the
+report's case.
 
 When the experiment names a `catch_up_broker`, results.json also carries `catch_up`: for each
 partition, the seconds from that broker's return (the end of the last fault on it, from the
@@ -20,19 +29,13 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from minikafka.experiment import node_logs
 from minikafka.experiment.checker import check
 from minikafka.experiment.history import load_history, parse_dumps
-from minikafka.experiment.invariants import (
-    find_throttle_exceeded,
-    parse_claims,
-    parse_samples,
-    parse_throttle,
-)
+from minikafka.experiment.invariants import MAX_EXAMPLES, parse_claims, parse_samples
 from minikafka.experiment.replica_dump import dump_replicas
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.workload import decode_value
@@ -41,7 +44,6 @@ COUNTERS = ("isr_shrinks", "isr_expands", "fetch_errors")
 # History times are rounded to 0.1 ms and node log times to 1 ms: samples this close are
 # treated as simultaneous by the HW check.
 HW_SLACK_S = 0.002
-THROTTLE_WARMUP_S = 2.0
 
 
 def judge(
@@ -52,8 +54,11 @@ def judge(
     data_dirs: Mapping[int, Path] | None,
     driver_errors: list[str],
     settled: bool,
+    analysis: Mapping[str, Any] | None,
+    analysis_error: str | None = None,
 ) -> dict[str, Any]:
-    """results.json of one run (`data_dirs`: the stopped brokers' dirs, None to skip dumps)."""
+    """results.json of one run (`data_dirs`: the stopped brokers' dirs, None to skip dumps;
+    `analysis`: the PySpark report's case of the run, None with `analysis_error` saying why)."""
     history = load_history(run_dir / "history.jsonl")
     dumps = None
     if data_dirs is not None and settled:
@@ -67,11 +72,6 @@ def judge(
         samples=parse_samples(node_logs.replica_samples(run_dir, spec.topic, t0)),
         hw_slack_s=HW_SLACK_S,
     )
-    throttle = _throttle(spec, run_dir, t0)
-    # The bound is checked here, on both sides, when the experiment sets a throttle.
-    verdict = replace(
-        verdict, not_checked=tuple(n for n in verdict.not_checked if n != "throttle_exceeded")
-    )
     doc = verdict.to_doc()
     counters = node_logs.counter_totals(run_dir, COUNTERS, since=t0)
     expectations = [
@@ -82,6 +82,13 @@ def judge(
     problems = list(driver_errors)
     if not settled and not any("settle" in p for p in problems):
         problems.append("the cluster did not settle")
+    throttle: dict[str, Any] = {}
+    if spec.throttle_bytes_per_s is not None:
+        if analysis is None:
+            why = analysis_error or "no PySpark report"
+            problems.append(f"the throttle bound was not judged: {why}")
+        else:
+            throttle = throttle_check(analysis, t0)
     invalid = (
         verdict.valid is False
         or any(side["windows_over"] for side in throttle.values())
@@ -141,28 +148,37 @@ def catch_up(
     return doc
 
 
-def _throttle(spec: ExperimentSpec, run_dir: Path, t0: float) -> dict[str, Any]:
-    """Per side (leader, follower): windows over the bound, and each broker's worst ratio."""
-    rate = spec.throttle_bytes_per_s
-    if rate is None:
-        return {}
-    set_at = spec.reassign.at_s if spec.reassign is not None else 0.0
+def throttle_check(case: Mapping[str, Any], t0: float) -> dict[str, Any]:
+    """Per side (leader, follower), from the analysis report's `case`: the window span and
+    bound, how many windows were judged and how many exceeded the bound, each broker's largest
+    window over the throttle, and each violating broker's largest window (times relative to
+    `t0`, the run's start, like the history's)."""
     out = {}
     for side in ("leader", "follower"):
-        series = node_logs.throttled_bytes(run_dir, side, t0)
-        anomaly, worst = find_throttle_exceeded(
-            parse_throttle({
-                "rate_bytes_per_s": rate, "window_s": spec.throttle_window_s,
-                "tolerance": spec.throttle_tolerance, "warmup_s": THROTTLE_WARMUP_S,
-                "set_at_s": set_at,
-                "nodes": {str(n): [list(p) for p in pts] for n, pts in series.items()},
-            })
-        )  # fmt: skip
+        mine = [b for b in case["brokers"] if b["side"] == side]
         out[side] = {
-            "rate_bytes_per_s": rate,
-            "windows_over": anomaly.count,
-            "worst_ratio": {str(n): round(r, 3) for n, r in sorted(worst.items())},
-            "examples": list(anomaly.examples),
+            "rate_bytes_per_s": case["throttle_bytes_per_s"],
+            "window_s": case["throttle_window_s"],
+            "bound_bytes_per_s": case["throttle_bound_bytes_per_s"],
+            "windows": sum(b["windows"] for b in mine),
+            "windows_over": sum(b["windows_over"] for b in mine),
+            "worst_ratio": {
+                str(b["node"]): b["max_window_throttle_ratio"]
+                for b in mine
+                if b["max_window_throttle_ratio"] is not None
+            },
+            "examples": [
+                {
+                    "node": b["node"],
+                    "start": round(b["max_window_start_ts"] - t0, 3),
+                    "end": round(b["max_window_start_ts"] + case["throttle_window_s"] - t0, 3),
+                    "rate_bytes_per_s": b["max_window_bytes_per_s"],
+                    "ratio": b["max_window_throttle_ratio"],
+                    "violating_windows": b["windows_over"],
+                }
+                for b in mine
+                if b["throttle_violated"]
+            ][:MAX_EXAMPLES],
         }
     return out
 
@@ -193,8 +209,9 @@ def summary(results: Mapping[str, Any], checker_summary: str) -> str:
     for side, t in results["throttle"].items():
         worst = max(t["worst_ratio"].values(), default=0.0)
         lines.append(
-            f"  {side} throttle {t['rate_bytes_per_s']} B/s: worst window {worst:.2f}x, "
-            f"{t['windows_over']} windows over the bound"
+            f"  {side} throttle {t['rate_bytes_per_s']} B/s: worst {t['window_s']} s window "
+            f"{worst:.2f}x, {t['windows_over']} of {t['windows']} windows over the bound "
+            f"{t['bound_bytes_per_s']:.0f} B/s"
         )
     up = results.get("catch_up")
     if up is not None:

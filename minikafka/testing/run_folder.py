@@ -3,7 +3,23 @@
 The PySpark analysis (tools/analysis) reads exactly this layout, and nothing else:
 
     RUN_DIR/
-      case.json        what was run (`CaseInfo`): nodes, partitions, throttle, load, prediction
+      case.json        what was run (`CaseInfo`): nodes, partitions, throttle, load, prediction,
+                       and, optionally, how the analysis judges the throttle (absent: defaults):
+                         throttle_window_s   span in whole seconds of the sliding windows (one
+                                             starting every second) the throttled rate is
+                                             averaged over (default: the analysis' 5 s)
+                         throttle_bound_bytes_per_s   the largest acceptable windowed rate
+                                             (default: 1.15 x throttle_bytes_per_s)
+                         throttle_window_past_end   true: a window may run past the move's end,
+                                             counting zero bytes after it (default false: windows
+                                             end by the move's end)
+                         throttle_judged     "move" (default: windows from 2 s after the move
+                                             start) or "run" (from 2 s after the timeline's
+                                             first throttle_set to the end of the node logs;
+                                             a move only where the timeline logs one)
+                         throttle_exempt_counted   false: in-sync replicas' bytes
+                                             (`*_exempt_bytes`) are left out (default true)
+                       (tools/analysis/runs.py `ThrottleCheck` is the reference for these rules)
       nodes/node-<id>/events.jsonl, metrics.jsonl   each node's own logs, copied at the end
       clients/produced.jsonl   one line per acknowledged batch:
                                {"ts" (wall s, ack time), "topic", "partition", "offset" (base),
@@ -19,7 +35,8 @@ Rules: timestamps are wall-clock seconds (`time.time()`), the only clock compara
 node processes and the test process (each node's metrics lines carry `ts` too); JSON lines are
 written whole and flushed per line, so a folder left by a crash is readable up to the crash;
 `CaseInfo` checks the contract's types when it is built, so a malformed case.json is never
-written. Nothing is removed: a folder is kept whether the run passes or fails.
+written, and writes the optional throttle fields only when they are set. Nothing is removed: a
+folder is kept whether the run passes or fails.
 """
 
 from __future__ import annotations
@@ -36,6 +53,15 @@ from typing import IO, Any
 from minikafka.errors import ConfigError
 
 THROTTLE_MODES = ("lists", "kip542")
+THROTTLE_JUDGED = ("move", "run")
+# The optional fields of how the throttle is judged, and their defaults (written only when set).
+OPTIONAL = {
+    "throttle_window_s": None,
+    "throttle_bound_bytes_per_s": None,
+    "throttle_window_past_end": False,
+    "throttle_judged": "move",
+    "throttle_exempt_counted": True,
+}
 NODE_LOGS = ("events.jsonl", "metrics.jsonl", "replicas.jsonl", "node.out")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
@@ -58,12 +84,19 @@ class CaseInfo:
     partitions: int
     replication_factor: int
     throttle_bytes_per_s: int | None
-    throttle_mode: str | None  # "lists" (KIP-73 replica lists) | "kip542" | None
+    # "lists" (KIP-73 replica lists) | "kip542" | None (with a throttle: both classes, e.g. a
+    # KIP-1009 broker-wide throttle)
+    throttle_mode: str | None
     receiving_brokers: Sequence[int]
     sending_brokers: Sequence[int]
     bytes_to_move: int
     produce_bytes_per_s: float
     predicted_move_s: float | None
+    throttle_window_s: int | None = None
+    throttle_bound_bytes_per_s: float | None = None
+    throttle_window_past_end: bool = False
+    throttle_judged: str = "move"
+    throttle_exempt_counted: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -82,8 +115,9 @@ class CaseInfo:
             raise ConfigError(
                 f"throttle_mode {self.throttle_mode!r}: expected one of {THROTTLE_MODES} or None"
             )
-        if (t is None) != (self.throttle_mode is None):
-            raise ConfigError("throttle_bytes_per_s and throttle_mode: expected both or neither")
+        if t is None and self.throttle_mode is not None:
+            raise ConfigError(f"throttle_mode {self.throttle_mode!r} needs throttle_bytes_per_s")
+        self._check_judging()
         rate = self.produce_bytes_per_s
         if isinstance(rate, bool) or not isinstance(rate, int | float) or rate < 0:
             raise ConfigError(f"produce_bytes_per_s {rate!r}: expected a number >= 0")
@@ -94,10 +128,28 @@ class CaseInfo:
         if overlap:
             raise ConfigError(f"extra fields {sorted(overlap)} would overwrite contract fields")
 
+    def _check_judging(self) -> None:
+        w = self.throttle_window_s
+        if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w < 1):
+            raise ConfigError(f"throttle_window_s {w!r}: expected whole seconds >= 1 or None")
+        b = self.throttle_bound_bytes_per_s
+        if b is not None and (isinstance(b, bool) or not isinstance(b, int | float) or b <= 0):
+            raise ConfigError(f"throttle_bound_bytes_per_s {b!r}: expected B/s > 0 or None")
+        for name in ("throttle_window_past_end", "throttle_exempt_counted"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} {getattr(self, name)!r}: expected true or false")
+        if self.throttle_judged not in THROTTLE_JUDGED:
+            raise ConfigError(
+                f"throttle_judged {self.throttle_judged!r}: expected one of {THROTTLE_JUDGED}"
+            )
+
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         extra = out.pop("extra")
         out["produce_bytes_per_s"] = float(out["produce_bytes_per_s"])
+        for name, default in OPTIONAL.items():
+            if out[name] == default:  # types checked above: no 0 taken for False
+                del out[name]
         return out | dict(extra)
 
 

@@ -3,21 +3,35 @@
 Each function takes and returns DataFrames keyed by `run_key` (the run folder); none of them
 collects. The rules:
 
-- **Per broker and second.** Counters (`*_throttled_bytes`, `replication_bytes_in/out`,
-  `bytes_in/out`) are made monotonic (a restart's drop to 0 counts from 0), interpolated
-  linearly onto whole wall-clock seconds between consecutive metrics lines, and differenced:
-  `bytes(k) = C(k+1) - C(k)` is the traffic of second `[k, k+1)`, so lines a little more or
-  less than a second apart neither double a second nor leave one empty. The configured throttle
-  of second k is the `throttle_configs` of the last line at or before k.
+- **Per broker and second.** Counters (`*_throttled_bytes`, `*_exempt_bytes`,
+  `replication_bytes_in/out`, `bytes_in/out`) are made monotonic (a restart's drop to 0 counts
+  from 0), interpolated linearly onto whole wall-clock seconds between consecutive metrics lines,
+  and differenced: `bytes(k) = C(k+1) - C(k)` is the traffic of second `[k, k+1)`, so lines a
+  little more or less than a second apart neither double a second nor leave one empty, and a
+  node's seconds are dense from its first line to its last (a gap in its lines, a pause or a
+  restart, is spread evenly over the gap). The configured throttle of second k is the
+  `throttle_configs` of the last line at or before k.
 - **Throttled class.** `throttle_mode` "lists" reads the replication counters and rates
   (`leader.replication.throttled.rate`), "kip542" the reassignment ones; no mode, both summed.
 - **Move interval.** The first `move_start` and last `move_end` of timeline.jsonl; a bound not
   there is inferred from the receiving brokers: the first and one past the last second with
   follower throttled bytes, or, where there are none, replication bytes in (exact to one
-  metrics interval, since interpolation spreads an edge over the interval around it).
-- **Largest windowed rate.** Per broker and side (follower on receiving brokers, leader on
-  sending ones), the mean over sliding windows of `window_s` whole seconds that start at least
-  `window_skip_s` after the move start and end by its end; its ratio to the case's throttle.
+  metrics interval, since interpolation spreads an edge over the interval around it); a case
+  judged over the whole "run" has no inferred move (summary.case_move).
+- **Largest windowed rate** (the one definition the system tests and the experiments read; each
+  case's `ThrottleCheck`, tools/analysis/runs.py, gives its span n, bound and interval). Per
+  broker and side (follower on receiving brokers, leader on sending ones), the bytes of second k
+  are the throttled class's, less its `*_exempt_bytes` and `*_overhead_bytes` (the headers
+  Kafka's leader is charged) unless the case counts them. A window is
+  the n whole seconds `[k, k+n)`, one starting on every whole second k (a 1 s slide), and it is
+  judged when k is at least `window_skip_s` after the judged start (the move start; for "run"
+  the timeline's first `throttle_set`, else the node's first second), every second of it inside
+  the judged interval has a row, and it ends by `ceil(end)` of the move (for "run", by the
+  node's last second). With `past_end` a window need only start before `ceil(end)`, the seconds
+  from `ceil(end)` on counting zero bytes. Its rate is its bytes / n; the figures are the
+  largest rate, where it starts, how many windows were judged and how many exceeded the bound.
+  A move of D s (start s) with skip 2 s thus gets `ceil(s + D) - ceil(s + 2) - n + 1` windows:
+  2 or 3 of 5 s for the quick profile's ~8.2 s idle moves.
 - **Produce latency.** Exact percentiles (linear between closest ranks, numpy's default) of
   `latency_ms` per phase: before (ack < start), during (start <= ack <= end), after, and all;
   batches acknowledged before the timeline's `load_start`, when logged (a fill), are left out.
@@ -27,10 +41,11 @@ collects. The rules:
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
-
-from tools.analysis.runs import Params
 
 COUNTERS = (
     "bytes_in",
@@ -41,6 +56,14 @@ COUNTERS = (
     "follower_replication_throttled_bytes",
     "leader_reassignment_throttled_bytes",
     "follower_reassignment_throttled_bytes",
+    "leader_replication_exempt_bytes",
+    "follower_replication_exempt_bytes",
+    "leader_reassignment_exempt_bytes",
+    "follower_reassignment_exempt_bytes",
+    "leader_replication_overhead_bytes",
+    "follower_replication_overhead_bytes",
+    "leader_reassignment_overhead_bytes",
+    "follower_reassignment_overhead_bytes",
 )
 RATES = ("leader_rate", "follower_rate", "leader_reassignment_rate", "follower_reassignment_rate")
 ISR_STATE_EVENTS = ("become_leader", "isr_shrink", "isr_expand", "isr_updated_by_controller")
@@ -105,15 +128,15 @@ def _by_mode(df: DataFrame) -> DataFrame:
     mode = F.col("mode")
     out = df
     for side in ("leader", "follower"):
-        repl, reas = (
-            F.col(f"{side}_replication_throttled_bytes"),
-            F.col(f"{side}_reassignment_throttled_bytes"),
-        )
+        for kind in ("throttled", "exempt", "overhead"):
+            repl = F.col(f"{side}_replication_{kind}_bytes")
+            reas = F.col(f"{side}_reassignment_{kind}_bytes")
+            out = out.withColumn(
+                f"{side}_{kind}_bytes",
+                F.when(mode == "kip542", reas).when(mode == "lists", repl).otherwise(repl + reas),
+            )
         crepl, creas = F.col(f"cfg_{side}_rate"), F.col(f"cfg_{side}_reassignment_rate")
         out = out.withColumn(
-            f"{side}_throttled_bytes",
-            F.when(mode == "kip542", reas).when(mode == "lists", repl).otherwise(repl + reas),
-        ).withColumn(
             f"{side}_throttle",
             F.when(mode == "kip542", creas)
             .when(mode == "lists", crepl)
@@ -126,9 +149,11 @@ def _by_mode(df: DataFrame) -> DataFrame:
 
 
 def moves(timeline: DataFrame, secs: DataFrame, roles: DataFrame, keys: DataFrame) -> DataFrame:
-    """(run_key, tl_start, tl_end, inf_start, inf_end, load_start): the move's bounds from the
-    timeline and as inferred from the receiving brokers' bytes; when the produce load started."""
+    """(run_key, tl_start, tl_end, inf_start, inf_end, load_start, throttle_set): the move's
+    bounds from the timeline and as inferred from the receiving brokers' bytes; when the produce
+    load started and the throttle was first set (timeline)."""
     tl = timeline.groupBy("run_key").agg(
+        F.min(F.when(F.col("event") == "throttle_set", F.col("ts"))).alias("throttle_set"),
         F.min(F.when(F.col("event") == "move_start", F.col("ts"))).alias("tl_start"),
         F.max(F.when(F.col("event") == "move_end", F.col("ts"))).alias("tl_end"),
         F.min(F.when(F.col("event") == "load_start", F.col("ts"))).alias("load_start"),
@@ -154,37 +179,86 @@ def moves(timeline: DataFrame, secs: DataFrame, roles: DataFrame, keys: DataFram
     return keys.select("run_key").join(tl, "run_key", "left").join(inf, "run_key", "left")
 
 
-def broker_windows(
-    secs: DataFrame, roles: DataFrame, moves_df: DataFrame, params: Params
+def judged_windows(
+    secs: DataFrame, roles: DataFrame, checks: DataFrame, spans: Iterable[int], skip_s: int
 ) -> DataFrame:
-    """Per (run, node, side): bytes during the move, the largest `window_s` mean after the
-    skip, where it starts, how many windows there were, and the configured throttle."""
-    df = secs.join(F.broadcast(roles), ["run_key", "node"]).join(F.broadcast(moves_df), "run_key")
-    side = F.col("side") == "leader"
-    df = df.withColumn(
-        "bytes",
-        F.when(side, F.col("leader_throttled_bytes")).otherwise(F.col("follower_throttled_bytes")),
-    ).withColumn(
-        "cfg", F.when(side, F.col("leader_throttle")).otherwise(F.col("follower_throttle"))
+    """One row per (run, node, side, second k) of the judged brokers: the window `[k, k+n)`'s
+    mean rate `win_rate`, whether it is judged (`ok`) and above the bound (`over`), and the
+    second's own bytes and throttle (module docstring). `checks`: one row per case with `start`
+    and `end` of the move, `jstart` and `jend` of the judged interval (jend null for "run"),
+    `window_s`, `bound`, `past_end`, `judged`, `exempt_counted`; `spans`: its distinct
+    window_s (a window frame's size is a constant, so each span gets its own)."""
+    df = secs.join(F.broadcast(roles), ["run_key", "node"]).join(F.broadcast(checks), "run_key")
+    leader = F.col("side") == "leader"
+
+    def side(what: str) -> Column:
+        return F.when(leader, F.col(f"leader_{what}")).otherwise(F.col(f"follower_{what}"))
+
+    sec, n = F.col("sec"), F.col("window_s")
+    open_end = F.col("judged") == "run"  # to the end of the node's logs
+    end = F.ceil("jend")
+    inside = open_end | (sec < end)  # null (never judged) for a move without an end
+    # Neither in-sync replicas' records nor the Kafka headers a leader is charged for every
+    # response (core/quota_charge.py) can be held back by the throttle.
+    held = side("throttled_bytes") - side("exempt_bytes") - side("overhead_bytes")
+    node = Window.partitionBy("run_key", "node", "side")
+    first = F.when(open_end, F.coalesce("jstart", F.min("sec").over(node))).otherwise(
+        F.col("jstart")
     )
-    n = params.window_s
-    w = Window.partitionBy("run_key", "node", "side").orderBy("sec").rangeBetween(0, n - 1)
-    df = df.withColumn("win_sum", F.sum("bytes").over(w)).withColumn(
-        "win_n", F.count("bytes").over(w)
-    )
-    in_move = (F.col("sec") >= F.floor("start")) & (F.col("sec") < F.ceil("end"))
-    ok = (
-        (F.col("win_n") == n)
-        & (F.col("sec") >= F.col("start") + params.window_skip_s)
-        & (F.col("sec") + n <= F.ceil("end"))
-    )
-    return df.groupBy("run_key", "node", "side", "role").agg(
+    df = df.select(
+        "run_key", "node", "side", "role", "sec", "start", "end", "window_s", "bound",
+        "past_end", open_end.alias("open_end"), end.alias("jend_sec"), first.alias("first"),
+        side("throttled_bytes").alias("bytes"), side("throttle").alias("cfg"),
+        F.when(inside, F.when(F.col("exempt_counted"), side("throttled_bytes")).otherwise(held))
+        .otherwise(0).alias("counted"),
+        F.when(inside, 1).alias("inside"),
+    )  # fmt: skip
+    parts = []
+    for span in sorted(set(spans)):
+        w = node.orderBy("sec").rangeBetween(0, span - 1)
+        parts.append(
+            df.where(n == span).select(
+                "*",
+                F.sum("counted").over(w).alias("win_sum"),
+                F.count("inside").over(w).alias("win_n"),
+            )
+        )
+    df = reduce(DataFrame.unionByName, parts)
+    end, open_end, past = F.col("jend_sec"), F.col("open_end"), F.col("past_end")
+    need = F.when(open_end | ~past, n).otherwise(F.least(n, end - sec))
+    fits = open_end | F.when(past, sec < end).otherwise(sec + n <= end)
+    ok = (F.col("win_n") == need) & fits & (sec >= F.col("first") + skip_s)
+    rate = F.col("win_sum") / n
+    return df.select(
+        "run_key", "node", "side", "role", "sec", "start", "end", "first", "bytes", "cfg",
+        ((sec >= F.floor("first")) & (open_end | (sec < end))).alias("judged_sec"),
+        F.coalesce(ok, F.lit(False)).alias("ok"),
+        rate.alias("win_rate"),
+        F.coalesce(ok & (rate > F.col("bound")), F.lit(False)).alias("over"),
+    )  # fmt: skip
+
+
+def broker_windows(windows: DataFrame) -> DataFrame:
+    """Per (run, node, side) of `judged_windows`: throttled bytes during the move, the largest
+    judged window's rate and start, how many windows were judged and how many exceeded the
+    bound, where the judged interval starts, and the configured throttle while judged."""
+    ok, in_move = F.col("ok"), (F.col("sec") >= F.floor("start")) & (F.col("sec") < F.ceil("end"))
+    return windows.groupBy("run_key", "node", "side", "role").agg(
         F.sum(F.when(in_move, F.col("bytes"))).alias("bytes_during_move"),
         F.count(F.when(in_move, 1)).alias("seconds_during_move"),
-        (F.max(F.when(ok, F.col("win_sum"))) / n).alias("max_window"),
-        F.max_by(F.when(ok, F.col("sec")), F.when(ok, F.col("win_sum"))).alias("max_window_sec"),
+        F.max(F.when(ok, F.col("win_rate"))).alias("max_window"),
+        F.max_by(F.when(ok, F.col("sec")), F.when(ok, F.col("win_rate"))).alias("max_window_sec"),
         F.count(F.when(ok, 1)).alias("windows"),
-        F.max(F.when(in_move, F.col("cfg"))).alias("cfg"),
+        F.count(F.when(F.col("over"), 1)).alias("windows_over"),
+        F.min("first").alias("judged_from"),
+        F.max(F.when(F.col("judged_sec"), F.col("cfg"))).alias("cfg"),
+    )
+
+
+def window_series(windows: DataFrame) -> DataFrame:
+    """(run, node, side, sec, rate): every judged window, keyed by its first second."""
+    return windows.where("ok").select(
+        "run_key", "node", "side", "sec", F.col("win_rate").alias("rate")
     )
 
 

@@ -1,6 +1,7 @@
 """Writing the analysis: report.json, per_second.jsonl, latency_per_second.jsonl, one PNG of
-rates against the throttle per case (a panel per broker, the move shaded) and one of produce
-latency, report.html showing them, and the plain-text table the CLI prints.
+rates against the throttle per case (a panel per broker, the move shaded, the judged windows'
+rates against the case's bound) and one of produce latency, report.html showing them, and the
+plain-text table the CLI prints.
 
 Plots use matplotlib's object API (`Figure`, rendered by Agg), never pyplot's global state, so
 writing reports from threads or a headless test is safe.
@@ -26,7 +27,9 @@ TABLE_COLUMNS = (
     ("move_s", "move_duration_s"),
     ("predicted_s", "predicted_move_s"),
     ("ratio", "move_duration_ratio"),
+    ("window_s", "throttle_window_s"),
     ("max_window_B/s", "max_window_bytes_per_s"),
+    ("bound_B/s", "throttle_bound_bytes_per_s"),
     ("throttle_B/s", "throttle_bytes_per_s"),
     ("x_throttle", "max_window_throttle_ratio"),
     ("p99_before_ms", ("produce_latency", "before", "p99_ms")),
@@ -43,8 +46,7 @@ def write_report(report: Report, out_dir: Path) -> Report:
     _write_jsonl(out_dir / "latency_per_second.jsonl", report.latency_per_second)
     for case in report.cases:
         rates = [r for r in report.per_second if r["case_id"] == case["id"]]
-        factor = report.params["violation_factor"]
-        plot_rates(case, rates, out_dir / case["plots"]["rates"], factor=factor)
+        plot_rates(case, rates, out_dir / case["plots"]["rates"])
         if case["plots"]["latency"]:
             lat = [r for r in report.latency_per_second if r["case_id"] == case["id"]]
             plot_latency(case, lat, out_dir / case["plots"]["latency"])
@@ -91,15 +93,16 @@ def _plotted_nodes(case: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -
     return sorted(nodes)
 
 
-def plot_rates(
-    case: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], path: Path, *, factor: float
-) -> None:
+def plot_rates(case: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], path: Path) -> None:
     """Per broker: leader and follower throttled B/s per second, replication in/out, the
-    throttle and its violation line, the move shaded."""
+    throttle, the move shaded; and what the verdict judges: each judged window's rate (the
+    bytes it counts over its span, drawn at the window's end, so a point reads "the last n s")
+    against the case's bound (dashed)."""
     nodes = _plotted_nodes(case, rows) or [None]
     fig = Figure(figsize=(9, 2.4 * len(nodes) + 0.6), layout="constrained")
     axes = fig.subplots(len(nodes), 1, sharex=True, squeeze=False)[:, 0]
-    throttle = case["throttle_bytes_per_s"]
+    throttle, bound = case["throttle_bytes_per_s"], case["throttle_bound_bytes_per_s"]
+    span = case["throttle_window_s"]
     t0 = min((r["ts"] for r in rows), default=0)
     label = ""
     for ax, node in zip(axes, nodes, strict=True):
@@ -115,9 +118,17 @@ def plot_rates(
             # Each value is the traffic of second [k, k+1): drawn as a step over that second.
             ys = [r[key] / MB for r in mine]
             ax.plot(x, ys, style, label=name, linewidth=1.2, drawstyle="steps-post")
+        for side in ("follower", "leader"):
+            judged = [(t + span, r[f"{side}_window_bytes_per_s"] / MB)
+                      for t, r in zip(x, mine, strict=True)
+                      if r[f"{side}_window_bytes_per_s"] is not None]  # fmt: skip
+            if judged:
+                ax.plot(*zip(*judged, strict=True), ".-", markersize=3, linewidth=0.8,
+                        label=f"{side} {span} s windows")  # fmt: skip
         if throttle:
             ax.axhline(throttle / MB, color="tab:red", linewidth=1, label="throttle")
-            ax.axhline(throttle * factor / MB, color="tab:red", linestyle="--", linewidth=0.8)
+        if bound:
+            ax.axhline(bound / MB, color="tab:red", linestyle="--", linewidth=0.8, label="bound")
         ax.set_ylabel("MB/s")
         ax.set_title(f"node {node}", fontsize=9, loc="left")
         ax.grid(alpha=0.3)
@@ -211,6 +222,11 @@ def _html_case(case: Mapping[str, Any]) -> str:
             "predicted_move_s",
             "move_duration_ratio",
             "moved_bytes",
+            "throttle_window_s",
+            "throttle_bound_bytes_per_s",
+            "throttle_window_past_end",
+            "throttle_judged",
+            "throttle_exempt_counted",
             "max_window_bytes_per_s",
             "max_window_throttle_ratio",
             "throttle_violated",
@@ -224,6 +240,8 @@ def _html_case(case: Mapping[str, Any]) -> str:
         "max_window_bytes_per_s",
         "max_window_throttle_ratio",
         "max_window_start_s",
+        "windows",
+        "windows_over",
         "configured_throttle_bytes_per_s",
         "throttle_violated",
     )

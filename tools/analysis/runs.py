@@ -4,7 +4,8 @@ A run folder is what one system-test case or experiment leaves behind:
 
     RUN_DIR/
       case.json          what was asked: brokers, throttle and mode, who sends and receives,
-                         bytes to move, target produce rate, predicted move time
+                         bytes to move, target produce rate, predicted move time, and
+                         optionally how the throttle is judged (`ThrottleCheck`)
       nodes/node-<id>/events.jsonl, nodes/node-<id>/metrics.jsonl   copies of each node's logs
       clients/produced.jsonl   one line per acknowledged batch: ts (ack time), latency_ms, ...
       clients/consumed.jsonl   (optional, not read)
@@ -28,6 +29,7 @@ from typing import Any
 from minikafka.errors import ConfigError
 
 THROTTLE_MODES = ("lists", "kip542")
+JUDGED = ("move", "run")  # ThrottleCheck.judged
 LAYOUT = (
     "case.json, nodes/node-<id>/metrics.jsonl and events.jsonl, "
     "clients/produced.jsonl, timeline.jsonl"
@@ -36,13 +38,54 @@ LAYOUT = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
-    """The thresholds of the verdict (issue text; KIP-73 test plan, REFERENCE.md section 6)."""
+    """The thresholds of the verdict (issue text; KIP-73 test plan, REFERENCE.md section 6).
+    A case.json may set its own window span and bound (`ThrottleCheck`); these are the defaults."""
 
-    window_s: int = 5  # the sliding window the throttled rate is averaged over
+    window_s: int = 5  # span of the sliding windows (1 s slide) the throttled rate is averaged over
     window_skip_s: int = 2  # windows start this long after the move start (the first burst)
     violation_factor: float = 1.15  # a window above factor x throttle violates it
     duration_ratio_min: float = 0.9  # accepted move duration / predicted_move_s
     duration_ratio_max: float = 1.2
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThrottleCheck:
+    """How one case's throttle is judged: its case.json's optional fields, defaults filled in.
+
+    - `window_s` (case.json `throttle_window_s`, whole seconds, default `Params.window_s`): the
+      span of the sliding windows; they start on every whole second (a 1 s slide).
+    - `bound_bytes_per_s` (`throttle_bound_bytes_per_s`, default `Params.violation_factor` x
+      `throttle_bytes_per_s`): a window whose mean rate is above it violates the throttle; None
+      (no throttle, no bound) judges nothing.
+    - `past_end` (`throttle_window_past_end`, default false): windows of a move may run past its
+      end, counting zero bytes after it (a window longer than a short move); by default they end
+      by the move's end.
+    - `judged` (`throttle_judged`, default "move"): when windows may lie. "move": from
+      `Params.window_skip_s` after the move start to its end. "run": from `window_skip_s` after
+      the throttle was set (the timeline's first `throttle_set`, else each node's first metrics
+      second) to the end of each node's logs, for runs throttled all along (the experiments);
+      such a case's move is only the timeline's, never inferred. Either way the follower side of `receiving_brokers` and the leader side of
+      `sending_brokers` are judged.
+    - `exempt_counted` (`throttle_exempt_counted`, default true): whether in-sync replicas' bytes
+      (`*_exempt_bytes`: counted by the quota, KAFKA-4313, never held back) count; false judges
+      only the bytes the throttle could hold back.
+    """
+
+    window_s: int
+    bound_bytes_per_s: float | None
+    past_end: bool
+    judged: str
+    exempt_counted: bool
+
+    def describe(self) -> dict[str, Any]:
+        """The case's fields in the report (the values used, defaults filled in)."""
+        return {
+            "throttle_window_s": self.window_s,
+            "throttle_bound_bytes_per_s": self.bound_bytes_per_s,
+            "throttle_window_past_end": self.past_end,
+            "throttle_judged": self.judged,
+            "throttle_exempt_counted": self.exempt_counted,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +106,11 @@ class RunCase:
     bytes_to_move: int
     produce_bytes_per_s: float
     predicted_move_s: float | None
+    throttle_window_s: int | None  # None: Params.window_s (ThrottleCheck says how they apply)
+    throttle_bound_bytes_per_s: float | None  # None: Params.violation_factor x throttle
+    throttle_window_past_end: bool
+    throttle_judged: str
+    throttle_exempt_counted: bool
     metrics_files: tuple[str, ...]
     events_files: tuple[str, ...]
     produced_file: str | None
@@ -85,6 +133,18 @@ class RunCase:
             "produce_bytes_per_s": self.produce_bytes_per_s,
             "predicted_move_s": self.predicted_move_s,
         }
+
+    def throttle_check(self, params: Params) -> ThrottleCheck:
+        bound = self.throttle_bound_bytes_per_s
+        if bound is None and self.throttle_bytes_per_s is not None:
+            bound = params.violation_factor * self.throttle_bytes_per_s
+        return ThrottleCheck(
+            window_s=self.throttle_window_s or params.window_s,
+            bound_bytes_per_s=bound,
+            past_end=self.throttle_window_past_end,
+            judged=self.throttle_judged,
+            exempt_counted=self.throttle_exempt_counted,
+        )
 
 
 def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> list[RunCase]:
@@ -156,6 +216,14 @@ def _case_fields(raw: Mapping[str, Any], where: Path) -> dict[str, Any]:
             raise ConfigError(f"{where}: '{name}' is {value!r}; expected a list of node ids")
         return tuple(value)
 
+    def flag(name: str, default: bool) -> bool:
+        value = raw.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where}: '{name}' is {value!r}; expected true, false or null")
+        return value
+
     case = raw.get("case")
     if not isinstance(case, str) or not case:
         raise ConfigError(f"{where}: 'case' is {case!r}; expected the case name (a string)")
@@ -163,6 +231,15 @@ def _case_fields(raw: Mapping[str, Any], where: Path) -> dict[str, Any]:
     if mode is not None and mode not in THROTTLE_MODES:
         raise ConfigError(f"{where}: 'throttle_mode' is {mode!r}; expected lists, kip542 or null")
     predicted = get("predicted_move_s", (int, float), None, "seconds (a number) or null")
+    window = get("throttle_window_s", (int,), None, "whole seconds (an integer >= 1) or null")
+    if window is not None and window < 1:
+        raise ConfigError(f"{where}: 'throttle_window_s' is {window!r}; expected an integer >= 1")
+    bound = get("throttle_bound_bytes_per_s", (int, float), None, "B/s (a number > 0) or null")
+    if bound is not None and bound <= 0:
+        raise ConfigError(f"{where}: 'throttle_bound_bytes_per_s' is {bound!r}; expected > 0")
+    judged = raw.get("throttle_judged") or "move"
+    if judged not in JUDGED:
+        raise ConfigError(f"{where}: 'throttle_judged' is {judged!r}; expected move or run")
     return {
         "case": case,
         "seed": get("seed", (int,), None, "an integer"),
@@ -178,6 +255,11 @@ def _case_fields(raw: Mapping[str, Any], where: Path) -> dict[str, Any]:
         "bytes_to_move": _int(get("bytes_to_move", (int, float), 0, "bytes (a number)")),
         "produce_bytes_per_s": float(get("produce_bytes_per_s", (int, float), 0.0, "B/s")),
         "predicted_move_s": float(predicted) if predicted is not None else None,
+        "throttle_window_s": window,
+        "throttle_bound_bytes_per_s": float(bound) if bound is not None else None,
+        "throttle_window_past_end": flag("throttle_window_past_end", False),
+        "throttle_judged": judged,
+        "throttle_exempt_counted": flag("throttle_exempt_counted", True),
     }
 
 

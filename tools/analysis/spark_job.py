@@ -3,8 +3,10 @@
 Every log is read with `spark.read.json` and an explicit schema (a half-written last line, or a
 field of an unexpected type, becomes nulls instead of failing the job); `input_file_name()`
 names the run folder each line came from. The transformations and their rules are in `frames`;
-only small results reach the driver (one row per broker-second, per case, per phase), in three
-actions: the per-second series, the move bounds, and everything else in one union.
+only small results reach the driver (one row per broker-second, per case, per phase, per judged
+window), in three actions: the per-second series, the move bounds, and everything else in one
+union. Each case's throttle is judged as its case.json says (`RunCase.throttle_check`): the
+move bounds collected in the second action give the judged interval of each case.
 """
 
 from __future__ import annotations
@@ -28,16 +30,18 @@ from tools.analysis.frames import (
     RATES,
     broker_windows,
     isr_counts,
+    judged_windows,
     last_isr,
     latency_per_second,
     latency_phases,
     moves,
     per_second,
+    window_series,
     with_phase,
 )
 from tools.analysis.report import write_report
-from tools.analysis.runs import Params, RunCase, default_out_dir, load_runs
-from tools.analysis.summary import Collected, Report, build_report, move_bounds
+from tools.analysis.runs import Params, RunCase, ThrottleCheck, default_out_dir, load_runs
+from tools.analysis.summary import Collected, Report, build_report, case_move, judged_bounds
 
 METRICS_SCHEMA = T.StructType(
     [
@@ -146,6 +150,23 @@ def roles_frame(spark: SparkSession, runs: Sequence[RunCase]) -> DataFrame:
     return spark.createDataFrame(rows, "run_key string, node long, side string, role string")
 
 
+def checks_frame(
+    spark: SparkSession, checks: Mapping[str, ThrottleCheck], move_rows: Sequence[Mapping[str, Any]]
+) -> DataFrame:
+    """One row per case: the move's bounds, the judged interval, and how windows are judged."""
+    out = []
+    for m in move_rows:
+        c = checks[m["run_key"]]
+        start, end, _ = case_move(c, m)
+        out.append((m["run_key"], start, end, *judged_bounds(c, m), c.window_s,
+                    c.bound_bytes_per_s, c.past_end, c.judged, c.exempt_counted))  # fmt: skip
+    return spark.createDataFrame(
+        out,
+        "run_key string, start double, end double, jstart double, jend double, window_s int, "
+        "bound double, past_end boolean, judged string, exempt_counted boolean",
+    )
+
+
 def rows(df: DataFrame) -> list[dict[str, Any]]:
     return [r.asDict(recursive=True) for r in df.collect()]
 
@@ -232,10 +253,18 @@ def collect(
             spark, [r.timeline_file for r in runs if r.timeline_file], TIMELINE_SCHEMA
         )
         move_rows = rows(moves(timeline, secs, roles, keys))
-        bounds = [(m["run_key"], *move_bounds(m)[:2], m["load_start"]) for m in move_rows]
+        checks = {r.key: r.throttle_check(params) for r in runs}
+        bounds = [
+            (m["run_key"], *case_move(checks[m["run_key"]], m)[:2], m["load_start"])
+            for m in move_rows
+        ]
         moves_df = spark.createDataFrame(
             bounds, "run_key string, start double, end double, load_start double"
         )
+        windows = judged_windows(
+            secs, roles, checks_frame(spark, checks, move_rows),
+            [c.window_s for c in checks.values()], params.window_skip_s,
+        )  # fmt: skip
         say("windows against the throttle, latency, ISR ...")
         events = read_lines(spark, [f for r in runs for f in r.events_files], EVENTS_SCHEMA)
         produced = read_lines(
@@ -244,7 +273,8 @@ def collect(
         phased = with_phase(produced, moves_df)
         small = rows_of_many(
             {
-                "windows": broker_windows(secs, roles, moves_df, params),
+                "windows": broker_windows(windows),
+                "window_series": window_series(windows),
                 "isr_counts": isr_counts(events, moves_df),
                 "last_isr": last_isr(events),
                 "latency": latency_phases(phased),

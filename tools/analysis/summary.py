@@ -1,9 +1,12 @@
 """From the Spark job's small result rows to the report: one object per case, the verdicts and
 a summary. Pure (no Spark, no files), so every rule here is a plain unit test.
 
-Verdict of a case (issue text): it fails when any throttled broker's largest window exceeds
-`violation_factor` x the case's throttle, or when a prediction exists and the move took less
-than `duration_ratio_min` or more than `duration_ratio_max` of it (or was not found at all).
+Verdict of a case (issue text): it fails when any judged broker side has a window above the
+case's bound (the largest rate over sliding windows of the case's span, 1 s slide, as
+frames.judged_windows computes it; span and bound from case.json, else `Params.window_s` and
+`violation_factor` x the throttle: `ThrottleCheck`), or when a prediction exists and the move
+took less than `duration_ratio_min` or more than `duration_ratio_max` of it (or was not found at
+all). Each case reports the window span, bound and rules it was judged with.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.analysis.runs import Params, RunCase, slugs
+from tools.analysis.runs import Params, RunCase, ThrottleCheck, slugs
 
 SCHEMA = "minikafka-analysis/1"
 PHASES = ("all", "before", "during", "after")
@@ -26,6 +29,7 @@ class Collected:
 
     moves: list[dict[str, Any]]
     windows: list[dict[str, Any]]
+    window_series: list[dict[str, Any]]
     seconds: list[dict[str, Any]]
     isr_counts: list[dict[str, Any]]
     last_isr: list[dict[str, Any]]
@@ -71,8 +75,9 @@ def build_report(runs: Sequence[RunCase], data: Collected, params: Params) -> Re
     ids = slugs(runs)
     cases = [build_case(r, ids[r.key], data, params) for r in runs]
     starts = {c["run_dir"]: c["move_start_ts"] for c in cases}
+    rates = {(w["run_key"], w["node"], w["side"], w["sec"]): w["rate"] for w in data.window_series}
     per_second = [
-        _second_row(row, ids[row["run_key"]], starts[row["run_key"]])
+        _second_row(row, ids[row["run_key"]], starts[row["run_key"]], rates)
         for row in sorted(data.seconds, key=lambda r: (r["run_key"], r["node"], r["sec"]))
     ]
     latency_per_second = [
@@ -96,12 +101,13 @@ def build_report(runs: Sequence[RunCase], data: Collected, params: Params) -> Re
 
 def build_case(run: RunCase, case_id: str, data: Collected, params: Params) -> dict[str, Any]:
     mine = [m for m in data.moves if m["run_key"] == run.key]
-    start, end, source = move_bounds(mine[0] if mine else {})
+    check = run.throttle_check(params)
+    start, end, source = case_move(check, mine[0] if mine else {})
     duration = end - start if start is not None and end is not None else None
     predicted = run.predicted_move_s
     ratio = duration / predicted if duration is not None and predicted else None
     brokers = [
-        broker_figures(w, run.throttle_bytes_per_s, start, duration, params)
+        broker_figures(w, run.throttle_bytes_per_s, check.bound_bytes_per_s, duration)
         for w in sorted(data.windows, key=lambda w: (w["node"], w["side"]))
         if w["run_key"] == run.key
     ]
@@ -112,6 +118,7 @@ def build_case(run: RunCase, case_id: str, data: Collected, params: Params) -> d
     case = {
         "id": case_id,
         **run.describe(),
+        **check.describe(),
         "move_source": source,
         "move_start_ts": _round(start, 3),
         "move_end_ts": _round(end, 3),
@@ -151,13 +158,32 @@ def move_bounds(row: Row) -> tuple[float | None, float | None, str | None]:
     return start, end, source
 
 
+def case_move(check: ThrottleCheck, row: Row) -> tuple[float | None, float | None, str | None]:
+    """`move_bounds`; but a case judged over the whole "run" has a move only where its timeline
+    logs one: its brokers receive throttled bytes all along, so an inferred move would be the
+    run itself."""
+    if check.judged == "run":
+        row = {k: v for k, v in row.items() if k not in ("inf_start", "inf_end")}
+    return move_bounds(row)
+
+
+def judged_bounds(check: ThrottleCheck, row: Row) -> tuple[float | None, float | None]:
+    """(start, end) of what a case's throttle is judged over: the move (`move_bounds`), or for
+    "run" from the timeline's first throttle_set (None: each node's first second) on, open."""
+    if check.judged == "run":
+        return row.get("throttle_set"), None
+    return move_bounds(row)[:2]
+
+
 def broker_figures(
-    w: Row, throttle: int | None, start: float | None, duration: float | None, params: Params
+    w: Row, throttle: int | None, bound: float | None, duration: float | None
 ) -> dict[str, Any]:
+    """One judged broker side (a `frames.broker_windows` row): violated when its largest
+    window's rate is above `bound`; its start in seconds after the judged interval's start."""
     max_window = w.get("max_window")
     ratio = max_window / throttle if max_window is not None and throttle else None
     during = w.get("bytes_during_move")
-    at = w.get("max_window_sec")
+    at, start = w.get("max_window_sec"), w.get("judged_from")
     return {
         "node": w["node"],
         "side": w["side"],
@@ -173,8 +199,9 @@ def broker_figures(
             at - start if at is not None and start is not None else None, 3
         ),
         "windows": w.get("windows") or 0,
+        "windows_over": w.get("windows_over") or 0,
         "configured_throttle_bytes_per_s": w.get("cfg"),
-        "throttle_violated": ratio is not None and ratio > params.violation_factor,
+        "throttle_violated": max_window is not None and bound is not None and max_window > bound,
     }
 
 
@@ -218,11 +245,18 @@ def verdict_failures(case: Mapping[str, Any], params: Params) -> list[str]:
     failures = []
     for b in case["brokers"]:
         if b["throttle_violated"]:
+            ratio = b["max_window_throttle_ratio"]
             failures.append(
                 f"throttle violated: node {b['node']} {b['side']} averaged "
-                f"{b['max_window_bytes_per_s']:.0f} B/s over {params.window_s} s from "
-                f"t={b['max_window_start_s']} s, {b['max_window_throttle_ratio']:.2f}x the "
-                f"throttle {case['throttle_bytes_per_s']} B/s (limit {params.violation_factor}x)"
+                f"{b['max_window_bytes_per_s']:.0f} B/s over {case['throttle_window_s']} s from "
+                f"t={b['max_window_start_s']} s"
+                + (
+                    f", {ratio:.2f}x the throttle {case['throttle_bytes_per_s']} B/s"
+                    if ratio
+                    else ""
+                )
+                + f" (bound {case['throttle_bound_bytes_per_s']:.0f} B/s; "
+                f"{b['windows_over']} of {b['windows']} windows above it)"
             )
     predicted = case["predicted_move_s"]
     if predicted:
@@ -252,7 +286,9 @@ def summarize(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _second_row(row: Row, case_id: str, start: float | None) -> dict[str, Any]:
+def _second_row(
+    row: Row, case_id: str, start: float | None, rates: Mapping[tuple[Any, ...], float]
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "case_id": case_id,
         "node": row["node"],
@@ -270,8 +306,14 @@ def _second_row(row: Row, case_id: str, start: float | None) -> dict[str, Any]:
         "follower_replication_throttled_bytes",
         "leader_reassignment_throttled_bytes",
         "follower_reassignment_throttled_bytes",
+        "leader_exempt_bytes",
+        "follower_exempt_bytes",
     ):
         out[f"{name}_per_s"] = _round(row[name], 1)
+    for side in ("leader", "follower"):
+        # the judged window starting at this second, if one does: [ts, ts + window_s)
+        rate = rates.get((row["run_key"], row["node"], side, row["sec"]))
+        out[f"{side}_window_bytes_per_s"] = _round(rate, 1)
     out["leader_throttle_bytes_per_s"] = row["leader_throttle"]
     out["follower_throttle_bytes_per_s"] = row["follower_throttle"]
     out["sum_replica_lag"] = row["lag"]
