@@ -9,6 +9,12 @@
   the first non-empty partition always whole (core/fetch_limits.py).
 - Long poll: while fewer than `min_bytes` are available and `max_wait_ms` has not passed, the
   request waits for any of its partitions to change, then reads again.
+- Client quota (`consumer_byte_rate`, KIP-13) for consumer fetches only: the bytes of the
+  response are recorded for its client id and the answer goes out at once with its
+  `throttle_time_ms`; the connection is then muted for that time (KIP-219: the returned
+  `Reply`). Follower fetches (replica_id >= 0) are exempt: never recorded, never muted.
+  (Kafka's KafkaApis goes one step further: a throttled fetch is answered empty and its bytes
+  are un-recorded. Here the data goes out with the throttle, as REFERENCE.md section 3 says.)
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from minikafka.core.replication_quota import ThrottleClass, leader_throttle_clas
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import now_ms
+from minikafka.server.listener import Reply
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import ReadSpec
@@ -42,7 +49,8 @@ async def handle_fetch(
     req: FetchRequest,
     known_topic: frozenset[str] | set[str],
     client_id: str = "",
-) -> FetchResponse:
+) -> Reply:
+    """The FetchResponse and, for a consumer over its quota, the throttle time."""
     is_follower = req.replica_id >= 0
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     answers: dict[int, FetchPartitionResponse] = {}
@@ -107,13 +115,13 @@ async def handle_fetch(
     sent = sum(len(a.records) for a in answers.values())
     rm.metrics.inc("replication_bytes_out" if is_follower else "bytes_out", sent)
     throttle_ms = 0
-    if not is_follower:  # KIP-13: consumers are throttled by delaying the response; replicas never
+    if not is_follower:  # KIP-13 for consumers only; replicas are never client-throttled
         bound = rm.dynamic.client_quota(client_id)[1] if rm.dynamic is not None else None
         throttle_ms = rm.fetch_quotas.record_and_throttle(client_id, sent, bound, now_ms())
-        await trio.sleep(throttle_ms / 1000)
-    return FetchResponse(
+    response = FetchResponse(
         partitions=[answers[i] for i in range(len(req.partitions))], throttle_time_ms=throttle_ms
     )
+    return Reply(response=response, throttle_ms=throttle_ms)
 
 
 async def _read_until_enough(
