@@ -1,4 +1,4 @@
-"""Windowed rates, sensors, quotas and KIP-13 throttle time (core/stats.py).
+"""Windowed rates, averages and maxima, sensors, quotas and KIP-13 throttle time (core/stats.py).
 
 Kafka's metrics and quota test stories in spirit (MetricsTest, SampledStatTest, RateTest,
 ClientQuotaManagerTest, ReplicationQuotaManagerTest), with the arithmetic in the comments. The
@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from minikafka.core.stats import (
     LONG_MAX_MS,
+    Avg,
+    Max,
     MetricConfig,
     Rate,
     Sensor,
@@ -541,3 +543,76 @@ def test_peek_reads_the_rate_without_moving_the_window() -> None:
     assert measured.measure(5000) == 600.0  # 3000 B over 5 s: the early measure moved the window
     assert peeked.peek(5000) == 3000.0  # 3000 B over max(0, 1 s): the window starts at the record
     assert peeked.quota_exceeded(5000) and not measured.quota_exceeded(5000)
+
+
+# -- Avg and Max: the throttle-time sensor ------------------------------------------------------
+
+
+def test_avg_and_max_over_the_live_samples() -> None:
+    # N = 2 samples of W = 1000 ms: a sample expires once its last event is N * W = 2000 ms old.
+    cfg = MetricConfig(samples=2, window_ms=1000)
+    avg, mx = Avg(cfg), Max(cfg)
+    for value, t in ((100, 0), (300, 500), (50, 1000)):  # 50 at t = 1000 opens a second sample
+        avg.record(value, t)
+        mx.record(value, t)
+    assert avg.measure(1000) == 150.0  # (100 + 300 + 50) / 3 events
+    assert mx.measure(1000) == 300.0
+    # t = 2499: the first sample's last event (500) is 1999 ms old: still live.
+    assert avg.measure(2499) == 150.0
+    # t = 2500: 2500 - 500 >= 2000, the first sample is purged; only the 50 is left.
+    assert avg.measure(2500) == 50.0
+    assert mx.measure(2500) == 50.0
+    # t = 3000: the second sample (last event 1000) goes too: no event, Kafka's NaN.
+    assert math.isnan(avg.measure(3000)) and math.isnan(mx.measure(3000))
+
+
+def test_avg_and_max_of_nothing_are_nan_and_create_no_sample() -> None:
+    cfg = MetricConfig(samples=2, window_ms=1000)
+    avg, mx = Avg(cfg), Max(cfg)
+    assert math.isnan(avg.measure(0)) and math.isnan(mx.measure(0))
+    # Unlike Rate (SampledStat.oldest), measuring did not start a sample at t = 0: a record at
+    # t = 1500 opens the first sample there, and it lives until 1500 + 2000.
+    avg.record(10, 1500)
+    assert avg.measure(3499) == 10.0
+    assert math.isnan(avg.measure(3500))
+
+
+def test_max_starts_below_any_value() -> None:
+    # Kafka's Max starts a sample at -inf, so negative values are maxed correctly (0 would win).
+    mx = Max(MetricConfig(samples=2, window_ms=1000))
+    mx.record(-5, 0)
+    mx.record(-7, 10)
+    assert mx.measure(10) == -5.0
+
+
+def test_avg_counts_events_across_the_ring_as_it_wraps() -> None:
+    # N = 2, W = 1000: the ring holds N + 1 = 3 samples. One throttle of t / 1000 ms each second:
+    # at t = 5000 the live samples are those with a last event younger than 2000 ms: the
+    # records of t = 4000 and 5000 (3000 is exactly 2000 ms old: expired) -> (4 + 5) / 2.
+    cfg = MetricConfig(samples=2, window_ms=1000)
+    avg, mx = Avg(cfg), Max(cfg)
+    for t in range(0, 6000, 1000):
+        avg.record(t / 1000, t)
+        mx.record(t / 1000, t)
+    assert avg.measure(5000) == 4.5
+    assert mx.measure(5000) == 5.0
+    # Ten more events in the current sample: (4 + 5 + 10 * 1) / 12.
+    for _ in range(10):
+        avg.record(1, 5000)
+    assert avg.measure(5000) == pytest.approx(19 / 12)
+
+
+def test_avg_peek_leaves_the_samples_as_they_are() -> None:
+    # measure() purges (resets) the expired sample, restarting it at `now`; peek() must not.
+    cfg = MetricConfig(samples=2, window_ms=1000)
+    measured, peeked = Avg(cfg), Avg(cfg)
+    for stat in (measured, peeked):
+        stat.record(8, 0)
+    assert math.isnan(measured.measure(2000)) and math.isnan(peeked.peek(2000))
+    assert peeked._samples[0].value == 8 and peeked._samples[0].event_count == 1
+    assert measured._samples[0].value == 0 and measured._samples[0].event_count == 0
+    # The restart moved the sample's start to 2000: a record at 2500 joins it (not complete).
+    measured.record(2, 2500)
+    peeked.record(2, 2500)
+    assert len(measured._samples) == 1 and len(peeked._samples) == 2
+    assert measured.measure(2500) == peeked.measure(2500) == 2.0

@@ -109,8 +109,8 @@ async def test_replica_fetcher_dials_the_route_not_the_leader(autojump_clock, tm
             timeout_ms=5000,
             partitions=[ProducePartition(topic="t", partition=0, records=batch)],
         )
-        response = await handle_produce(leader.rm, request, leader.topics, "test")
-        assert response.partitions[0].error_code == 0  # acks=all: the follower fetched it
+        reply = await handle_produce(leader.rm, request, leader.topics, "test")
+        assert reply.response.partitions[0].error_code == 0  # acks=all: the follower fetched it
         await wait_until(lambda: follower.partition("t").log_end_offset == 1)
         assert follower.log_bytes("t") == leader.log_bytes("t")
     assert dialled and set(dialled) == {via}

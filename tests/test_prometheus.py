@@ -13,6 +13,8 @@ SNAP = {
     "LeaderReplicationThrottledRate": 1000.5,
     "PartitionBytesInRate": {"t-0": 10.0, "t-1": 0},
     "client_byte_rate": {"produce": {"app": 5.0}},
+    # None: no throttle within the quota window (Kafka's NaN): no sample, not a 0.
+    "client_throttle_time_ms_avg": {"produce": {"app": 12.5, "idle": None}, "fetch": {}},
     "leader.replication.throttled": True,
     "note": "text is skipped",
 }
@@ -24,6 +26,8 @@ def test_render_gauges_and_labels():
     assert 'minikafka_LeaderReplicationThrottledRate{node="3"} 1000.5' in text
     assert 'minikafka_PartitionBytesInRate{node="3",partition="t-0"} 10.0' in text
     assert 'minikafka_client_byte_rate{node="3",kind="produce",client="app"} 5.0' in text
+    avg = 'minikafka_client_throttle_time_ms_avg{node="3",kind="produce",client="app"} 12.5'
+    assert avg in text and "idle" not in text
     assert 'minikafka_leader_replication_throttled{node="3"} 1.0' in text
     assert "note" not in text and "# TYPE minikafka_bytes_in gauge" in text
 

@@ -93,13 +93,15 @@ def fetch_req(
 
 
 async def produce(broker: MemoryBroker, req: ProduceRequest) -> ProduceResponse:
-    resp = await handle_produce(broker.rm, req, broker.topics)
+    resp = (await handle_produce(broker.rm, req, broker.topics)).response
     assert isinstance(resp, ProduceResponse)
     return resp
 
 
 async def fetch(broker: MemoryBroker, req: FetchRequest) -> FetchResponse:
-    return await handle_fetch(broker.rm, req, broker.topics)
+    resp = (await handle_fetch(broker.rm, req, broker.topics)).response
+    assert isinstance(resp, FetchResponse)
+    return resp
 
 
 def offsets(blob: bytes) -> list[int]:

@@ -1,15 +1,18 @@
-"""Client quotas (KIP-13) in the shell: producer_byte_rate and consumer_byte_rate per client id.
+"""Client quotas (KIP-13, KIP-219) in the shell: producer_byte_rate and consumer_byte_rate.
 
 Broker 1 (minikafka/testing/memory_node.py) leads t-0 with ISR {1}; clients reach it over memory
 streams with their own client ids, so the quota is looked up exactly as on a real node (client id
 from the request header, the client's own entry over the default client's). The autojump
-MockClock measures the delays; storage calls run inline.
+MockClock measures the waits; storage calls run inline.
 
 The arithmetic (REFERENCE.md section 3, core/stats.py): client sensors are Rates over N = 11
 windows of W = 1 s. A fresh sensor is measured as if the N - 1 previous windows had been empty:
 at elapsed 0 its window is (N - 1) * W = 10 s, so a client may send 10 s worth of its quota Q at
-once before the measured rate O = bytes / 10 s exceeds Q. The response is then delayed by
-X = round((O - Q) / Q * window_ms) (KIP-13's O * W / (W + X) = Q), after the data is appended.
+once before the measured rate O = bytes / 10 s exceeds Q. The throttle time is then
+X = round((O - Q) / Q * window_ms) (KIP-13's O * W / (W + X) = Q). Since KIP-219 the answer goes
+out at once, after the append, carrying X; the broker mutes the connection for X and the
+client's Connection sends nothing more to that broker for X either. Clients that pipeline and
+do not wait are in test_shell_client_quota_pipelining.py.
 
 Ported from Kafka's ClientQuotaManagerTest / BaseQuotaTest stories: throttled only once over
 the quota, throttle time as computed, default and per-client quotas, replication exempt.
@@ -29,7 +32,6 @@ from minikafka.core.stats import throttle_time_ms
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
-from minikafka.server.fetch_serve import handle_fetch
 from minikafka.server.produce import handle_produce
 from minikafka.testing.memory_node import (
     MemoryBroker,
@@ -83,7 +85,7 @@ async def cluster(tmp_path):
 
 @dataclass(frozen=True, slots=True)
 class Exchange:
-    sent_s: float
+    sent_s: float  # when request() was called; the Connection may then wait for a throttle
     answered_s: float
     throttle_ms: int
     nbytes: int
@@ -91,6 +93,10 @@ class Exchange:
     @property
     def delay_ms(self) -> float:
         return (self.answered_s - self.sent_s) * 1000
+
+    @property
+    def throttled_until_s(self) -> float:
+        return self.answered_s + self.throttle_ms / 1000
 
 
 def produce_request() -> ProduceRequest:
@@ -159,10 +165,21 @@ def cumulative_rates(log: list[Exchange], t0: float, marks_s: list[int]) -> list
     return [sum(e.nbytes for e in log if e.sent_s < t0 + m) / m for m in marks_s]
 
 
+def assert_answered_at_once_after_the_previous_throttle(log: list[Exchange], gap_s: float) -> None:
+    """KIP-219, one request at a time: the Connection sends no earlier than the previous
+    answer's throttle allows, and the broker answers the moment the request arrives.
+    run_client calls request() at max(previous sent + gap, previous answered), so each answer
+    comes at max(that call, previous answered + previous throttle), to the millisecond (the
+    throttle starts at a whole-ms now_ms(), as Kafka's does)."""
+    for prev, e in zip(log, log[1:], strict=False):
+        assert e.sent_s == pytest.approx(max(prev.sent_s + gap_s, prev.answered_s), abs=1e-9)
+        assert e.answered_s == pytest.approx(max(e.sent_s, prev.throttled_until_s), abs=1e-3)
+
+
 # ---------------------------------------------------------------------------- produce
 
 
-async def test_produce_over_quota_is_delayed_after_the_append(autojump_clock, cluster):
+async def test_produce_over_quota_is_answered_at_once_and_the_client_waits(autojump_clock, cluster):
     a, _b = cluster
     a.set_configs({(CLIENTS, "alice"): {PRODUCER_BYTE_RATE: str(Q)}})
     async with a.network.connect(*a.address, client_id="alice") as conn:
@@ -172,39 +189,40 @@ async def test_produce_over_quota_is_delayed_after_the_append(autojump_clock, cl
         k, throttle = expected_first_throttle(Q)
         assert (k, throttle) == (100, 3)
         assert len(burst) == k and burst[-1].throttle_ms == throttle
-        assert all(e.throttle_ms == 0 and e.delay_ms == 0 for e in burst[:-1])
-        assert burst[-1].delay_ms == pytest.approx(throttle)
+        assert all(e.throttle_ms == 0 for e in burst[:-1])
+        assert all(e.delay_ms == 0 for e in burst)  # the throttled answer too (KIP-219)
+        assert a.partition("t").log_end_offset == k  # its batch is appended all the same
+        assert conn.throttle_delay_ms() == throttle  # the client holds its next request ...
 
-        # The next one is throttled ~100 ms; while its answer waits, the batch is already in
-        # the log: a follower-style read at the old log end offset returns it.
-        leo = a.partition("t").log_end_offset
-        answers: list[Exchange] = []
-
-        async def one() -> None:
-            answers.extend(await run_client(lambda: produce_over(conn), until=bool))
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(one)
-            await wait_until(lambda: a.partition("t").log_end_offset > leo, poll_s=0.001)
-            assert answers == []  # still held
-            read = await handle_fetch(a.rm, consumer_fetch(leo, replica_id=2), a.topics)
-            assert [b.base_offset for b in iter_batches(read.partitions[0].records)] == [leo]
-            read_at = trio.current_time()
-        [held] = answers
-        assert held.throttle_ms >= 90 and held.delay_ms == pytest.approx(held.throttle_ms)
-        assert held.answered_s > read_at  # the data was visible before the answer came
-    assert a.rm.produce_quotas.throttle_ms_total["alice"] == throttle + held.throttle_ms
+        # ... so the next one leaves 3 ms later, and is answered at once, throttled again: at
+        # t = 3 ms, O = 101 x 10 003 B / 10.003 s = 100 999.7 B/s -> X = round(99.97) = 100 ms.
+        [nxt] = await run_client(lambda: produce_over(conn), until=bool)
+        assert nxt.delay_ms == pytest.approx(throttle)
+        assert nxt.throttle_ms == 100
+        assert conn.throttle_delay_ms() == 100
+    # Kafka's throttle-time sensor per client id: avg and max over the quota window, in the
+    # node's metrics snapshot (metrics.jsonl, Prometheus, `minikafka metrics --json`).
+    assert a.rm.produce_quotas.throttle_time_avg(now_ms()) == {"alice": (3 + 100) / 2}
+    assert a.rm.produce_quotas.throttle_time_max(now_ms()) == {"alice": 100}
+    snapshot = a.metrics.snapshot()
+    assert snapshot["client_throttle_time_ms_avg"] == {"produce": {"alice": 51.5}, "fetch": {}}
+    assert snapshot["client_throttle_time_ms_max"] == {"produce": {"alice": 100}, "fetch": {}}
+    # No throttle within the last N x W = 11 s: no value (Kafka's NaN), None in the metrics.
+    await trio.sleep(11)
+    assert a.rm.produce_quotas.throttle_time_avg(now_ms()) == {"alice": None}
+    assert a.rm.produce_quotas.throttle_time_max(now_ms()) == {"alice": None}
 
 
 async def test_producer_rate_converges_to_its_quota(autojump_clock, cluster):
     """A producer offering 2x its quota (a 10 kB request every 50 ms unless still waiting).
 
-    Every answer is delayed by exactly its throttle time, and the achieved rate converges to the
-    quota: the fresh window lets 10 s worth of quota through before the first throttle (at 2x,
-    in 5 s), so over the first 30 s the rate is still ~11% above Q; from 60 s on it is within
-    10%, and within 2% at 70 s. (Any single 30-s window swings between ~0.85 and 1.1 Q: when a
-    sample full of an old burst expires after N * W, the client bursts again. That is Kafka's
-    Rate, not a fault of the delay.)
+    Every answer comes at once and the Connection waits out its throttle time before the next
+    request (KIP-219), and the achieved rate converges to the quota: the fresh window lets 10 s
+    worth of quota through before the first throttle (at 2x, in 5 s), so over the first 30 s
+    the rate is still ~11% above Q; from 60 s on it is within 10%, and within 2% at 70 s. (Any
+    single 30-s window swings between ~0.85 and 1.1 Q: when a sample full of an old burst
+    expires after N * W, the client bursts again. That is Kafka's Rate, not a fault of the
+    throttle.)
     """
     a, _b = cluster
     a.set_configs({(CLIENTS, "alice"): {PRODUCER_BYTE_RATE: str(Q)}})
@@ -217,7 +235,7 @@ async def test_producer_rate_converges_to_its_quota(autojump_clock, cluster):
         )
     throttled = [e for e in log if e.throttle_ms > 0]
     assert len(throttled) > len(log) // 4
-    assert all(e.delay_ms == pytest.approx(e.throttle_ms, abs=1e-6) for e in log)
+    assert_answered_at_once_after_the_previous_throttle(log, gap_s=0.05)
     marks = [30, 60, 70]
     rates = cumulative_rates(log, start, marks)
     assert all(abs(r - Q) <= 0.1 * Q for r in rates[1:]), rates
@@ -260,15 +278,16 @@ async def test_default_client_quota_and_per_client_override(autojump_clock, clus
 
 async def preload(a: MemoryBroker, batches: int) -> None:
     for _ in range(batches):
-        resp = await handle_produce(a.rm, produce_request(), a.topics)
-        assert resp is not None and resp.partitions[0].error_code == ErrorCode.NONE
+        reply = await handle_produce(a.rm, produce_request(), a.topics)
+        assert reply.response.partitions[0].error_code == ErrorCode.NONE
     await a.writer.barrier()
 
 
 async def test_consumer_rate_converges_to_its_quota(autojump_clock, cluster):
     """consumer_byte_rate likewise: a consumer fetching one 10 kB batch at a time is throttled
-    once 10 s of quota have gone out (a burst at t = 0), each fetch answer waits its throttle
-    time, and fetching on at 2x Q (every 50 ms) its achieved rate converges to the quota."""
+    once 10 s of quota have gone out (a burst at t = 0), each fetch is answered at once and the
+    next one waits its throttle time, and fetching on at 2x Q (every 50 ms) its achieved rate
+    converges to the quota."""
     a, _b = cluster
     await preload(a, 900)  # 9 MB: more than 70 s at Q plus the first burst
     a.set_configs({(CLIENTS, "bob"): {CONSUMER_BYTE_RATE: str(Q)}})
@@ -292,13 +311,22 @@ async def test_consumer_rate_converges_to_its_quota(autojump_clock, cluster):
         )
     assert (len(burst), burst[-1].throttle_ms) == expected_first_throttle(Q) == (100, 3)
     assert all(e.throttle_ms == 0 for e in burst[:-1])
-    assert all(e.delay_ms == pytest.approx(e.throttle_ms, abs=1e-6) for e in log)
+    assert all(e.delay_ms == 0 for e in burst)
+    # The first fetch after the burst waits out the burst's 3 ms, then the 50 ms pacing starts.
+    assert log[len(burst)].answered_s == pytest.approx(burst[-1].throttled_until_s)
+    assert_answered_at_once_after_the_previous_throttle(log[len(burst) :], gap_s=0.05)
     marks = [30, 60, 70]
     rates = cumulative_rates(log, start, marks)
     assert all(abs(r - Q) <= 0.1 * Q for r in rates[1:]), rates
     assert abs(rates[-1] - Q) <= 0.02 * Q
     assert abs(rates[-1] - Q) < abs(rates[0] - Q)
-    assert "bob" in a.rm.fetch_quotas.throttle_ms_total
+    # The broker's throttle-time max: the longest throttle in its live samples, those with an
+    # event in the last N x W = 11 s (a 1-s sample may hold events up to 12 s old).
+    [broker_max] = a.rm.fetch_quotas.throttle_time_max(now_ms()).values()
+    end = log[-1].answered_s
+    inside = [e.throttle_ms for e in log if e.answered_s > end - 10]
+    around = [e.throttle_ms for e in log if e.answered_s > end - 12]
+    assert max(inside) <= broker_max <= max(around)
 
 
 async def test_follower_fetches_are_never_throttled_by_client_quotas(autojump_clock, cluster):
@@ -316,7 +344,7 @@ async def test_follower_fetches_are_never_throttled_by_client_quotas(autojump_cl
         await wait_until(lambda: b.partition("t").log_end_offset == 100, poll_s=0.001)
     assert b.log_bytes("t") == a.log_bytes("t")
     assert a.rm.fetch_quotas.rates(now_ms()) == {}  # no client sensor was even created
-    assert a.rm.fetch_quotas.throttle_ms_total == {}
+    assert a.rm.fetch_quotas.throttle_time_avg(now_ms()) == {}
     # The same client id as a consumer is throttled: 10 003 B / 10 s = 1 000.3 B/s against
     # 1 000 B/s -> round(0.0003 x 10 000) = 3 ms.
     async with a.network.connect(*a.address, client_id=fetcher_id) as conn:

@@ -1,4 +1,5 @@
-"""The pipelined client Connection against a scripted fake server on memory streams.
+"""The pipelined client Connection against a scripted fake server on memory streams, and its
+client-side throttling (KIP-219).
 
 The fake server reads requests with the wire codec and answers MetadataRequest(topics=[name])
 with a TopicMetadata named `name`, in whatever order the test asks, so a mismatched correlation
@@ -20,6 +21,7 @@ from minikafka.wire.messages import (
     MetadataResponse,
     ProducePartition,
     ProduceRequest,
+    ProduceResponse,
     TopicMetadata,
 )
 
@@ -184,4 +186,72 @@ async def test_a_cancelled_request_leaves_no_waiter_behind(autojump_clock):
             await conn.request(MetadataRequest())
         assert conn._waiters == {}  # the cancelled request forgot its waiter
         assert not conn.broken  # the frame had been sent whole: the connection is still good
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_next_request_waits_out_the_throttle_time(autojump_clock):
+    """KIP-219, the client's half (Kafka's NetworkClient marks the node throttled): after an
+    answer with throttle_time_ms = 250 at t = 0, nothing more is sent on this connection until
+    t = 0.25 s, requests and acks=0 sends alike. The wait is not part of the request timeout."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    conn = Connection(client_stream, client_id="c1", label="fake")
+    server = FakeServer(server_stream)
+    arrivals: list[tuple[float, object]] = []
+
+    async def serve() -> None:
+        while True:
+            [(header, body)] = await server.read_requests(1)
+            arrivals.append((trio.current_time(), body))
+            if isinstance(body, ProduceRequest) and body.acks == 0:
+                continue
+            throttle = 250 if len(arrivals) == 1 else 0
+            response = ProduceResponse(partitions=[], throttle_time_ms=throttle)
+            await server_stream.send_all(frame(encode_response(header.correlation_id, response)))
+
+    produce = ProduceRequest(acks=1, timeout_ms=100, partitions=[])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+        nursery.start_soon(serve)
+        first = await conn.request(produce)
+        assert first.throttle_time_ms == 250 and trio.current_time() == 0
+        assert conn.throttle_delay_ms() == 250
+        second = await conn.request(produce, timeout_s=0.1)  # waits 0.25 s, yet no timeout
+        assert second.throttle_time_ms == 0
+        assert trio.current_time() == pytest.approx(0.25)
+        assert [t for t, _b in arrivals] == [0, pytest.approx(0.25)]
+        assert conn.throttle_delay_ms() == 0
+        await conn.send_oneway(ProduceRequest(acks=0, timeout_ms=100, partitions=[]))
+        await trio.testing.wait_all_tasks_blocked()
+        assert arrivals[-1][0] == pytest.approx(0.25)  # not throttled any more: sent at once
+        nursery.cancel_scope.cancel()
+
+
+async def test_concurrent_requests_all_wait_for_the_throttle(autojump_clock):
+    """Several requests waiting for a throttled node all go out when it ends (pipelined), and
+    a throttle that arrives while they wait (an answer to a request already sent) extends it."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    conn = Connection(client_stream, client_id="c1", label="fake")
+    server = FakeServer(server_stream)
+    produce = ProduceRequest(acks=1, timeout_ms=100, partitions=[])
+
+    async def answer(header: RequestHeader, throttle_ms: int) -> None:
+        response = ProduceResponse(partitions=[], throttle_time_ms=throttle_ms)
+        await server_stream.send_all(frame(encode_response(header.correlation_id, response)))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(conn.run_reader)
+        async with trio.open_nursery() as askers:
+            askers.start_soon(conn.request, produce)
+            askers.start_soon(conn.request, produce)
+            h1, h2 = [h for h, _b in await server.read_requests(2)]
+            await answer(h1, 100)  # t = 0: throttled until 0.1 s
+            await trio.testing.wait_all_tasks_blocked()
+            for _ in range(3):
+                askers.start_soon(conn.request, produce)
+            await trio.sleep(0.05)
+            await answer(h2, 200)  # t = 0.05 s: throttled until 0.25 s
+            later = await server.read_requests(3)
+            assert trio.current_time() == pytest.approx(0.25)
+            for header, _body in later:
+                await answer(header, 0)
         nursery.cancel_scope.cancel()

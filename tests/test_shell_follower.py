@@ -27,6 +27,7 @@ from minikafka.core.dynamic_config import (
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
+from minikafka.server.listener import Reply
 from minikafka.server.produce import handle_produce
 from minikafka.storage import StoreConfig
 from minikafka.testing.memory_node import (
@@ -88,13 +89,14 @@ async def catching_up(
     served: list[list[int]] = []
 
     async def recording(header, body):  # noqa: ANN001, ANN202 - Dispatcher
-        response = await a.dispatch(header, body)
+        reply = await a.dispatch(header, body)
+        response = reply.response if isinstance(reply, Reply) else reply
         if isinstance(body, FetchRequest) and body.replica_id == 2:
             assert isinstance(response, FetchResponse)
             got = [r.partition for r in response.partitions if r.records]
             if got:
                 served.append(got)
-        return response
+        return reply
 
     network.add(a.address, recording)
     states = [
@@ -115,7 +117,7 @@ async def catching_up(
                 ),
                 a.topics,
             )
-            assert resp is not None and {p.error_code for p in resp.partitions} == {ErrorCode.NONE}
+            assert {p.error_code for p in resp.response.partitions} == {ErrorCode.NONE}
         await a.writer.barrier()
         if a_configs:
             a.set_configs(a_configs)

@@ -99,7 +99,7 @@ async def out_of_sync_pair(
             ),
             a.topics,
         )
-        assert resp is not None and {p.error_code for p in resp.partitions} == {ErrorCode.NONE}
+        assert {p.error_code for p in resp.response.partitions} == {ErrorCode.NONE}
         await a.writer.barrier()
         yield a, b
         # B joins only now, so the caller sets the throttle first: call `start(b, a)`.

@@ -1,4 +1,5 @@
-"""serve_connection on memory streams: pipelining, acks=0, and the peer's malformed frames.
+"""serve_connection on memory streams: pipelining, acks=0, the peer's malformed frames, and
+the KIP-219 mute after a throttled reply.
 
 A fake dispatcher answers MetadataRequest(topics=[name]) with a TopicMetadata named `name`,
 after sleeping `DELAYS[name]` simulated seconds (the autojump clock makes that instant), and
@@ -17,7 +18,7 @@ import trio
 import trio.testing
 
 from minikafka.server.eventlog import EventLog
-from minikafka.server.listener import serve_connection
+from minikafka.server.listener import Reply, serve_connection
 from minikafka.wire.codec import RequestHeader, decode_response, encode_request
 from minikafka.wire.framing import FrameDecoder, frame
 from minikafka.wire.messages import (
@@ -263,3 +264,102 @@ async def test_handler_bug_drops_that_connection_only(autojump_clock, events):
         await good.send(2, metadata("now"))
         assert (await good.receive())[0] == 2
         await good_client_stream.aclose()
+
+
+# ---------------------------------------------------------------------------- KIP-219 muting
+
+
+class ThrottlingDispatcher(FakeDispatcher):
+    """FakeDispatcher whose Metadata for a topic in THROTTLES is answered with a `Reply`
+    carrying that throttle time (after `late-` topics' 0.2 s of work), as a client-quota
+    violation is (KIP-219); Produce acks=0 gets a 0.5 s throttle and no response. Records when
+    each request reached it."""
+
+    THROTTLES = {"over-quota": 1000, "late-over-quota": 1000}
+    ACKS_0_THROTTLE_MS = 500
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reached_at: dict[int, float] = {}
+
+    async def __call__(self, header: RequestHeader, body: object) -> object | None:
+        self.reached_at[header.correlation_id] = trio.current_time()
+        if isinstance(body, ProduceRequest):
+            self.calls.append((header.correlation_id, body))
+            return Reply(response=None, throttle_ms=self.ACKS_0_THROTTLE_MS)
+        name = body.topics[0] if isinstance(body, MetadataRequest) and body.topics else ""
+        if name not in self.THROTTLES:
+            return await super().__call__(header, body)
+        self.calls.append((header.correlation_id, body))
+        if name.startswith("late-"):
+            await trio.sleep(0.2)
+        response = MetadataResponse(brokers=[], controller_id=-1, topics=[])
+        return Reply(response=response, throttle_ms=self.THROTTLES[name])
+
+
+async def test_a_throttled_reply_mutes_the_connection_but_what_was_read_finishes(
+    autojump_clock, events
+):
+    """The answer carrying the throttle goes out at once; the connection then takes no request
+    for 1 s, while a request read before the mute is still processed and answered."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = ThrottlingDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(server_stream, dispatch, events))
+        client = RawClient(client_stream)
+        await client.send(1, metadata("fast"))  # read at t = 0, its handler takes 1 s
+        await client.send(2, metadata("over-quota"))  # read at t = 0, answered at once: 1 s mute
+        assert (await client.receive())[0] == 2
+        assert trio.current_time() == 0
+        await client.send(3, metadata("now"))  # arrives while muted
+        await trio.sleep(0.999)
+        assert sorted(dispatch.reached_at) == [1, 2]  # 3 is not read while muted
+        # 1 was read before the mute: answered at t = 1 s; 3 is read when the mute ends, t = 1 s.
+        answers = [await client.receive(), await client.receive()]
+        assert sorted(corr for corr, _r in answers) == [1, 3]
+        assert dispatch.reached_at[3] == pytest.approx(1.0)
+        assert trio.current_time() == pytest.approx(1.0)
+        # Unmuted: the next request is read and answered at once.
+        await client.send(4, metadata("now"))
+        assert (await client.receive())[0] == 4
+        assert dispatch.reached_at[4] == pytest.approx(1.0)
+        await client_stream.aclose()
+
+
+async def test_overlapping_throttles_mute_until_the_latest_end(autojump_clock, events):
+    """Two throttled requests in flight at once: 2 mutes from t = 0 until 1.0 s, then 1, read
+    before that mute, is answered at 0.2 s with its own 1 s: the mute lasts until 1.2 s."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = ThrottlingDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(server_stream, dispatch, events))
+        client = RawClient(client_stream)
+        await client.send(1, metadata("late-over-quota"))
+        await client.send(2, metadata("over-quota"))
+        assert (await client.receive())[0] == 2
+        await client.send(3, metadata("now"))
+        assert (await client.receive())[0] == 1
+        assert trio.current_time() == pytest.approx(0.2)
+        assert (await client.receive())[0] == 3
+        assert dispatch.reached_at[3] == pytest.approx(1.2)
+        await client_stream.aclose()
+
+
+async def test_acks_zero_over_quota_mutes_without_an_answer(autojump_clock, events):
+    """Produce acks=0 has no answer to carry the throttle: the mute alone holds the client."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = ThrottlingDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve(server_stream, dispatch, events))
+        client = RawClient(client_stream)
+        await client.send(-1, ProduceRequest(acks=0, timeout_ms=1, partitions=[]))
+        # Once the produce is handled (the server is idle), the next request finds the mute.
+        # (Sent in the same chunk, it could be taken off the connection before the produce's
+        # handler has decided: up to request.max.in.flight requests are read concurrently.)
+        await trio.testing.wait_all_tasks_blocked()
+        assert dispatch.reached_at == {-1: 0.0}
+        await client.send(5, metadata("now"))
+        corr_id, _response = await client.receive()
+        assert corr_id == 5 and client.decoder.buffered_bytes == 0  # nothing for the produce
+        assert dispatch.reached_at[5] == pytest.approx(0.5)
+        await client_stream.aclose()

@@ -91,7 +91,7 @@ async def test_batches_of_any_size_move_within_the_bound(autojump_clock, tmp_pat
                 ),
                 a.topics,
             )
-            assert resp is not None and resp.partitions[0].error_code == ErrorCode.NONE
+            assert resp.response.partitions[0].error_code == ErrorCode.NONE
         await a.writer.barrier()
         if side == "leader":
             a.set_configs(

@@ -144,7 +144,7 @@ async def preload(a: MemoryBroker, batches_per_partition: int, batch: bytes = BA
             ),
             a.topics,
         )
-        assert resp is not None and {p.error_code for p in resp.partitions} == {ErrorCode.NONE}
+        assert {p.error_code for p in resp.response.partitions} == {ErrorCode.NONE}
     await a.writer.barrier()
     return batches_per_partition * PARTITIONS * len(batch)
 
@@ -372,7 +372,7 @@ async def produce_in_bursts(a: MemoryBroker, *, cycles: int) -> None:
                 ),
                 a.topics,
             )
-            assert resp is not None and resp.partitions[0].error_code == ErrorCode.NONE
+            assert resp.response.partitions[0].error_code == ErrorCode.NONE
 
 
 @pytest.mark.parametrize("exempt", [True, False], ids=["exempt", "no-exemption"])

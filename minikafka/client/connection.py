@@ -5,6 +5,12 @@ many can be in flight on one connection (round trips are the expensive thing her
 pipeline). A background reader task, living in the caller's nursery, decodes frames and wakes
 the waiting requester. When the stream breaks, every pending and future request fails with a
 retriable NETWORK_EXCEPTION BrokerError.
+
+Client-side throttling (KIP-219): a response with `throttle_time_ms` > 0 marks the node
+throttled until then, and no request is sent on this connection before that (Kafka's
+NetworkClient: `ClusterConnectionStates.throttle`, the node is not ready while throttled).
+Requests already sent are not affected. The broker mutes the connection for the same time, so a
+client that waits too never has a request sitting unread in a muted connection.
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, ProtocolError
+from minikafka.server.clock import now_ms, wait_out
 from minikafka.wire.codec import RequestHeader, encode_request
 from minikafka.wire.correlation import Correlator
 from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, frame_header
@@ -40,11 +48,16 @@ class Connection:
         self._waiters: dict[int, _Waiter] = {}
         self._send_lock = trio.Lock()
         self._broken: BaseException | None = None
+        self._throttle = ThrottleGate()
         self.label = label
 
     @property
     def broken(self) -> bool:
         return self._broken is not None
+
+    def throttle_delay_ms(self) -> int:
+        """How long the next request will wait for the broker's last throttle (KIP-219)."""
+        return self._throttle.delay_ms(now_ms())
 
     async def request(self, body: object, *, timeout_s: float = math.inf) -> object:
         """Send one request and wait for its response (BrokerError NETWORK_EXCEPTION if the
@@ -70,6 +83,10 @@ class Connection:
         await self._send(body, None)
 
     async def _send(self, body: object, waiter: _Waiter | None) -> int:
+        # KIP-219: nothing goes to a throttled node (the wait is not part of any request timeout:
+        # Kafka starts that clock when the request is sent). A response that arrives meanwhile
+        # may throttle us for longer: wait_out reads the gate again after each sleep.
+        await wait_out(self._throttle)
         self._raise_if_broken()
         api_key = API_KEY_OF[type(body)]
         if waiter is not None:
@@ -106,6 +123,9 @@ class Connection:
                         raise trio.BrokenResourceError("connection closed by peer")
                     continue
                 corr_id, response = self._correlator.on_response(frame)
+                # Every response type may carry a throttle (Kafka: AbstractResponse.throttleTimeMs);
+                # a late answer to a request we gave up on still throttles the node.
+                self._throttle.throttle(now_ms(), getattr(response, "throttle_time_ms", 0))
                 waiter = self._waiters.pop(corr_id, None)
                 if waiter is not None:
                     waiter.response = response

@@ -42,7 +42,9 @@ class Consumer:
         self.max_wait_ms = max_wait_ms
         self.partition_max_bytes = partition_max_bytes
         self.max_bytes = max_bytes
-        self.throttle_time_ms_total = 0  # KIP-13, as the brokers reported it
+        # Client quotas: the throttle times the brokers reported (KIP-13), each waited out by the
+        # connection to that broker before its next request (KIP-219, client/connection.py).
+        self.throttle_time_ms_total = 0
         self.last_throttle_time_ms = 0
 
     async def list_offsets(

@@ -45,7 +45,8 @@ class Producer:
         self.client = client
         self.config = config
         self.retries = 0
-        # KIP-13: what the brokers told us to wait (the response was already delayed by it).
+        # Client quotas: the throttle times the brokers reported (KIP-13). The connection to that
+        # broker waited each one out before its next request (KIP-219, client/connection.py).
         self.throttle_time_ms_total = 0
         self.last_throttle_time_ms = 0
 

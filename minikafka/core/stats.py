@@ -1,9 +1,9 @@
 """Windowed rates, sensors and quota bounds: Kafka's metrics package, sans IO.
 
 Mirrors `org.apache.kafka.common.metrics` (`MetricConfig`, `stats.SampledStat`,
-`stats.WindowedSum`, `stats.Rate`, `stats.SimpleRate`, `Sensor`, `Quota`) and the KIP-13 throttle
-time of `QuotaUtils.throttleTime` / `ClientQuotaManager`. Time comes in as `now_ms` (monotonic,
-non-decreasing); nothing here reads a clock.
+`stats.WindowedSum`, `stats.Rate`, `stats.SimpleRate`, `stats.Avg`, `stats.Max`, `Sensor`,
+`Quota`) and the KIP-13 throttle time of `QuotaUtils.throttleTime` / `ClientQuotaManager`.
+Time comes in as `now_ms` (monotonic, non-decreasing); nothing here reads a clock.
 
 The rules (REFERENCE.md section 3). N = `samples`, W = `window_ms`.
 
@@ -21,10 +21,15 @@ The rules (REFERENCE.md section 3). N = `samples`, W = `window_ms`.
   kept").
 - Measuring a stat that has no sample yet creates one starting at `now` (`SampledStat.oldest`),
   so a quota checked before anything is recorded starts its window at that check.
-- `measure = sum / window_seconds`. SimpleRate (replication quotas): window = max(now - oldest
-  start, W), so the first window counts as full-sized. Rate (client quotas): elapsed = now -
-  oldest start; with `full = elapsed // W`, if full < N - 1 the missing `(N - 1 - full) * W` are
-  added, so the window is N - 1 whole windows plus the current partial one; at least 1 ms.
+- Avg and Max (the throttle-time stats of ClientQuotaManager) combine the live samples after the
+  same purge: Avg = sum of values / number of events, Max = the largest value; both are NaN
+  when no live sample holds an event (Kafka's `combine` with count 0). They never create a
+  sample when measured.
+- Rates: `measure = sum / window_seconds`. SimpleRate (replication quotas): window =
+  max(now - oldest start, W), so the first window counts as full-sized. Rate (client quotas):
+  elapsed = now - oldest start; with `full = elapsed // W`, if full < N - 1 the missing
+  `(N - 1 - full) * W` are added, so the window is N - 1 whole windows plus the current partial
+  one; at least 1 ms.
   Derivation of the Rate shape: for elapsed in [kW, (k+1)W) with k < N - 1 the window is
   `(N - 1) * W + (elapsed - k * W)`: a fresh stat is measured as if the N - 1 previous windows
   had been recorded as empty, so a first burst does not read as an absurd rate.
@@ -36,7 +41,8 @@ Points where this module had to interpret or differs in detail (all deliberate):
 1. Purge compares the *last event* time (current Kafka; older Kafka compared the start) and a
    reset sets start and last event to `now`. A purged sample therefore acts as an empty window
    starting at the purge, and may be the oldest start afterwards (see `Sensor.remaining_bytes`).
-2. Kafka's event-count window (`MetricConfig.eventWindow`, unbounded by default) is not modelled.
+2. Kafka's event-count window (`MetricConfig.eventWindow`, unbounded by default) is not modelled;
+   samples count their events only for Avg and Max.
 3. Sums use `math.fsum` and the rate is `sum * 1000 / window_ms`, one rounding from exact
    integer byte counts, so "measured <= bound" is decided exactly for integer bytes.
 4. `reconfigure` keeps the samples (Kafka keeps the sensor when a quota changes). If `samples`
@@ -48,10 +54,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Self
 
 from minikafka.errors import ConfigError
 
-__all__ = ["LONG_MAX_MS", "MetricConfig", "Rate", "Sensor", "SimpleRate", "throttle_time_ms"]
+__all__ = [
+    "LONG_MAX_MS",
+    "Avg",
+    "Max",
+    "MetricConfig",
+    "Rate",
+    "SampledStat",
+    "Sensor",
+    "SimpleRate",
+    "throttle_time_ms",
+]
 
 # Java's Long.MAX_VALUE: what Math.round(+Infinity) gives for a zero quota in Kafka.
 LONG_MAX_MS = 2**63 - 1
@@ -79,30 +96,30 @@ class MetricConfig:
 
 
 class _Sample:
-    """SampledStat.Sample without the event count (point 2 of the module docstring)."""
+    """SampledStat.Sample: start, last event, value and event count (for Avg and Max)."""
 
-    __slots__ = ("last_event_ms", "start_ms", "value")
+    __slots__ = ("event_count", "initial", "last_event_ms", "start_ms", "value")
 
-    def __init__(self, now_ms: int) -> None:
-        self.start_ms = now_ms
-        self.last_event_ms = now_ms
-        self.value = 0.0
+    def __init__(self, now_ms: int, initial: float = 0.0) -> None:
+        self.initial = initial
+        self.reset(now_ms)
 
     def reset(self, now_ms: int) -> None:
         self.start_ms = now_ms
         self.last_event_ms = now_ms
-        self.value = 0.0
+        self.value = self.initial
+        self.event_count = 0
 
 
-class Rate:
-    """Kafka's Rate over a WindowedSum: the client-quota rate (KIP-13).
+class SampledStat:
+    """Kafka's SampledStat: a ring of N + 1 samples of W ms each (module docstring).
 
-    The window is N - 1 whole windows plus the current partial one while fewer than N - 1 whole
-    windows have elapsed since the oldest sample started (module docstring), else the elapsed
-    time itself; never below 1 ms.
+    Subclasses say how a value enters a sample (`_update`) and how the live samples combine
+    into one figure (`_combine`); recording, advancing and purging are shared.
     """
 
     __slots__ = ("_current", "_samples", "config")
+    INITIAL = 0.0  # a fresh or reset sample's value (Kafka's SampledStat.initialValue)
 
     def __init__(self, config: MetricConfig) -> None:
         self.config = config
@@ -126,17 +143,80 @@ class Rate:
         sample = self._current_sample(now_ms)
         if now_ms - sample.start_ms >= self.config.window_ms:  # Sample.isComplete
             sample = self._advance(now_ms)
-        sample.value += value
+        self._update(sample, value)
+        sample.event_count += 1
         sample.last_event_ms = now_ms
+
+    def measure(self, now_ms: int) -> float:
+        """SampledStat.measure: purge the obsolete samples, combine the rest."""
+        self._purge(now_ms)
+        return self._combine(now_ms)
+
+    def peek(self, now_ms: int) -> float:
+        """`measure(now_ms)` on a copy: a reader (a gauge) leaves the samples as they are."""
+        return self._copy().measure(now_ms)
+
+    def _update(self, sample: _Sample, value: float) -> None:
+        raise NotImplementedError
+
+    def _combine(self, now_ms: int) -> float:
+        raise NotImplementedError
+
+    # -- the ring ------------------------------------------------------------------------------
+
+    def _current_sample(self, now_ms: int) -> _Sample:
+        if not self._samples:
+            self._samples.append(_Sample(now_ms, self.INITIAL))
+            self._current = 0
+        return self._samples[self._current]
+
+    def _advance(self, now_ms: int) -> _Sample:
+        self._current = (self._current + 1) % (self.config.samples + 1)
+        if self._current >= len(self._samples):
+            self._samples.append(_Sample(now_ms, self.INITIAL))
+            self._current = len(self._samples) - 1
+            return self._samples[self._current]
+        sample = self._samples[self._current]
+        sample.reset(now_ms)
+        return sample
+
+    def _purge(self, now_ms: int) -> None:
+        expire_age_ms = self.config.samples * self.config.window_ms
+        for sample in self._samples:
+            if now_ms - sample.last_event_ms >= expire_age_ms:
+                sample.reset(now_ms)
+
+    def _copy(self) -> Self:
+        twin = type(self)(self.config)
+        for s in self._samples:
+            t = _Sample(s.start_ms, s.initial)
+            t.last_event_ms, t.value, t.event_count = s.last_event_ms, s.value, s.event_count
+            twin._samples.append(t)
+        twin._current = self._current
+        return twin
+
+
+class Rate(SampledStat):
+    """Kafka's Rate over a WindowedSum: the client-quota rate (KIP-13).
+
+    The window is N - 1 whole windows plus the current partial one while fewer than N - 1 whole
+    windows have elapsed since the oldest sample started (module docstring), else the elapsed
+    time itself; never below 1 ms.
+    """
+
+    __slots__ = ()
+
+    def _update(self, sample: _Sample, value: float) -> None:
+        sample.value += value
 
     def total(self, now_ms: int) -> float:
         """The sum of the live samples at `now_ms` (SampledStat.measure over a WindowedSum)."""
         self._purge(now_ms)
         return math.fsum(s.value for s in self._samples)
 
-    def measure(self, now_ms: int) -> float:
+    def _combine(self, now_ms: int) -> float:
         """Units per second: total / window seconds (Rate.measure)."""
-        total = self.total(now_ms)
+        total = math.fsum(s.value for s in self._samples)
         return total * 1000.0 / self.window_size_ms(now_ms)
 
     def window_size_ms(self, now_ms: int) -> int:
@@ -157,44 +237,11 @@ class Rate:
         probe.record(value, now_ms)
         return probe.measure(now_ms)
 
-    # -- SampledStat internals ---------------------------------------------------------------
-
-    def _current_sample(self, now_ms: int) -> _Sample:
-        if not self._samples:
-            self._samples.append(_Sample(now_ms))
-            self._current = 0
-        return self._samples[self._current]
-
-    def _advance(self, now_ms: int) -> _Sample:
-        self._current = (self._current + 1) % (self.config.samples + 1)
-        if self._current >= len(self._samples):
-            self._samples.append(_Sample(now_ms))
-            self._current = len(self._samples) - 1
-            return self._samples[self._current]
-        sample = self._samples[self._current]
-        sample.reset(now_ms)
-        return sample
-
-    def _purge(self, now_ms: int) -> None:
-        expire_age_ms = self.config.samples * self.config.window_ms
-        for sample in self._samples:
-            if now_ms - sample.last_event_ms >= expire_age_ms:
-                sample.reset(now_ms)
-
     def _oldest_start(self, now_ms: int) -> int:
         if not self._samples:  # SampledStat.oldest creates the first sample at `now`
             self._samples.append(_Sample(now_ms))
             self._current = 0
         return min(s.start_ms for s in self._samples)
-
-    def _copy(self) -> Rate:
-        twin = type(self)(self.config)
-        for s in self._samples:
-            t = _Sample(s.start_ms)
-            t.last_event_ms, t.value = s.last_event_ms, s.value
-            twin._samples.append(t)
-        twin._current = self._current
-        return twin
 
 
 class SimpleRate(Rate):
@@ -210,6 +257,41 @@ class SimpleRate(Rate):
         self._purge(now_ms)
         elapsed = now_ms - self._oldest_start(now_ms)
         return max(elapsed, self.config.window_ms)
+
+
+class Avg(SampledStat):
+    """Kafka's Avg: the mean of the values recorded in the live samples (sum / event count).
+
+    NaN when no live sample holds an event. ClientQuotaManager records every throttle time it
+    imposes into one of these (the `throttle-time` metric per client id, KIP-13).
+    """
+
+    __slots__ = ()
+
+    def _update(self, sample: _Sample, value: float) -> None:
+        sample.value += value
+
+    def _combine(self, now_ms: int) -> float:
+        count = sum(s.event_count for s in self._samples)
+        return math.fsum(s.value for s in self._samples) / count if count else math.nan
+
+
+class Max(SampledStat):
+    """Kafka's Max: the largest value recorded in the live samples; NaN when there is none.
+
+    A sample starts at -inf (Kafka's initial value), so negative values are maxed correctly.
+    """
+
+    __slots__ = ()
+    INITIAL = -math.inf
+
+    def _update(self, sample: _Sample, value: float) -> None:
+        sample.value = max(sample.value, value)
+
+    def _combine(self, now_ms: int) -> float:
+        if not any(s.event_count for s in self._samples):
+            return math.nan
+        return max(s.value for s in self._samples)
 
 
 class Sensor:

@@ -157,7 +157,8 @@ class Broker:
         return False
 
     async def dispatch(self, body: object, *, client_id: str = "") -> object | None:
-        """The response to a broker API request, or NotImplemented if this is not one."""
+        """The response to a broker API request (for Produce and Fetch a listener `Reply`, which
+        carries the client-quota throttle), or NotImplemented if this is not one."""
         match body:
             case ProduceRequest():
                 return await handle_produce(self.rm, body, self.cache.topics, client_id)

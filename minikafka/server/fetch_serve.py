@@ -14,6 +14,12 @@
   size of a Kafka Fetch response made of the throttled partitions, headers included
   (core/quota_charge.py). The precise mode (`replication.quota.precise`, beyond Kafka) charges
   record bytes and budgets each response against the allowance left.
+- Client quota (`consumer_byte_rate`, KIP-13) for consumer fetches only: the bytes of the
+  response are recorded for its client id and the answer goes out at once with its
+  `throttle_time_ms`; the connection is then muted for that time (KIP-219: the returned
+  `Reply`). Follower fetches (replica_id >= 0) are exempt: never recorded, never muted.
+  (Kafka's KafkaApis goes one step further: a throttled fetch is answered empty and its bytes
+  are un-recorded. Here the data goes out with the throttle, as REFERENCE.md section 3 says.)
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from minikafka.core.replication_quota import (
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import now_ms
+from minikafka.server.listener import Reply
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import ReadSpec
@@ -53,7 +60,8 @@ async def handle_fetch(
     req: FetchRequest,
     known_topic: frozenset[str] | set[str],
     client_id: str = "",
-) -> FetchResponse:
+) -> Reply:
+    """The FetchResponse and, for a consumer over its quota, the throttle time."""
     is_follower = req.replica_id >= 0
     deadline = trio.current_time() + max(req.max_wait_ms, 0) / 1000
     answers: dict[int, FetchPartitionResponse] = {}
@@ -119,11 +127,11 @@ async def handle_fetch(
     sent = sum(len(a.records) for a in parts)
     rm.metrics.inc("replication_bytes_out" if is_follower else "bytes_out", sent)
     throttle_ms = 0
-    if not is_follower:  # KIP-13: consumers are throttled by delaying the response; replicas never
+    if not is_follower:  # KIP-13 for consumers only; replicas are never client-throttled
         bound = rm.dynamic.client_quota(client_id)[1] if rm.dynamic is not None else None
         throttle_ms = rm.fetch_quotas.record_and_throttle(client_id, sent, bound, now_ms())
-        await trio.sleep(throttle_ms / 1000)
-    return FetchResponse(partitions=parts, throttle_time_ms=throttle_ms)
+    response = FetchResponse(partitions=parts, throttle_time_ms=throttle_ms)
+    return Reply(response=response, throttle_ms=throttle_ms)
 
 
 async def _read_until_enough(

@@ -6,19 +6,41 @@ poll must not hold up the produce requests behind it), and responses are written
 under the connection's send lock, tagged with their correlation id. A malformed frame or message
 is the peer's fault: that connection is closed and logged, every other connection goes on, and
 nothing was stored for it (decoding happens before any handler runs).
+
+Client quotas (KIP-219): a handler may return a `Reply` carrying a throttle time. The connection
+is then muted from the moment the reply is ready (before its response is written, so a client
+that answers the response at once still finds it muted) until the throttle time has passed: the
+read loop takes no further request off the connection meanwhile (Kafka's SocketServer mutes a
+throttled channel), while requests already taken keep being processed and answered. Overlapping
+throttles end at the latest (core/throttle_gate.py).
 """
 
 from __future__ import annotations
 
 import traceback
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import trio
 
+from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import RemoteProtocolError
+from minikafka.server.clock import now_ms, wait_out
 from minikafka.server.eventlog import EventLog
 from minikafka.wire.codec import RequestHeader, decode_request, encode_response
 from minikafka.wire.framing import FrameDecoder, frame_header
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reply:
+    """A handler's outcome for its connection: the response to send (None: none, as for Produce
+    with acks=0) and for how long to read nothing more from the connection (KIP-219; Kafka's
+    RequestChannel sends the response and starts a ThrottledChannel). A dispatcher may also
+    return a bare response (or None), which means no throttle."""
+
+    response: object | None
+    throttle_ms: int = 0
+
 
 Dispatcher = Callable[[RequestHeader, object], Awaitable[object | None]]
 RECV_CHUNK = 1 << 20
@@ -36,12 +58,15 @@ async def serve_connection(
     decoder = FrameDecoder(max_frame_bytes)
     send_lock = trio.Lock()
     in_flight = trio.Semaphore(max_in_flight)
+    mute = ThrottleGate()
 
     async def handle(header: RequestHeader, body: object, scope: trio.CancelScope) -> None:
         try:
-            response = await dispatch(header, body)
-            if response is not None:
-                payload = encode_response(header.correlation_id, response)
+            result = await dispatch(header, body)
+            reply = result if isinstance(result, Reply) else Reply(response=result)
+            mute.throttle(now_ms(), reply.throttle_ms)  # before the response can reach the peer
+            if reply.response is not None:
+                payload = encode_response(header.correlation_id, reply.response)
                 async with send_lock:
                     await stream.send_all(frame_header(len(payload)) + payload)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
@@ -71,6 +96,10 @@ async def serve_connection(
                     continue
                 header, body = decode_request(payload)
                 await in_flight.acquire()
+                # Muted (KIP-219): this request waits, unprocessed, until the throttle ends. The
+                # check comes after every await, so a mute that began meanwhile counts. Nothing
+                # more is received while we wait: the socket buffers fill and TCP holds the peer.
+                await wait_out(mute)
                 nursery.start_soon(handle, header, body, nursery.cancel_scope)
         except RemoteProtocolError as exc:
             events.emit("bad_request", peer=peer, error=str(exc))

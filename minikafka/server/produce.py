@@ -9,6 +9,12 @@
   answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 A partition that fails validation (not led here, unknown, corrupt batch) gets its error code and
 nothing of it is written; the other partitions of the request go on.
+
+Client quota (`producer_byte_rate`, KIP-13): when the answer is ready (at once for acks=0 and
+acks=1, after the replication wait for acks=-1, as Kafka's sendResponseCallback records it) the
+request's bytes are recorded for its client id and the throttle time computed. The answer goes
+out at once with `throttle_time_ms`, and the connection is muted for that time (KIP-219: the
+returned `Reply`); with acks=0 there is no answer, only the mute, as in Kafka.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from minikafka.core.records import iter_batches, restamp
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
 from minikafka.server.clock import now_ms
+from minikafka.server.listener import Reply
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import AppendWrite
@@ -43,7 +50,8 @@ async def handle_produce(
     req: ProduceRequest,
     known_topic: set[str] | frozenset[str],
     client_id: str = "",
-) -> ProduceResponse | None:
+) -> Reply:
+    """The answer (a ProduceResponse, or none for acks=0) and the client-quota throttle time."""
     answers: dict[tuple[str, int], ProducePartitionResponse] = {}
     pending: list[_Pending] = []
     writes: list[AppendWrite] = []
@@ -83,10 +91,9 @@ async def handle_produce(
         for item in pending:
             item.p.bytes_in.record(item.size, t)
         rm.metrics.inc("messages_in_batches", len(writes))
-    throttle_ms = _client_throttle(rm, client_id, sum(len(pp.records) for pp in req.partitions))
+    nbytes = sum(len(pp.records) for pp in req.partitions)
     if req.acks == 0:
-        await trio.sleep(throttle_ms / 1000)  # no response to delay: hold this request slot
-        return None
+        return Reply(response=None, throttle_ms=_client_throttle(rm, client_id, nbytes))
     if req.acks == -1 and pending:
         await _wait_for_replication(pending, req.timeout_ms)
     for item in pending:
@@ -98,12 +105,12 @@ async def handle_produce(
             base_offset=item.base_offset if code == ErrorCode.NONE else -1,
             log_start_offset=item.p.log_start_offset,
         )
-    # KIP-13: the data is appended first, then the answer waits out the throttle time.
-    await trio.sleep(throttle_ms / 1000)
-    return ProduceResponse(
+    throttle_ms = _client_throttle(rm, client_id, nbytes)
+    response = ProduceResponse(
         partitions=[answers[(pp.topic, pp.partition)] for pp in req.partitions],
         throttle_time_ms=throttle_ms,
     )
+    return Reply(response=response, throttle_ms=throttle_ms)
 
 
 def _client_throttle(rm: ReplicaManager, client_id: str, nbytes: int) -> int:

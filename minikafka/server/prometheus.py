@@ -18,7 +18,8 @@ _NAME = re.compile(r"[^a-zA-Z0-9_:]")
 LABEL_OF = {
     "PartitionBytesInRate": "partition",
     "client_byte_rate": "client",
-    "client_throttle_time_ms": "client",
+    "client_throttle_time_ms_avg": "client",
+    "client_throttle_time_ms_max": "client",
 }
 
 

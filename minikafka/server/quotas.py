@@ -5,14 +5,23 @@ Replication sensors are SimpleRates over `replication.quota.window.num` windows 
 `replication.quota.window.size.seconds` (Kafka's ReplicationQuotaManager); client sensors are
 Rates over `quota.window.num` x `quota.window.size.seconds` (ClientQuotaManager). When a config
 changes, bounds are replaced and the samples kept, as Kafka does. The decisions themselves are
-in core/replication_quota.py; this module only holds the state and reads the clock it is given.
+in core/replication_quota.py and core/stats.py; this module only holds the state and uses the
+time it is given.
+
+Per client id, each throttle time imposed is also recorded into an Avg and a Max over the same
+quota window (Kafka's `throttle-time` sensor of ClientQuotaManager, recorded in `throttle()`
+only when a throttle is imposed): the metrics show how long each client was held lately.
+Kafka's broker sensor keeps only the Avg, over the Metrics default window (`metrics.num.samples`
+x `metrics.sample.window.ms`); the Max is what Kafka's clients report (`produce-throttle-time-max`).
 """
 
 from __future__ import annotations
 
+import math
+
 from minikafka.core.dynamic_config import BrokerThrottleConfig
 from minikafka.core.replication_quota import ThrottleClass, class_rate
-from minikafka.core.stats import MetricConfig, Rate, Sensor, SimpleRate
+from minikafka.core.stats import Avg, Max, MetricConfig, Rate, Sensor, SimpleRate
 
 SIDES = ("leader", "follower")
 
@@ -68,7 +77,8 @@ class ClientQuotas:
         self.window_ms = window_ms
         self._sensors: dict[str, Sensor] = {}
         self._bounds: dict[str, float | None] = {}
-        self.throttle_ms_total: dict[str, int] = {}
+        self._throttle_avg: dict[str, Avg] = {}
+        self._throttle_max: dict[str, Max] = {}
 
     def _config(self, bound: float | None) -> MetricConfig:
         return MetricConfig(samples=self.samples, window_ms=self.window_ms, quota=bound)
@@ -84,7 +94,9 @@ class ClientQuotas:
     def record_and_throttle(
         self, client_id: str, nbytes: int, bound: float | None, now_ms: int
     ) -> int:
-        """Record the bytes; the delay (ms) this response owes: KIP-13's throttle time."""
+        """Record the bytes; the throttle time (ms) of this response (KIP-13's formula), for
+        which the connection is then muted (KIP-219). A throttle is recorded into the client's
+        throttle-time stats."""
         self.set_bound(client_id, bound)
         sensor = self._sensors.get(client_id)
         if sensor is None:
@@ -93,8 +105,24 @@ class ClientQuotas:
         sensor.record(nbytes, now_ms)
         throttle = sensor.throttle_time_ms(now_ms) if bound is not None else 0
         if throttle > 0:
-            self.throttle_ms_total[client_id] = self.throttle_ms_total.get(client_id, 0) + throttle
+            cfg = self._config(None)
+            self._throttle_avg.setdefault(client_id, Avg(cfg)).record(throttle, now_ms)
+            self._throttle_max.setdefault(client_id, Max(cfg)).record(throttle, now_ms)
         return throttle
 
     def rates(self, now_ms: int) -> dict[str, float]:
         return {cid: round(s.peek(now_ms), 1) for cid, s in self._sensors.items()}
+
+    def throttle_time_avg(self, now_ms: int) -> dict[str, float | None]:
+        """Per client id ever throttled: the mean throttle time (ms) over the quota window,
+        None (Kafka: NaN) when it was not throttled within it. Read without side effects."""
+        return {cid: _finite(s.peek(now_ms)) for cid, s in self._throttle_avg.items()}
+
+    def throttle_time_max(self, now_ms: int) -> dict[str, float | None]:
+        """Per client id ever throttled: the longest throttle time (ms) in the quota window."""
+        return {cid: _finite(s.peek(now_ms)) for cid, s in self._throttle_max.items()}
+
+
+def _finite(value: float) -> float | None:
+    """NaN (no event in the window) as None: JSON has no NaN, and Prometheus skips None."""
+    return None if math.isnan(value) else round(value, 1)

@@ -376,11 +376,20 @@ class ReplicaManager:
                 "fetch": self.fetch_quotas.rates(now_ms()),
             },
         )
+        # Kafka's per-client `throttle-time` (ClientQuotaManager): avg and max over the quota
+        # window of the throttle times imposed; None when none was within it (Kafka: NaN).
         metrics.gauge(
-            "client_throttle_time_ms",
+            "client_throttle_time_ms_avg",
             lambda: {
-                "produce": dict(self.produce_quotas.throttle_ms_total),
-                "fetch": dict(self.fetch_quotas.throttle_ms_total),
+                "produce": self.produce_quotas.throttle_time_avg(now_ms()),
+                "fetch": self.fetch_quotas.throttle_time_avg(now_ms()),
+            },
+        )
+        metrics.gauge(
+            "client_throttle_time_ms_max",
+            lambda: {
+                "produce": self.produce_quotas.throttle_time_max(now_ms()),
+                "fetch": self.fetch_quotas.throttle_time_max(now_ms()),
             },
         )
         metrics.gauge(
