@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from cluster_bench import BenchError, Say, machine_info, metrics_after, run_main
+from cluster_bench import BenchError, Say, add_run_options, machine_info, metrics_after, run_main
 
 from cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
@@ -394,16 +394,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch-records", type=int, default=100, help="records per batch (request)")
     p.add_argument("--fill-batches", type=int, default=20, help="batches per fetched partition")
     p.add_argument("--timeout-s", type=float, default=60.0, help="bound of each set-up wait")
-    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
-    p.add_argument("--keep", action="store_true", help="keep the cluster dir and print where")
-    p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="node config (repeatable), e.g. quota.window.num=11 for Kafka's default windows",
+    add_run_options(
+        p, set_help="node config (repeatable), e.g. quota.window.num=11 for Kafka's default windows"
     )
     args = p.parse_args(argv)
     try:

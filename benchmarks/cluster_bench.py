@@ -448,16 +448,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batches-per-request", type=int, default=10)
     p.add_argument("--ref-mb", type=int, default=256, help="MiB per reference measurement")
     p.add_argument("--timeout-s", type=float, default=180.0, help="bound of each phase")
-    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
-    p.add_argument("--keep", action="store_true", help="keep the cluster dir and print it")
-    p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="node config for every node (repeatable), e.g. num.replica.fetchers=2",
+    add_run_options(
+        p, set_help="node config for every node (repeatable), e.g. num.replica.fetchers=2"
     )
     args = p.parse_args(argv)
     try:
@@ -495,6 +487,15 @@ def main(argv: list[str] | None = None) -> int:
         node_configs=args.node_configs,
     )
     return run_main(args, cfg, run_bench, render, prefix="minikafka-bench-")
+
+
+def add_run_options(p: argparse.ArgumentParser, *, set_help: str) -> None:
+    """The options every cluster benchmark shares: seed, keep, dir, json and node configs."""
+    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
+    p.add_argument("--keep", action="store_true", help="keep the cluster dir and print where")
+    p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=set_help)
 
 
 def run_main(

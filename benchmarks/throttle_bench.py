@@ -45,6 +45,7 @@ import trio
 from cluster_bench import (
     BenchError,
     Say,
+    add_run_options,
     log_end_offsets,
     machine_info,
     metrics_after,
@@ -319,16 +320,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--rates", default="1,4", help="throttles in MB/s, comma-separated")
     p.add_argument("--mode", choices=("kafka", "precise", "both"), default="both")
     p.add_argument("--timeout-s", type=float, default=60.0, help="bound of each wait")
-    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
-    p.add_argument("--keep", action="store_true", help="keep the cluster dirs and print where")
-    p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument(
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="node config for every node (repeatable), e.g. replica.fetch.backoff.ms=100",
+    add_run_options(
+        p, set_help="node config for every node (repeatable), e.g. replica.fetch.backoff.ms=100"
     )
     args = p.parse_args(argv)
     try:

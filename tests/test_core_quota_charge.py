@@ -20,7 +20,11 @@ from minikafka.core.quota_charge import (
     kafka_fetch_response_size,
     varint_size,
 )
-from minikafka.core.replication_quota import ThrottleClass, leader_charge_class
+from minikafka.core.replication_quota import (
+    ThrottleClass,
+    leader_charge_class,
+    leader_throttle_class,
+)
 
 
 def uvarint(n: int) -> bytes:
@@ -145,12 +149,15 @@ LISTED = ThrottledReplicas(pairs=frozenset({(0, 1)}))
     ],
 )
 def test_leader_charge_class(config, topic_list, adding, expected):
-    got = leader_charge_class(
+    throttle_class = leader_throttle_class(
         partition=0,
         local_id=1,
         follower_id=2,
         adding_replicas=adding,
         topic_leader_list=topic_list,
         config=config,
+    )
+    got = leader_charge_class(
+        throttle_class, partition=0, local_id=1, topic_leader_list=topic_list, config=config
     )
     assert got is expected

@@ -4,7 +4,6 @@ dials the route instead of the leader (two in-process brokers on memory streams,
 from __future__ import annotations
 
 import pytest
-import trio
 from click.testing import CliRunner
 
 from minikafka.cli.main import main
@@ -16,7 +15,6 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
-    run_sync_inline,
     wait_until,
 )
 from minikafka.wire.messages import ProducePartition, ProduceRequest
@@ -71,9 +69,8 @@ def test_node_command_refuses_a_bad_route_before_starting(tmp_path):
 # ---------------------------------------------------------------------------- a connection site
 
 
-@pytest.fixture(autouse=True)
-def inline_storage_calls(monkeypatch):
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+# LMDB calls run inline (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 async def test_replica_fetcher_dials_the_route_not_the_leader(autojump_clock, tmp_path):

@@ -23,7 +23,6 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
-    run_sync_inline,
     wait_until,
 )
 from minikafka.wire.messages import (
@@ -38,10 +37,8 @@ from minikafka.wire.messages import (
 LAG_MAX_MS = 1000
 
 
-@pytest.fixture(autouse=True)
-def inline_storage_calls(monkeypatch):
-    """LMDB calls run inline: with worker threads the autojump clock would leap while they run."""
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+# LMDB calls run inline (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def config(node_id: int) -> NodeConfig:

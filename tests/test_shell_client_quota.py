@@ -37,7 +37,6 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
-    run_sync_inline,
     wait_until,
 )
 from minikafka.wire.messages import (
@@ -56,10 +55,8 @@ SIZE = len(BATCH)  # 10 003 B
 FRESH_WINDOW_MS = (N - 1) * W_MS  # a fresh Rate's window at elapsed 0
 
 
-@pytest.fixture(autouse=True)
-def inline_storage_calls(monkeypatch):
-    """LMDB calls run inline: with worker threads the autojump clock would leap while they run."""
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+# LMDB calls run inline (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def node_config(node_id: int) -> NodeConfig:

@@ -43,7 +43,6 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
-    run_sync_inline,
 )
 from minikafka.wire.codec import RequestHeader, decode_response, encode_request
 from minikafka.wire.framing import FrameDecoder, frame
@@ -64,10 +63,8 @@ MAX_IN_FLIGHT = 64  # the broker's request.max.in.flight, as MemoryNetwork serve
 WARM_UP_S, SPAN_S = 2.0, 30.0  # N x W of 2 x 1 s, then the 30 s measured
 
 
-@pytest.fixture(autouse=True)
-def inline_storage_calls(monkeypatch):
-    """LMDB calls run inline: with worker threads the autojump clock would leap while they run."""
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+# LMDB calls run inline (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 @asynccontextmanager

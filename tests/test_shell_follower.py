@@ -34,7 +34,6 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
-    run_sync_inline,
     wait_until,
 )
 from minikafka.wire.messages import (
@@ -53,10 +52,8 @@ RESPONSE_MAX = 32_768  # two partitions per response
 STORE = StoreConfig(map_size_bytes=1 << 26, sync=False)
 
 
-@pytest.fixture(autouse=True)
-def inline_storage_calls(monkeypatch):
-    """LMDB calls run inline: with worker threads the autojump clock would leap while they run."""
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+# LMDB calls run inline (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def node_config(node_id: int, partition_order: str = "random") -> NodeConfig:

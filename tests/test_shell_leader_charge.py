@@ -43,7 +43,6 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
-    run_sync_inline,
 )
 from minikafka.wire.messages import ProducePartition, ProduceRequest
 
@@ -52,10 +51,8 @@ BATCH = make_batch([(1_000, None, b"a" * 1_967)])  # 2 000 bytes
 STORE = StoreConfig(map_size_bytes=1 << 27, sync=False)
 
 
-@pytest.fixture(autouse=True)
-def inline_storage_calls(monkeypatch):
-    """LMDB calls run inline: with worker threads the autojump clock would leap while they run."""
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+# LMDB calls run inline (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 @asynccontextmanager

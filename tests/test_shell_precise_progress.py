@@ -40,7 +40,6 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
-    run_sync_inline,
 )
 from minikafka.wire.messages import ProducePartition, ProduceRequest
 
@@ -51,9 +50,8 @@ W_S = 1
 STORE = StoreConfig(map_size_bytes=1 << 27, sync=False)
 
 
-@pytest.fixture(autouse=True)
-def inline_storage_calls(monkeypatch):
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+# LMDB calls run inline (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def config(node_id: int) -> NodeConfig:

@@ -64,7 +64,6 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
-    run_sync_inline,
 )
 from minikafka.wire.messages import PartitionState, ProducePartition, ProduceRequest
 
@@ -79,10 +78,8 @@ BATCH = make_batch([(1_000, None, b"x" * 15_960)])  # 15 993 bytes < FETCH_MAX
 STORE = StoreConfig(map_size_bytes=1 << 27, sync=False)  # 30 MB logs need more than 64 MiB
 
 
-@pytest.fixture(autouse=True)
-def inline_storage_calls(monkeypatch):
-    """LMDB calls run inline: with worker threads the autojump clock would leap while they run."""
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+# LMDB calls run inline (tests/conftest.py).
+pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def node_config(node_id: int, **overrides: object) -> NodeConfig:

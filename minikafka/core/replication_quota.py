@@ -68,28 +68,20 @@ def follower_throttle_class(
 
 
 def leader_charge_class(
+    throttle_class: ThrottleClass | None,
     *,
     partition: int,
     local_id: int,
-    follower_id: int,
-    adding_replicas: Collection[int],
     topic_leader_list: ThrottledReplicas,
     config: BrokerThrottleConfig,
 ) -> ThrottleClass | None:
     """The sensor a partition's part of a response is charged to, in Kafka's accounting
-    (core/quota_charge.py). Its throttle class when it has one; otherwise REPLICATION if the
-    leader list names it: Kafka's `ReplicationQuotaManager.isThrottled` is the list alone, so a
-    listed partition is recorded even before a rate is set, and counts once one is."""
-    cls = leader_throttle_class(
-        partition=partition,
-        local_id=local_id,
-        follower_id=follower_id,
-        adding_replicas=adding_replicas,
-        topic_leader_list=topic_leader_list,
-        config=config,
-    )
-    if cls is not None:
-        return cls
+    (core/quota_charge.py): its throttle class (`leader_throttle_class`) when it has one;
+    otherwise REPLICATION if the leader list names it: Kafka's
+    `ReplicationQuotaManager.isThrottled` is the list alone, so a listed partition is recorded
+    even before a rate is set, and counts once one is."""
+    if throttle_class is not None:
+        return throttle_class
     if config.leader_all or topic_leader_list.contains(partition, local_id):
         return ThrottleClass.REPLICATION
     return None

@@ -225,33 +225,33 @@ class _LeaderThrottle:
             self.in_sync = [False] * len(readable)
             return
         config = dynamic.broker_config(rm.config.node_id)
-        follower = req.replica_id
+        follower, local = req.replica_id, rm.config.node_id
+        classes: list[ThrottleClass | None] = []
         for i, fp in enumerate(req.partitions):
             p = rm.partitions.get(TopicPartition(fp.topic, fp.partition))
             leader_list, _follower_list = dynamic.topic_throttled_replicas(fp.topic)
-            adding = p.state.adding_replicas if p is not None and p.state is not None else ()
-            self.charged[i] = leader_charge_class(
-                partition=fp.partition,
-                local_id=rm.config.node_id,
-                follower_id=follower,
-                adding_replicas=adding,
-                topic_leader_list=leader_list,
-                config=config,
-            )
-        for i, fp, p in readable:
+            state = p.state if p is not None else None
             cls = None
-            if p.state is not None:
-                leader_list, _follower_list = dynamic.topic_throttled_replicas(fp.topic)
+            if state is not None:
                 cls = leader_throttle_class(
                     partition=fp.partition,
-                    local_id=rm.config.node_id,
+                    local_id=local,
                     follower_id=follower,
-                    adding_replicas=p.state.adding_replicas,
+                    adding_replicas=state.adding_replicas,
                     topic_leader_list=leader_list,
                     config=config,
                 )
+            classes.append(cls)
+            self.charged[i] = leader_charge_class(
+                cls,
+                partition=fp.partition,
+                local_id=local,
+                topic_leader_list=leader_list,
+                config=config,
+            )
+        for i, _fp, p in readable:
             in_sync = p.leader is not None and p.leader.is_in_sync(follower)
-            self.classes.append(cls)
+            self.classes.append(classes[i])
             self.in_sync.append(in_sync)
             self.charged_in_sync[i] = in_sync
 

@@ -38,7 +38,6 @@ from tools.reassign.model import (
 )
 
 LAYOUTS = ("wipe", "one-to-two", "two-to-one")
-MODES = ("lists", "kip542")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -174,8 +173,6 @@ def predict(
     """The move time of `layout` at `throttle` (tools/reassign/model.py's traffic model).
     `sizes`: bytes per partition when the move starts; `inbound`: produce bytes/s per partition
     during the move."""
-    if mode not in MODES:
-        raise ValueError(f"mode {mode!r}: expected one of {', '.join(MODES)}")
     moving = moving_partitions(layout, sizes=sizes, inbound=inbound)
     traffic = traffic_prediction(moving, throttle=throttle, mode=mode)
     return Prediction(
