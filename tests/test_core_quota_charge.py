@@ -18,6 +18,7 @@ from minikafka.core.quota_charge import (
     RESPONSE_OVERHEAD,
     ChargedPartition,
     kafka_fetch_response_size,
+    kafka_fetch_response_size_of_runs,
     varint_size,
 )
 from minikafka.core.replication_quota import (
@@ -89,6 +90,19 @@ def sizeof(parts: list[ChargedPartition]) -> int:
 )
 def test_size_matches_an_encoded_v12_response(parts):
     assert kafka_fetch_response_size(parts) == sizeof(parts)
+
+
+def test_runs_of_alike_partitions_cost_what_the_partitions_cost():
+    """A run (topic, bytes, diverging, count) is `count` consecutive alike partitions; runs of
+    one topic continue its entry, an empty run is no partition."""
+    runs = [("t", 4000, False, 50), ("t", 0, False, 0), ("t", 16, True, 3), ("u", 7, False, 2)]
+    parts = [
+        ChargedPartition(topic=t, records_bytes=b, diverging=d)
+        for t, b, d, n in runs
+        for _ in range(n)
+    ]
+    assert kafka_fetch_response_size_of_runs(runs) == sizeof(parts)
+    assert kafka_fetch_response_size_of_runs([]) == 16
 
 
 def test_an_empty_partition_costs_37_bytes_and_the_empty_response_16():

@@ -60,6 +60,7 @@ __all__ = [
     "RESPONSE_OVERHEAD",
     "ChargedPartition",
     "kafka_fetch_response_size",
+    "kafka_fetch_response_size_of_runs",
     "varint_size",
 ]
 
@@ -92,16 +93,28 @@ def varint_size(value: int) -> int:
 def kafka_fetch_response_size(partitions: Iterable[ChargedPartition]) -> int:
     """`FetchResponse.sizeOf(12, partitions)`: the bytes a leader records for these partitions
     (module docstring). `partitions` in response order; none gives the empty response (16)."""
-    topics: list[tuple[str, int, int]] = []  # (topic, partitions, their bytes)
-    for p in partitions:
-        size = PARTITION_OVERHEAD + varint_size(p.records_bytes + 1) + p.records_bytes
-        if p.diverging:
+    return kafka_fetch_response_size_of_runs(
+        (p.topic, p.records_bytes, p.diverging, 1) for p in partitions
+    )
+
+
+def kafka_fetch_response_size_of_runs(runs: Iterable[tuple[str, int, bool, int]]) -> int:
+    """The same size for partitions given as runs `(topic, records_bytes, diverging, count)`:
+    `count` consecutive partitions alike, in response order. One run stands for any number of
+    partitions, so a model that charges hundreds of alike partitions per response
+    (tools/reassign/model.py) pays per run, not per partition."""
+    topics: list[list] = []  # [topic, partitions, their bytes]
+    for topic, records_bytes, diverging, count in runs:
+        if count <= 0:
+            continue
+        size = PARTITION_OVERHEAD + varint_size(records_bytes + 1) + records_bytes
+        if diverging:
             size += DIVERGING_EPOCH_BYTES
-        if topics and topics[-1][0] == p.topic:
-            name, count, total = topics[-1]
-            topics[-1] = (name, count + 1, total + size)
+        if topics and topics[-1][0] == topic:
+            topics[-1][1] += count
+            topics[-1][2] += count * size
         else:
-            topics.append((p.topic, 1, size))
+            topics.append([topic, count, count * size])
     total = RESPONSE_OVERHEAD + varint_size(len(topics) + 1)
     for name, count, size in topics:
         encoded = len(name.encode("utf-8"))

@@ -1,10 +1,12 @@
-"""How big a system-test run is: `--profile quick` (CI, the whole matrix in a few minutes) or
-`--profile full` (more data per partition, longer moves, finer statistics).
+"""How big a system-test run is: `--profile quick` (CI, the whole matrix in minutes) or
+`--profile full` (more data per partition, longer moves, finer statistics), each with one set of
+sizes per quota mode (`--quota-mode`, systemtests/harness/quota_modes.py).
 
-Sizes are chosen so that every move lasts at least ~8 s at its throttle: the throttle check
-looks at 5 s windows that start 2 s after the move began (the first seconds hold the start-up
-transient: the quota windows are empty, fetchers are being created), so a shorter move would
-have no window to judge. Rates and sizes are in bytes (MB = 10**6 B).
+Sizes are chosen so that every move lasts long enough for several windows of the mode's span to
+be judged after the first 2 s (the start-up transient: empty quota windows, fetchers being
+created): the precise mode is judged over 5 s windows, Kafka's over the quota's own span of
+12 s (11 one-second windows and the current one), so a Kafka-mode move must last ~16 s or more.
+Rates and sizes are in bytes (MB = 10**6 B).
 """
 
 from __future__ import annotations
@@ -13,18 +15,21 @@ from dataclasses import dataclass
 
 from minikafka.errors import ConfigError
 
+QUOTA_MODES = ("precise", "kafka")
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Profile:
     name: str
+    quota: str  # "precise" | "kafka"
     throttle_bytes_per_s: int
     data_bytes: int  # record values written before the move (the bytes to move, + headers)
     record_size: int = 1000
-    # ~4 KB batches. The precise quota gives each throttled partition its share of the
-    # remaining allowance (remaining / partitions) and never more, not even one whole batch: with
-    # 100 partitions and 16 KB batches nothing moved until 1.6 MB of allowance had built up
-    # (0.8 s at 2 MB/s), and that saved allowance then ran ahead of the throttle (largest 5 s
-    # window 1.14 x T, measured); with 4 KB batches, 1.03 x T.
+    # Precise mode: ~4 KB batches. The precise quota gives each throttled partition its share of
+    # the remaining allowance (remaining / partitions): with 100 partitions and 16 KB batches,
+    # allowance saved up until a whole batch fitted ran ahead of the throttle (largest 5 s window
+    # 1.14 x T, measured); with 4 KB batches, 1.03 x T. Kafka's mode sends whole responses and
+    # has no such share: 16 KB batches there, a quarter of the produce requests under load.
     records_per_batch: int = 4
     # Produce load = this x T, well below the throttle (KIP-73: IN < T). Not 0.3: when broker
     # 1 is decommissioned under load with replica lists, its leader throttle carries catch-up
@@ -38,10 +43,6 @@ class Profile:
     timeout_slack_s: float = 30.0
 
     @property
-    def batches_per_partition_hint(self) -> float:
-        return self.data_bytes / (self.record_size * self.records_per_batch)
-
-    @property
     def load_bytes_per_s(self) -> float:
         return self.load_fraction * self.throttle_bytes_per_s
 
@@ -50,15 +51,45 @@ class Profile:
 
 
 PROFILES = {
-    # 16 MB at 2 MB/s: 8 s unloaded, 10-14 s under load; 10 cases in about 4-5 minutes.
-    "quick": Profile(name="quick", throttle_bytes_per_s=2_000_000, data_bytes=16_000_000),
-    # 96 MB (~1 MB per partition) at 4 MB/s: 24 s unloaded, 30-40 s under load.
-    "full": Profile(name="full", throttle_bytes_per_s=4_000_000, data_bytes=96_000_000),
+    "quick": {
+        # 16 MB at 2 MB/s: 8 s idle, 10-14 s under load; 10 cases in about 4-5 minutes.
+        "precise": Profile(
+            name="quick", quota="precise", throttle_bytes_per_s=2_000_000, data_bytes=16_000_000
+        ),
+        # Kafka's default fetch sizes (1 MiB per partition, 10 MiB per response) with 2 MB/s:
+        # one response would be 5 s of the throttle and a 16 MB move two responses. At 8 MB/s a
+        # 10 MiB response is 1.3 s of it, and 128 MB makes a 16 s move of ~12 responses.
+        "kafka": Profile(
+            name="quick",
+            quota="kafka",
+            throttle_bytes_per_s=8_000_000,
+            data_bytes=128_000_000,
+            records_per_batch=16,
+        ),
+    },
+    "full": {
+        # 96 MB (~1 MB per partition) at 4 MB/s: 24 s idle, 30-40 s under load.
+        "precise": Profile(
+            name="full", quota="precise", throttle_bytes_per_s=4_000_000, data_bytes=96_000_000
+        ),
+        # 256 MB at 8 MB/s: 32 s idle, 40-55 s under load, ~25 responses of 10 MiB.
+        "kafka": Profile(
+            name="full",
+            quota="kafka",
+            throttle_bytes_per_s=8_000_000,
+            data_bytes=256_000_000,
+            records_per_batch=16,
+        ),
+    },
 }
 
 
-def get_profile(name: str) -> Profile:
+def get_profile(name: str, quota: str) -> Profile:
     try:
-        return PROFILES[name]
+        modes = PROFILES[name]
     except KeyError:
         raise ConfigError(f"--profile {name!r}: expected one of {', '.join(PROFILES)}") from None
+    try:
+        return modes[quota]
+    except KeyError:
+        raise ConfigError(f"quota mode {quota!r}: expected one of {', '.join(QUOTA_MODES)}") from None

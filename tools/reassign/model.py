@@ -49,8 +49,9 @@ from __future__ import annotations
 import heapq
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import groupby
 
-from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_size
+from minikafka.core.quota_charge import kafka_fetch_response_size_of_runs
 from minikafka.core.stats import MetricConfig, Sensor, SimpleRate
 
 MODES = ("lists", "kip542")
@@ -250,7 +251,8 @@ def overshoot_bound(*, throttle: float, fetchers: int, settings: KafkaSettings) 
 
 @dataclass(slots=True)
 class _Fetcher:
-    """One replica fetcher (destination broker <- leader broker) in the simulation."""
+    """One replica fetcher (destination broker <- leader broker) in the simulation; the sums
+    over its partitions are kept (`_update`), as they change only when it catches up."""
 
     follower: int
     leader: int
@@ -258,20 +260,24 @@ class _Fetcher:
     in_sync: list[MovingPartition]  # partitions it follows in sync
     backlog: float = 0.0
     done_at: float | None = None
+    keep_up: float = 0.0  # inbound bytes/s of the partitions it copies
+    in_sync_rate: float = 0.0  # inbound bytes/s of the partitions it follows in sync
+    led_in_sync: list[MovingPartition] = field(default_factory=list)  # in its leader's list
+
+    def __post_init__(self) -> None:
+        self._update()
+
+    def _update(self) -> None:
+        self.keep_up = sum(m.inbound_bytes_per_s for m in self.copying)
+        self.in_sync_rate = sum(m.inbound_bytes_per_s for m in self.in_sync)
+        self.led_in_sync = [m for m in self.in_sync if self.leader in m.sources]
 
     def finish(self, t: float) -> None:
         self.done_at = t
         self.in_sync = [*self.copying, *self.in_sync]
         self.copying = []
         self.backlog = 0.0
-
-    @property
-    def keep_up(self) -> float:
-        return sum(m.inbound_bytes_per_s for m in self.copying)
-
-    @property
-    def in_sync_rate(self) -> float:
-        return sum(m.inbound_bytes_per_s for m in self.in_sync)
+        self._update()
 
 
 def kafka_prediction(
@@ -360,17 +366,9 @@ def kafka_prediction(
             t += settings.write_interval_s if load else settings.wait_max_s  # an empty long poll
         t_answer = t + settings.round_trip_s + carried / settings.transfer_bytes_per_s
         responses += 1
-        listed = _leader_listed(f, mode, asks_copying)
-        if listed and lead_key in sensors:  # the Kafka size of the throttled partitions
-            share = int(copied / len(f.copying)) if asks_copying else 0
-            size = kafka_fetch_response_size(
-                ChargedPartition(
-                    topic=m.topic,
-                    records_bytes=share if m in f.copying else int(m.inbound_bytes_per_s * dt),
-                )
-                for m in listed
-            )
-            later(t_answer, -1, lead_key, size)
+        charge = _leader_charge(f, mode, copied if asks_copying else None, dt)
+        if charge is not None and lead_key in sensors:
+            later(t_answer, -1, lead_key, charge)
         if copied and fol_key in sensors:
             later(t_answer, -1, fol_key, int(copied))  # the follower records record bytes only
         f.backlog -= copied
@@ -383,21 +381,29 @@ def kafka_prediction(
 
 def _fetchers(partitions: Sequence[MovingPartition]) -> list[_Fetcher]:
     """One fetcher per (follower, leader) pair: what it copies and what it follows in sync."""
-    by_pair: dict[tuple[int, int], _Fetcher] = {}
+    by_pair: dict[tuple[int, int], tuple[list[MovingPartition], list[MovingPartition]]] = {}
     for m in partitions:
         for b in m.replicas:
             if b == m.leader:
                 continue
-            f = by_pair.setdefault((b, m.leader), _Fetcher(b, m.leader, [], []))
-            (f.copying if b in m.destinations else f.in_sync).append(m)
-    return [f for _pair, f in sorted(by_pair.items())]
+            pair = by_pair.setdefault((b, m.leader), ([], []))
+            pair[0 if b in m.destinations else 1].append(m)
+    return [_Fetcher(b, leader, c, s) for (b, leader), (c, s) in sorted(by_pair.items())]
 
 
-def _leader_listed(f: _Fetcher, mode: str, asks_copying: bool) -> list[MovingPartition]:
-    """The partitions of this fetch the leader charges (copying ones first): lists mode lists
-    every source, so every partition of the fetch; KIP-542 charges only the partitions sent to
-    an adding replica (a finished one stays adding until its whole move completes: ignored)."""
-    copying = f.copying if asks_copying else []
-    if mode == "lists":
-        return [*copying, *(m for m in f.in_sync if f.leader in m.sources)]
-    return list(copying)
+def _leader_charge(f: _Fetcher, mode: str, copied: float | None, dt: float) -> int | None:
+    """The Kafka size of the partitions of this response the leader charges (copying ones first,
+    their `copied` bytes shared equally; None: the fetch left them out); None when it charges
+    none. Lists mode lists every source, so every partition of the fetch; KIP-542 charges only
+    the partitions sent to an adding replica (a finished one stays adding until its whole move
+    completes: ignored)."""
+    copying = f.copying if copied is not None else []
+    in_sync = f.led_in_sync if mode == "lists" else []
+    if not copying and not in_sync:
+        return None
+    share = int(copied / len(copying)) if copying else 0
+    parts = [(m.topic, share) for m in copying]
+    parts += [(m.topic, int(m.inbound_bytes_per_s * dt)) for m in in_sync]
+    return kafka_fetch_response_size_of_runs(
+        (topic, size, False, len(list(alike))) for (topic, size), alike in groupby(parts)
+    )
