@@ -1,7 +1,11 @@
 """Options, the case runner and the reporting of the system tests.
 
-    .venv/bin/pytest systemtests -m system [--profile quick|full] [--run-dir runs]
-        [--spark-master local[2]] [-x] [-k two-to-one]
+    .venv/bin/pytest systemtests -m system [--profile quick|full] [--quota-mode kafka|precise|both]
+        [--run-dir runs] [--spark-master local[2]] [-x] [-k two-to-one]
+
+`--quota-mode` (default both) selects the cases of Kafka's algorithm, of the precise quota, or
+both (systemtests/harness/quota_modes.py); each mode has its own sizes per profile
+(systemtests/harness/profiles.py).
 
 `--run-dir` (default `runs/`, git-ignored) is where every case leaves its run folder, under one
 folder per session: `runs/<YYYYmmdd-HHMMSS>-<profile>/<case>/` (layout in
@@ -34,7 +38,8 @@ import pytest
 
 from minikafka.testing.run_folder import RunFolder
 from systemtests.harness.matrix import seed_offset
-from systemtests.harness.profiles import PROFILES, Profile, get_profile
+from systemtests.harness.profiles import PROFILES, get_profile
+from systemtests.harness.quota_modes import QUOTA_MODES
 from systemtests.harness.runner import CaseRun, CaseSpec, run_case
 from systemtests.harness.verdicts import case_of, results, run_analysis, summary_line
 
@@ -52,6 +57,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="quick: the matrix in a few minutes (CI); full: more data per partition",
     )
     group.addoption(
+        "--quota-mode",
+        choices=[*QUOTA_MODES, "both"],
+        default="both",
+        help="the cases of Kafka's quota algorithm, of the precise quota, or both (default)",
+    )
+    group.addoption(
         "--run-dir",
         default="runs",
         help="base folder of the run folders (default: runs/, relative to the rootdir)",
@@ -65,12 +76,27 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SUMMARY_KEY] = []
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect the cases of the quota mode `--quota-mode` leaves out."""
+    chosen = config.getoption("--quota-mode")
+    if chosen == "both":
+        return
+    keep, drop = [], []
+    for item in items:
+        spec = getattr(item, "callspec", None)
+        case = spec.params.get("case") if spec is not None else None
+        (drop if isinstance(case, CaseSpec) and case.quota != chosen else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 class Matrix:
     """Runs the selected cases module by module and keeps their results (module docstring)."""
 
-    def __init__(self, config: pytest.Config, profile: Profile, session_dir: Path, tmp: Path):
+    def __init__(self, config: pytest.Config, profile: str, session_dir: Path, tmp: Path):
         self.config = config
-        self.profile = profile
+        self.profile = profile  # its sizes per quota mode: get_profile(profile, case.quota)
         self.session_dir = session_dir
         self.tmp = tmp
         self.results: dict[str, dict[str, Any]] = {}
@@ -113,7 +139,7 @@ class Matrix:
             cluster_dir = self.tmp / case.name
             run = run_case(
                 case,
-                self.profile,
+                get_profile(self.profile, case.quota),
                 runs_dir=self.session_dir,
                 cluster_dir=cluster_dir,
                 seed=seed,
@@ -151,16 +177,12 @@ class Matrix:
 
 
 @pytest.fixture(scope="session")
-def profile(pytestconfig: pytest.Config) -> Profile:
-    return get_profile(pytestconfig.getoption("--profile"))
-
-
-@pytest.fixture(scope="session")
-def system_matrix(pytestconfig: pytest.Config, profile: Profile, tmp_path_factory) -> Matrix:
+def system_matrix(pytestconfig: pytest.Config, tmp_path_factory) -> Matrix:
+    profile = pytestconfig.getoption("--profile")
     base = Path(pytestconfig.getoption("--run-dir"))
     if not base.is_absolute():
         base = pytestconfig.rootpath / base
-    session_dir = base / f"{time.strftime('%Y%m%d-%H%M%S')}-{profile.name}"
+    session_dir = base / f"{time.strftime('%Y%m%d-%H%M%S')}-{profile}"
     session_dir.mkdir(parents=True, exist_ok=True)
     return Matrix(pytestconfig, profile, session_dir, tmp_path_factory.mktemp("clusters"))
 

@@ -1,15 +1,19 @@
 """The move-time model behind every case's prediction (systemtests/harness/layout.py), pure.
 
 Not marked `system`: it starts nothing and runs in milliseconds (`pytest systemtests`).
-Arithmetic with B = 16 MB to move, T = 2 MB/s, a load IN = 0.6 MB/s spread over 100 partitions.
+Arithmetic with B = 16 MB to move, T = 2 MB/s, a load IN = 0.6 MB/s spread over 100 partitions;
+for Kafka's mode, 128 MB at 8 MB/s (its quick profile).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from systemtests.harness.layout import LAYOUTS, make_layout, predict
+from systemtests.harness.layout import LAYOUTS, make_layout, moving_partitions, predict
+from systemtests.harness.quota_modes import NODE_CONFIGS, judging, kafka_settings
 
+MB = 1_000_000
+MIB = 1 << 20
 P = 100
 B = 16_000_000
 T = 2_000_000
@@ -76,3 +80,40 @@ def test_a_throttle_at_or_below_the_keep_up_rate_never_finishes():
     heavy = {p: T / P for p in range(P)}  # the load alone fills the throttle
     p = predict(make_layout("wipe", P), sizes=SIZES, inbound=heavy, throttle=T, mode="lists")
     assert p.seconds is None and p.binding is None
+
+
+# -- the quota modes' judging (systemtests/harness/quota_modes.py) --------------------------
+
+
+def test_kafka_mode_simulates_kafkas_algorithm_with_the_clusters_own_configs():
+    settings = kafka_settings(NODE_CONFIGS["kafka"])
+    assert (settings.response_max_bytes, settings.partition_max_bytes) == (10 * MIB, MIB)
+    assert (settings.wait_max_s, settings.backoff_s, settings.span_s) == (0.5, 1.0, 12.0)
+    # The precise mode's configs differ where its docstring says why.
+    precise = kafka_settings(NODE_CONFIGS["precise"])
+    assert (precise.response_max_bytes, precise.backoff_s) == (MIB, 0.1)
+
+
+def test_kafka_mode_judges_12_s_windows_against_the_overshoot_of_two_fetchers():
+    # Decommissioning broker 1: brokers 2 and 3 both fetch from it, so two 10 MiB responses
+    # can pass one check: T + (2 x 2 x 10 MiB + 2 x T x 1 s) / 12 s = 8 + 4.83 MB/s.
+    layout = make_layout("one-to-two", P)
+    moving = moving_partitions(layout, sizes={p: 1_280_000 for p in range(P)}, inbound=IDLE)
+    judged = [(1, "leader"), (2, "follower"), (3, "follower")]
+    j = judging("kafka", moving, throttle=8 * MB, mode="lists", judged=judged)
+    assert j.window_s == 12
+    assert j.bound_bytes_per_s == pytest.approx(8 * MB + (4 * 10 * MIB + 16 * MB) / 12, abs=1)
+    # Both destinations' first responses go out at once: ~1 s sooner than 128 MB / 8 MB/s.
+    assert j.predicted_s == pytest.approx(15.1, abs=0.3)
+    assert j.extra["traffic_model_move_s"] == pytest.approx(16.0)
+    sim = j.extra["kafka_simulation"]["max_window_bytes_per_s"]["1 leader"]
+    assert 8 * MB < sim < j.bound_bytes_per_s
+
+
+def test_precise_mode_is_the_traffic_model_with_the_default_windows():
+    moving = moving_partitions(make_layout("wipe", P), sizes=SIZES, inbound=LOAD)
+    j = judging("precise", moving, throttle=T, mode="lists", judged=[(1, "leader")])
+    assert j.predicted_s == pytest.approx(B / (T - IN))
+    assert (j.window_s, j.bound_bytes_per_s) == (None, None)  # verdicts.PARAMS: 5 s, 1.15 x T
+    with pytest.raises(ValueError, match="expected one of precise, kafka"):
+        judging("exact", moving, throttle=T, mode="lists", judged=[(1, "leader")])

@@ -11,6 +11,7 @@ from tools.reassign.model import (
     kafka_prediction,
     kip73_formula,
     overshoot_bound,
+    sensor_fetchers,
     sensor_loads,
     traffic_prediction,
 )
@@ -147,6 +148,32 @@ def test_kafka_windows_stay_within_the_overshoot_bound(moves, fetchers):
     for sensor in sim.charged:
         rate = sim.max_window_rate(sensor, settings.span_s)
         assert rate is not None and rate <= bound, (sensor, rate / MB)
+
+
+def test_sensor_fetchers_count_who_can_pass_a_check_at_once():
+    # Decommissioning broker 1: both other brokers fetch from it, one copying and one in sync
+    # per partition; lists charge both, KIP-542 only the adding one (each broker adds half).
+    moves = decommission(4, MB)
+    assert sensor_fetchers(moves, "lists") == {
+        (1, "leader"): 2,
+        (2, "follower"): 1,
+        (3, "follower"): 1,
+    }
+    assert sensor_fetchers(moves, "kip542")[(1, "leader")] == 2
+    # A wiped broker copies everything from its one leader.
+    assert sensor_fetchers(wipe(3, MB), "lists") == {(1, "leader"): 1, (2, "follower"): 1}
+    # Adding broker 3 beside leaders 1 and 2: its follower side is checked by two fetchers.
+    adding = [
+        MovingPartition(partition=p, leader=1 + p % 2, replicas=(1 + p % 2, 2 - p % 2, 3),
+                        destinations=(3,), size_bytes=MB)
+        for p in range(4)
+    ]  # fmt: skip
+    assert sensor_fetchers(adding, "kip542") == {
+        (1, "leader"): 1,
+        (2, "leader"): 1,
+        (3, "follower"): 2,
+    }
+    assert sensor_fetchers(adding, "lists")[(1, "leader")] == 2  # the in-sync follower too
 
 
 def test_unknown_mode_is_refused():

@@ -14,8 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from minikafka.errors import ConfigError
-
-QUOTA_MODES = ("precise", "kafka")
+from systemtests.harness.quota_modes import QUOTA_MODES
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,4 +91,6 @@ def get_profile(name: str, quota: str) -> Profile:
     try:
         return modes[quota]
     except KeyError:
-        raise ConfigError(f"quota mode {quota!r}: expected one of {', '.join(QUOTA_MODES)}") from None
+        raise ConfigError(
+            f"quota mode {quota!r}: expected one of {', '.join(QUOTA_MODES)}"
+        ) from None

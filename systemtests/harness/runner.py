@@ -3,8 +3,8 @@ read back, cluster down; everything recorded in a run folder (minikafka/testing/
 
 The run, as kafkatest's produce -> act -> consume -> validate:
 
-1. A fresh cluster (controller node 0 + the layout's brokers; NODE_CONFIGS below) and one
-   topic created with the layout's explicit assignment (systemtests/harness/layout.py).
+1. A fresh cluster (controller node 0 + the layout's brokers; the node configs of the case's
+   quota mode, systemtests/harness/quota_modes.py) and one topic created with the layout's explicit assignment (systemtests/harness/layout.py).
 2. Fill: `rounds` whole batches per partition, acks=all; wait until every replica is in sync.
 3. Throttle and move, as an operator would:
    - `wipe` (the CONFIGS tool, KIP-73 Q&A 2): broker 2 is killed, fenced, its logs wiped; the
@@ -22,7 +22,9 @@ The run, as kafkatest's produce -> act -> consume -> validate:
 5. Cluster down; node logs copied into the run folder; case.json written.
 
 The case's prediction is computed at the move's start, from the bytes acknowledged by then
-(per partition) and the planned inbound rate. Every wait is bounded; the move's bound is
+(per partition) and the planned inbound rate, as its quota mode predicts and judges it
+(systemtests/harness/quota_modes.py: the traffic model for the precise mode, the simulation of
+Kafka's algorithm and its overshoot bound for Kafka's). Every wait is bounded; the move's bound is
 `Profile.move_timeout_s(predicted)`.
 """
 
@@ -46,8 +48,9 @@ from minikafka.testing.checker import Verdict
 from minikafka.testing.cli_tools import run_tool
 from minikafka.testing.run_folder import CaseInfo, RunFolder
 from systemtests.harness.clients import HarnessError, LoadStats, Workload, fill, read_back, run_load
-from systemtests.harness.layout import Layout, Prediction, make_layout, predict
+from systemtests.harness.layout import Layout, Prediction, make_layout, moving_partitions, predict
 from systemtests.harness.profiles import Profile
+from systemtests.harness.quota_modes import NODE_CONFIGS, Judging, judging
 from systemtests.harness.topic_state import (
     PARTITIONS,
     POLL_S,
@@ -62,35 +65,6 @@ from systemtests.harness.topic_state import (
 LOAD_SETTLE_S = 2.0
 WAIT_S = 60.0  # bound of every wait that is not the move itself
 
-# Node configs of every system-test cluster, and why:
-NODE_CONFIGS = {
-    # Rates with resolution: the analysis judges 5 s windows from these lines.
-    "metrics.interval.ms": "200",
-    # The precise replication quota. Kafka's mode checks the quota against the rate measured so
-    # far and charges a response after sending it, so by design one response overshoots (up to
-    # replica.fetch.response.max.bytes), and an idle sensor admits a burst: benchmarks/README.md
-    # measured the largest 2 s rate at 1.3-5x the throttle in that mode. The test plan asks that
-    # "replicas move at the quota dictated rate"; the precise mode budgets each response against
-    # the remaining allowance and stays within ~1.08x (same README).
-    "replication.quota.precise": "true",
-    # Smaller fetches than Kafka's 1 MiB per partition / 10 MiB per response: 64 KiB / 1 MiB.
-    # Traffic the quota does not hold back (in-sync followers are exempt, but counted) comes in
-    # responses, and a 10 MiB one would be 5 s of a 2 MB/s throttle in one step; at 1 MiB a
-    # response is at most 0.5 s of it, so the 200 ms lines and 5 s windows see a smooth rate.
-    # Not smaller: one fetcher sends its next fetch only after the last response is on disk,
-    # and with 256 KiB responses those round trips (~130 ms on a busy 2-core machine) carried
-    # only 1.6-1.8 MB/s, below the throttle being measured.
-    "replica.fetch.max.bytes": str(64 * 1024),
-    "replica.fetch.response.max.bytes": str(1024 * 1024),
-    # A throttled follower (nothing to fetch) backs off 100 ms instead of Kafka's 1 s, and a
-    # follower long poll lasts at most 100 ms: the allowance is used as it accrues.
-    "replica.fetch.backoff.ms": "100",
-    "replica.fetch.wait.max.ms": "100",
-    # The wipe case kills a broker: fence it in ~1.5 s rather than Kafka's 9 s.
-    "broker.heartbeat.interval.ms": "200",
-    "broker.session.timeout.ms": "1500",
-}
-
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CaseSpec:
@@ -100,12 +74,13 @@ class CaseSpec:
     load: bool
     mode: str  # "lists" (KIP-73 replica lists) | "kip542"
     tool: str  # "configs" | "reassign"
+    quota: str = "kafka"  # systemtests/harness/quota_modes.py
 
     @property
     def name(self) -> str:
         brokers = 2 if self.layout == "wipe" else 3
         load = "load" if self.load else "idle"
-        return f"{brokers}n-{self.layout}-{self.tool}-{self.mode}-{load}"
+        return f"{brokers}n-{self.layout}-{self.tool}-{self.mode}-{load}-{self.quota}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -115,7 +90,8 @@ class CaseRun:
     spec: CaseSpec
     folder: RunFolder
     info: CaseInfo | None = None
-    prediction: Prediction | None = None
+    prediction: Prediction | None = None  # the traffic model's (binding sensors, time limit)
+    judging: Judging | None = None  # the quota mode's prediction and throttle bound
     verdict: Verdict | None = None
     final_isr_ok: bool | None = None
     final_isr_problems: list[str] = field(default_factory=list)
@@ -254,18 +230,31 @@ class Scenario:
         """Sizes now, the prediction, case.json; -> the move's time limit."""
         self.sizes_at_start = dict(self.workload.bytes_acked)
         per_partition = self.load_rate / PARTITIONS
+        inbound = {p: per_partition for p in range(PARTITIONS)}
         prediction = predict(
             self.layout,
             sizes=self.sizes_at_start,
-            inbound={p: per_partition for p in range(PARTITIONS)},
+            inbound=inbound,
             throttle=self.throttle,
             mode=prediction_mode,
         )
         self.run.prediction = prediction
         if prediction.seconds is None:
             raise HarnessError(f"the move never finishes at {self.throttle} B/s: {prediction}")
+        self.run.judging = judging(
+            self.run.spec.quota,
+            moving_partitions(self.layout, sizes=self.sizes_at_start, inbound=inbound),
+            throttle=self.throttle,
+            mode=prediction_mode,
+            judged=[
+                *((b, "leader") for b in self.layout.sending),
+                *((b, "follower") for b in self.layout.receiving),
+            ],
+        )
         self.write_case()
-        return self.profile.move_timeout_s(prediction.seconds)
+        return self.profile.move_timeout_s(
+            max(prediction.seconds, self.run.judging.predicted_s or 0.0)
+        )
 
     async def move(self, client: ClusterClient) -> None:
         spec = self.run.spec
@@ -358,11 +347,15 @@ class Scenario:
             else {str(p): list(r) for p, r in self.layout.target.items()},
             "wiped_broker": self.layout.wiped,
             "batch_bytes": self.workload.batch_bytes,
-            "node_configs": dict(NODE_CONFIGS),
+            "quota_mode": self.run.spec.quota,
+            "node_configs": dict(NODE_CONFIGS[self.run.spec.quota]),
             "produce_bytes_per_s_measured": round(self.load_stats.bytes_per_s, 1),
         }
         if prediction is not None:
             extra |= {k: v for k, v in prediction.to_json().items() if k != "predicted_move_s"}
+        judged = self.run.judging
+        if judged is not None:
+            extra |= judged.extra
         if self.move_s is not None:
             extra["move_observed_s"] = round(self.move_s[1] - self.move_s[0], 3)
         self.run.info = CaseInfo(
@@ -377,7 +370,11 @@ class Scenario:
             sending_brokers=list(self.layout.sending),
             bytes_to_move=bytes_to_move,
             produce_bytes_per_s=float(self.load_rate),
-            predicted_move_s=None if prediction is None else round(prediction.seconds or 0, 3),
+            predicted_move_s=None
+            if judged is None or judged.predicted_s is None
+            else round(judged.predicted_s, 3),
+            throttle_window_s=None if judged is None else judged.window_s,
+            throttle_bound_bytes_per_s=None if judged is None else judged.bound_bytes_per_s,
             extra=extra,
         )
         self.folder.write_case(self.run.info)
@@ -392,7 +389,10 @@ def run_case(
     run = CaseRun(spec=spec, folder=folder)
     layout = make_layout(spec.layout, PARTITIONS)
     cspec = plan_cluster(
-        base_dir=cluster_dir, brokers=len(layout.brokers), seed=seed, node_configs=NODE_CONFIGS
+        base_dir=cluster_dir,
+        brokers=len(layout.brokers),
+        seed=seed,
+        node_configs=NODE_CONFIGS[spec.quota],
     )
     folder.event("cluster_up", seed=seed, brokers=list(layout.brokers))
     scenario = None

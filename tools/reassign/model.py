@@ -249,6 +249,24 @@ def overshoot_bound(*, throttle: float, fetchers: int, settings: KafkaSettings) 
     return throttle + burst / settings.span_s
 
 
+def sensor_fetchers(partitions: Iterable[MovingPartition], mode: str) -> dict[tuple[int, str], int]:
+    """How many replica fetchers can pass one throttled sensor's check at once, per sensor
+    (broker, side), the `fetchers` of `overshoot_bound`: a leader side is checked by every
+    follower whose fetch holds a partition it charges (in lists mode every other replica of a
+    listed partition, in-sync ones included; in KIP-542 mode the adding ones), a follower side
+    by its fetcher to each leader it copies from."""
+    _check_mode(mode)
+    fetching: dict[tuple[int, str], set[int]] = {}
+    for m in partitions:
+        if not m.destinations:
+            continue
+        charged = m.destinations if mode == "kip542" else m.replicas
+        fetching.setdefault((m.leader, "leader"), set()).update(b for b in charged if b != m.leader)
+        for d in m.destinations:
+            fetching.setdefault((d, "follower"), set()).add(m.leader)
+    return {key: len(peers) for key, peers in sorted(fetching.items())}
+
+
 @dataclass(slots=True)
 class _Fetcher:
     """One replica fetcher (destination broker <- leader broker) in the simulation; the sums
