@@ -43,6 +43,7 @@ class _Pending:
     end_offset: int
     leader_epoch: int
     size: int
+    entry: int  # its index in the request
 
 
 async def handle_produce(
@@ -51,12 +52,14 @@ async def handle_produce(
     known_topic: set[str] | frozenset[str],
     client_id: str = "",
 ) -> Reply:
-    """The answer (a ProduceResponse, or none for acks=0) and the client-quota throttle time."""
-    answers: dict[tuple[str, int], ProducePartitionResponse] = {}
+    """The answer (a ProduceResponse, or none for acks=0) and the client-quota throttle time.
+
+    Answers are per entry of the request, in its order: one partition may appear twice (two
+    batches, appended in order, each answered with its own base offset)."""
+    answers: dict[int, ProducePartitionResponse] = {}  # entry index -> its answer
     pending: list[_Pending] = []
     writes: list[AppendWrite] = []
-    for pp in req.partitions:
-        key = (pp.topic, pp.partition)
+    for key, pp in enumerate(req.partitions):
         code = ErrorCode.INVALID_REQUIRED_ACKS if req.acks not in ACKS else ErrorCode.NONE
         p = rm.partitions.get(TopicPartition(pp.topic, pp.partition))
         if code == ErrorCode.NONE:
@@ -68,7 +71,7 @@ async def handle_produce(
         if code == ErrorCode.NONE:
             assert p is not None
             try:
-                write, item = _stamp(p, pp.records)
+                write, item = _stamp(p, pp.records, entry=key)
             except CorruptRecordError as exc:
                 answers[key] = _answer(pp.topic, pp.partition, ErrorCode.CORRUPT_MESSAGE, str(exc))
                 continue
@@ -82,7 +85,7 @@ async def handle_produce(
         except Exception as exc:  # noqa: BLE001 - a storage failure fails these partitions only
             rm.events.emit("append_failed", error=str(exc))
             for item in pending:
-                answers[(item.p.tp.topic, item.p.tp.partition)] = _answer(
+                answers[item.entry] = _answer(
                     item.p.tp.topic, item.p.tp.partition, ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
                 )
             pending = []
@@ -98,7 +101,7 @@ async def handle_produce(
         await _wait_for_replication(pending, req.timeout_ms)
     for item in pending:
         code = _outcome(rm, item, req.acks)
-        answers[(item.p.tp.topic, item.p.tp.partition)] = ProducePartitionResponse(
+        answers[item.entry] = ProducePartitionResponse(
             topic=item.p.tp.topic,
             partition=item.p.tp.partition,
             error_code=code,
@@ -107,7 +110,7 @@ async def handle_produce(
         )
     throttle_ms = _client_throttle(rm, client_id, nbytes)
     response = ProduceResponse(
-        partitions=[answers[(pp.topic, pp.partition)] for pp in req.partitions],
+        partitions=[answers[k] for k in range(len(req.partitions))],
         throttle_time_ms=throttle_ms,
     )
     return Reply(response=response, throttle_ms=throttle_ms)
@@ -130,7 +133,7 @@ def _check_leader(
     return ErrorCode.NONE if p.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def _stamp(p: LocalPartition, records: bytes) -> tuple[AppendWrite, _Pending]:
+def _stamp(p: LocalPartition, records: bytes, *, entry: int) -> tuple[AppendWrite, _Pending]:
     """Give the batches their offsets and the leader's epoch; reserve the offsets."""
     batches = list(iter_batches(records))
     if not batches:
@@ -142,7 +145,12 @@ def _stamp(p: LocalPartition, records: bytes) -> tuple[AppendWrite, _Pending]:
         offset += b.count
     p.next_offset = offset
     item = _Pending(
-        p=p, base_offset=base, end_offset=offset, leader_epoch=p.leader_epoch, size=len(records)
+        p=p,
+        base_offset=base,
+        end_offset=offset,
+        leader_epoch=p.leader_epoch,
+        size=len(records),
+        entry=entry,
     )
     return AppendWrite(tp=p.tp, batches=stamped), item
 
