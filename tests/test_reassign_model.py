@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tools.reassign.model import (
+    aged_sensors,
     KafkaSettings,
     MovingPartition,
     kafka_prediction,
@@ -174,6 +175,59 @@ def test_sensor_fetchers_count_who_can_pass_a_check_at_once():
         (3, "follower"): 2,
     }
     assert sensor_fetchers(adding, "lists")[(1, "leader")] == 2  # the in-sync follower too
+
+
+def leaving(partitions: int, size: int, inbound: float) -> list[MovingPartition]:
+    """The decommission of broker 1 as `reassign` runs it: each partition's move completes on
+    its own once its destination caught up, and its leadership then leaves broker 1 (Kafka
+    elects the target's first replica: [2, 3] or [3, 2])."""
+    return [
+        MovingPartition(
+            partition=m.partition,
+            leader=1,
+            replicas=m.replicas,
+            destinations=m.destinations,
+            size_bytes=size,
+            inbound_bytes_per_s=inbound,
+            final_leader=m.replicas[0],
+        )
+        for m in decommission(partitions, size, inbound)
+    ]
+
+
+def test_kafka_partitions_catch_up_one_by_one_and_leave_their_old_leader():
+    """128 MB to move off broker 1 at 8 MB/s with 1.6 MB/s of produce load, 10 MiB responses
+    of at most 1 MiB per partition: each partition catches up after two responses, and its
+    move completes then, taking its keep-up traffic (to the destination and to the in-sync
+    follower, both charged in lists mode) off broker 1's leader throttle. The traffic model,
+    which has every partition finish together, says 128 / (8 - 2 x 1.6) = 26.7 s; when the
+    partitions stay with their leader, 23 s; when they leave it as they finish, 21 s."""
+    size, inbound = 1_280_000, 16_000
+    fluid = traffic_prediction(leaving(100, size, inbound), throttle=8 * MB, mode="lists")
+    staying = kafka_prediction(decommission(100, size, inbound), throttle=8 * MB, mode="lists")
+    leaves = kafka_prediction(leaving(100, size, inbound), throttle=8 * MB, mode="lists")
+    assert fluid.seconds == pytest.approx(128 / 4.8, rel=0.01)
+    assert staying.seconds is not None and leaves.seconds is not None
+    assert leaves.seconds < staying.seconds - 1.5 < fluid.seconds - 3.0
+
+
+def test_kafka_an_old_leader_sensor_admits_a_larger_first_burst():
+    """SimpleRate divides by the time since its oldest sample: the lists-mode leader sensor,
+    which has charged 16 B per follower response since the broker started, reads a rate of
+    21 MB / 6 s = 3.5 MB/s after the first two 10 MiB responses and lets two more through at
+    once; a fresh one reads 21 MB / 1 s and waits (measured on the system test: 13.7 s for this
+    move with brokers up 3-6 s, where a fresh sensor predicts 15.1 s)."""
+    moves = leaving(100, 1_280_000, 0.0)
+    fresh = kafka_prediction(moves, throttle=8 * MB, mode="lists")
+    ages = aged_sensors(moves, "lists", 6.0)
+    assert ages == {(1, "leader"): 6.0}
+    aged = kafka_prediction(moves, throttle=8 * MB, mode="lists", sensor_age_s=ages)
+    assert fresh.seconds is not None and aged.seconds is not None
+    assert aged.seconds < fresh.seconds - 1.0
+    first_two_s = sum(n for t, n in aged.charged[(1, "leader")] if t < 2.0)
+    assert first_two_s > 4 * 10 * MIB  # four responses of 10 MiB in the first two seconds
+    # KIP-542's class records only reassignment traffic: created by the move.
+    assert aged_sensors(moves, "kip542", 6.0) == {}
 
 
 def test_unknown_mode_is_refused():

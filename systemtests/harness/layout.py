@@ -157,6 +157,7 @@ def moving_partitions(
             destinations=m.destinations,
             size_bytes=sizes.get(p, 0),
             inbound_bytes_per_s=inbound.get(p, 0.0),
+            final_leader=None if layout.target is None else layout.target[p][0],
         )
         for p, m in sorted(layout.moves().items())
     ]

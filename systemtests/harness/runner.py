@@ -124,6 +124,7 @@ class Scenario:
         self.load_stats = LoadStats()
         self.sizes_at_start: dict[int, int] = {}
         self.move_s: tuple[float, float] | None = None
+        self.up_since = time.monotonic()  # the brokers' quota sensors exist from here on
 
     @property
     def final_replicas(self) -> Mapping[int, tuple[int, ...]]:
@@ -250,6 +251,7 @@ class Scenario:
                 *((b, "leader") for b in self.layout.sending),
                 *((b, "follower") for b in self.layout.receiving),
             ],
+            up_s=time.monotonic() - self.up_since,
         )
         self.write_case()
         return self.profile.move_timeout_s(

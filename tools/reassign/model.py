@@ -47,14 +47,16 @@ Rates are bytes per second, sizes bytes, times seconds.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
+from random import Random
 
 from minikafka.core.quota_charge import kafka_fetch_response_size_of_runs
 from minikafka.core.stats import MetricConfig, Sensor, SimpleRate
 
 MODES = ("lists", "kip542")
+EMPTY_RESPONSE_BYTES = kafka_fetch_response_size_of_runs(())  # 16: a response, no partition
 SIDES = ("leader", "follower")
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 
@@ -70,6 +72,9 @@ class MovingPartition:
     size_bytes: int = 0  # when the move starts
     inbound_bytes_per_s: float = 0.0
     topic: str = "t"
+    # Who leads it once its move completes (Kafka elects the target's first replica); None:
+    # its leader stays.
+    final_leader: int | None = None
 
     @property
     def sources(self) -> tuple[int, ...]:
@@ -197,7 +202,7 @@ class KafkaSettings:
     window_s: float = 1.0  # replication.quota.window.size.seconds
     transfer_bytes_per_s: float = 150e6
     round_trip_s: float = 0.005
-    write_interval_s: float = 0.02  # under load, how often a leader sees a write (a re-check)
+    write_interval_s: float = 0.1  # under load, how often the producers write (a re-check)
     time_limit_s: float = 3600.0
 
     @property
@@ -267,35 +272,40 @@ def sensor_fetchers(partitions: Iterable[MovingPartition], mode: str) -> dict[tu
     return {key: len(peers) for key, peers in sorted(fetching.items())}
 
 
+def aged_sensors(
+    partitions: Iterable[MovingPartition], mode: str, age_s: float
+) -> dict[tuple[int, str], float]:
+    """The sensors that have been recording for `age_s` before the move: in lists mode the
+    leaders' replication sensors (Kafka's leader charges every follower response to it,
+    throttled partitions or none); nothing in KIP-542 mode, whose class records only
+    reassignment traffic (`kafka_prediction`'s `sensor_age_s`)."""
+    _check_mode(mode)
+    if mode != "lists":
+        return {}
+    return {(m.leader, "leader"): age_s for m in partitions if m.destinations}
+
+
 @dataclass(slots=True)
 class _Fetcher:
-    """One replica fetcher (destination broker <- leader broker) in the simulation; the sums
-    over its partitions are kept (`_update`), as they change only when it catches up."""
+    """One replica fetcher (destination broker <- leader broker) in the simulation: the
+    partitions it copies, each with its backlog, and those it follows in sync."""
 
     follower: int
     leader: int
-    copying: list[MovingPartition]  # partitions it copies (out of sync until caught up)
-    in_sync: list[MovingPartition]  # partitions it follows in sync
-    backlog: float = 0.0
+    copying: list[MovingPartition]  # out of sync until caught up, in fetch order
+    in_sync: list[MovingPartition]
+    backlog: dict[int, float] = field(default_factory=dict)  # id(partition) -> bytes behind
     done_at: float | None = None
-    keep_up: float = 0.0  # inbound bytes/s of the partitions it copies
     in_sync_rate: float = 0.0  # inbound bytes/s of the partitions it follows in sync
     led_in_sync: list[MovingPartition] = field(default_factory=list)  # in its leader's list
 
     def __post_init__(self) -> None:
-        self._update()
+        self.backlog = {id(m): float(m.size_bytes) for m in self.copying}
+        self.update()
 
-    def _update(self) -> None:
-        self.keep_up = sum(m.inbound_bytes_per_s for m in self.copying)
+    def update(self) -> None:
         self.in_sync_rate = sum(m.inbound_bytes_per_s for m in self.in_sync)
         self.led_in_sync = [m for m in self.in_sync if self.leader in m.sources]
-
-    def finish(self, t: float) -> None:
-        self.done_at = t
-        self.in_sync = [*self.copying, *self.in_sync]
-        self.copying = []
-        self.backlog = 0.0
-        self._update()
 
 
 def kafka_prediction(
@@ -306,6 +316,8 @@ def kafka_prediction(
     settings: KafkaSettings = KAFKA_DEFAULTS,
     load: bool | None = None,
     sides: Collection[str] = SIDES,
+    seed: int = 0,
+    sensor_age_s: Mapping[tuple[int, str], float] | None = None,
 ) -> KafkaPrediction:
     """Simulate the move under Kafka's quota algorithm (module docstring, point 3).
 
@@ -317,10 +329,24 @@ def kafka_prediction(
 
     Events run in time order: a fetch (checks, then a response scheduled after its round trip
     and transfer) and a charge (a response recorded into a sensor when it is answered), so a
-    check never sees a charge from its future."""
+    check never sees a charge from its future. A response fills up to
+    `replica.fetch.max.bytes` per partition, partitions in a shuffled order (`seed`; KIP-73's
+    random order, minikafka's default), until `replica.fetch.response.max.bytes`, so
+    partitions catch up one by one. A partition whose destinations have all caught up
+    completes its move: if its leader changes then (`final_leader`), the old leader stops
+    serving and charging it, and its new leader's traffic is no longer part of the move.
+
+    `sensor_age_s`: per sensor (broker, side), how long it has been recording before the move
+    (absent: created by the move). SimpleRate divides by the time since its oldest sample, at
+    least one window, so an old sensor that held little admits more at the start than a fresh
+    one: up to T x its age (at most the quota's span) before it reads "exceeded". Kafka's
+    leader records every follower response (16 B when nothing is throttled) from the broker's
+    start, so its replication sensor is as old as the span (`aged_sensors`); the follower's
+    sensors and the reassignment class record only throttled bytes, so they start fresh."""
     _check_mode(mode)
     if load is None:
         load = any(m.inbound_bytes_per_s > 0 for m in partitions)
+    shuffle = Random(seed).shuffle
     fetchers = _fetchers(partitions)
     config = MetricConfig(
         samples=settings.window_num, window_ms=round(settings.window_s * 1000), quota=throttle
@@ -333,13 +359,43 @@ def kafka_prediction(
                 sensors[key] = Sensor(f"{key}", SimpleRate(config), config)
                 charged[key] = []
 
+    ages = {k: min(a, settings.span_s) for k, a in (sensor_age_s or {}).items() if k in sensors}
+    origin = max(ages.values(), default=0.0)  # sensor time = simulation time + origin
+
+    def ms(t: float) -> int:
+        return round((t + origin) * 1000)
+
     def exceeded(key: tuple[int, str], t: float) -> bool:
-        return key in sensors and sensors[key].quota_exceeded(round(t * 1000))
+        return key in sensors and sensors[key].quota_exceeded(ms(t))
+
+    for key, age in ages.items():  # the empty responses it charged before the move
+        for second in range(int(age)):
+            sensors[key].record(EMPTY_RESPONSE_BYTES, ms(second - age))
+
+    copying = {id(m): set(m.destinations) for m in partitions}  # destinations not caught up
+
+    def caught_up(f: _Fetcher, m: MovingPartition, t: float) -> None:
+        f.copying.remove(m)
+        del f.backlog[id(m)]
+        waiting = copying[id(m)]
+        waiting.discard(f.follower)
+        moves_away = m.final_leader is not None and m.final_leader != m.leader
+        if waiting or not moves_away:
+            f.in_sync.append(m)
+        else:  # the move completes and leadership leaves: its old leader forgets it
+            for g in fetchers:
+                if g.leader == m.leader and m in g.in_sync:
+                    g.in_sync.remove(m)
+                    g.update()
+        f.update()
+        if not f.copying:
+            f.done_at = t
 
     for f in fetchers:
-        f.backlog = float(sum(m.size_bytes for m in f.copying))
-        if f.backlog <= 0:
-            f.finish(0.0)
+        for m in [m for m in f.copying if m.size_bytes <= 0]:
+            caught_up(f, m, 0.0)
+        if not f.copying:
+            f.done_at = 0.0  # it only follows partitions in sync
     # (time, order, fetcher index or -1 for a charge, sensor, bytes)
     queue: list[tuple[float, int, int, tuple[int, str], int]] = [
         (0.0, k, k, (0, ""), 0) for k in range(len(fetchers))
@@ -358,13 +414,10 @@ def kafka_prediction(
         if t > settings.time_limit_s:
             return KafkaPrediction(seconds=None, responses=responses, charged=charged)
         if k < 0:  # a response is charged when it is answered
-            sensors[key].record(nbytes, round(t * 1000))
+            sensors[key].record(nbytes, ms(t))
             charged[key].append((t, nbytes))
             continue
         f = fetchers[k]
-        dt, last[k] = t - last[k], t
-        f.backlog += f.keep_up * dt
-        in_sync_bytes = f.in_sync_rate * dt
         lead_key, fol_key = (f.leader, "leader"), (f.follower, "follower")
         # The follower builds its fetch: its throttled partitions out, if its quota is exceeded.
         asks_copying = bool(f.copying) and not exceeded(fol_key, t)
@@ -372,26 +425,42 @@ def kafka_prediction(
             later(t + settings.backoff_s, k)  # nothing to fetch: back off
             continue
         sends = asks_copying and not exceeded(lead_key, t)
-        if asks_copying and not sends and not (load and f.in_sync):
-            # A throttled leader holds the fetch: nothing it may send completes it until the
-            # long poll ends (idle), or it looks again at the next write (load).
-            t += settings.write_interval_s if load else settings.wait_max_s
-            sends = not exceeded(lead_key, t)
-        cap = min(settings.response_max_bytes, len(f.copying) * settings.partition_max_bytes)
-        copied = min(f.backlog, cap) if sends else 0.0
+        if not sends:
+            # Nothing it may copy now: a long poll, answered at the next write (the producers
+            # write every `write_interval_s`), when the leader also looks at its quota again,
+            # or when replica.fetch.wait.max.ms ends (idle).
+            if load:
+                t = (int(t / settings.write_interval_s) + 1) * settings.write_interval_s
+            else:
+                t += settings.wait_max_s
+            sends = asks_copying and not exceeded(lead_key, t)
+        dt, last[k] = t - last[k], t
+        for m in f.copying:
+            f.backlog[id(m)] += m.inbound_bytes_per_s * dt
+        in_sync_bytes = f.in_sync_rate * dt
+        taken: dict[int, float] = {}
+        if sends:
+            room = float(settings.response_max_bytes)
+            shuffle(f.copying)
+            for m in f.copying:
+                take = min(f.backlog[id(m)], settings.partition_max_bytes, room)
+                taken[id(m)] = take
+                room -= take
+                if room <= 0:
+                    break
+        copied = sum(taken.values())
         carried = copied + in_sync_bytes
-        if carried == 0 and not asks_copying:
-            t += settings.write_interval_s if load else settings.wait_max_s  # an empty long poll
         t_answer = t + settings.round_trip_s + carried / settings.transfer_bytes_per_s
         responses += 1
-        charge = _leader_charge(f, mode, copied if asks_copying else None, dt)
+        charge = _leader_charge(f, mode, taken if asks_copying else None, dt)
         if charge is not None and lead_key in sensors:
             later(t_answer, -1, lead_key, charge)
         if copied and fol_key in sensors:
             later(t_answer, -1, fol_key, int(copied))  # the follower records record bytes only
-        f.backlog -= copied
-        if f.copying and f.backlog <= f.keep_up * settings.round_trip_s:
-            f.finish(t_answer)  # caught up: in sync from now on, still charged as such
+        for m in list(f.copying):
+            f.backlog[id(m)] -= taken.get(id(m), 0.0)
+            if f.backlog[id(m)] <= m.inbound_bytes_per_s * settings.round_trip_s:
+                caught_up(f, m, t_answer)  # in sync from now on, still charged as such
         later(t_answer, k)
     done = [f.done_at for f in fetchers if f.done_at is not None]
     return KafkaPrediction(seconds=max(done, default=0.0), responses=responses, charged=charged)
@@ -409,18 +478,17 @@ def _fetchers(partitions: Sequence[MovingPartition]) -> list[_Fetcher]:
     return [_Fetcher(b, leader, c, s) for (b, leader), (c, s) in sorted(by_pair.items())]
 
 
-def _leader_charge(f: _Fetcher, mode: str, copied: float | None, dt: float) -> int | None:
+def _leader_charge(f: _Fetcher, mode: str, taken: dict[int, float] | None, dt: float) -> int | None:
     """The Kafka size of the partitions of this response the leader charges (copying ones first,
-    their `copied` bytes shared equally; None: the fetch left them out); None when it charges
-    none. Lists mode lists every source, so every partition of the fetch; KIP-542 charges only
-    the partitions sent to an adding replica (a finished one stays adding until its whole move
-    completes: ignored)."""
-    copying = f.copying if copied is not None else []
+    each with the bytes `taken` from it, 0 if none; None: the fetch left them out); None when it
+    charges none. Lists mode lists every source, so every partition of the fetch; KIP-542
+    charges only the partitions sent to an adding replica (a caught-up one stays adding until
+    its whole move completes: ignored)."""
+    copying = f.copying if taken is not None else []
     in_sync = f.led_in_sync if mode == "lists" else []
     if not copying and not in_sync:
         return None
-    share = int(copied / len(copying)) if copying else 0
-    parts = [(m.topic, share) for m in copying]
+    parts = [(m.topic, int(taken.get(id(m), 0.0))) for m in copying] if taken is not None else []
     parts += [(m.topic, int(m.inbound_bytes_per_s * dt)) for m in in_sync]
     return kafka_fetch_response_size_of_runs(
         (topic, size, False, len(list(alike))) for (topic, size), alike in groupby(parts)
