@@ -41,11 +41,20 @@ def test_moves_at_the_quota_rate(case, case_result):
 # KAFKA-4313: replicas in the ISR are exempt from the throttle (they are counted, not held
 # back), so acks=all producers, who wait for them, should not feel the move. Without a throttle
 # the p99 batch latency here is 50-150 ms; a throttled in-sync follower shows as ~1 s.
+#
+# Asserted in the precise mode only. In Kafka's mode producers do wait, by Kafka's design, and
+# the run shows it (produce_latency_during_move in results.json): partitions catch up one by
+# one there, and a partition whose move completes changes leader; its new follower starts
+# with an unknown lag, which ReplicaFetcherThread.shouldFollowerThrottle counts as not in sync,
+# so in lists mode (the follower is still in the follower list) it stays throttled until its
+# follower quota falls below T while acks=all waits for it (measured: p99 3.8-4.1 s when
+# decommissioning under load; 0.5-0.8 s in KIP-542 mode, where the completed partition is no
+# longer throttled).
 LATENCY_P99_MS = 500.0
-LOADED = [c for c in THREE_NODES if c.load]
+LOADED = [c for c in THREE_NODES if c.load and c.quota == "precise"]
 
 
-@pytest.mark.parametrize("case", LOADED, ids=[c.name for c in THREE_NODES if c.load])
+@pytest.mark.parametrize("case", LOADED, ids=[c.name for c in LOADED])
 def test_in_sync_followers_are_not_held_back_so_producers_do_not_wait(case, case_result):
     during = (case_result["analysis"] or {}).get("produce_latency_during_move") or {}
     assert during.get("batches"), f"no acknowledged batch during the move: {case_result['run_dir']}"
