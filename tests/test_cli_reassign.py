@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from minikafka.cli import reassign as cli
-from minikafka.cli import reassign_plan
+from minikafka.cli import reassign_plan, reassign_plan_inputs
 from minikafka.cli.main import main
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode
@@ -525,6 +525,96 @@ def test_plan_for_a_deadline():
     # 4 MB in 4 s needs 1 MB/s; 30% of 10 MB/s allows 3 MB/s.
     assert doc["plan"]["required_throttle"] == 1_000_000 and doc["ok"]
     assert any(line.startswith("to finish in 4 s: throttle 1.0 MB/s") for line in lines)
+
+
+def decommission_inputs(**node_configs: str) -> reassign_plan.Inputs:
+    """Broker 1 leaves (the one-to-two system test): t's 4 partitions of 10 MB on [1,2]/[1,3],
+    led by broker 1, move to [2,3]/[3,2]; u's 4 partitions stay on [2,3], led by broker 2.
+    BytesInPerSec 2.4 MB/s on broker 1, 1.2 MB/s on broker 2."""
+    t = [TopicPartition("t", p) for p in range(4)]
+    u = [TopicPartition("u", p) for p in range(4)]
+    view = runner.ClusterView(
+        assignment={
+            **{tp: (1, 2) if tp.partition % 2 == 0 else (1, 3) for tp in t},
+            **{tp: (2, 3) for tp in u},
+        },
+        leaders={**{tp: 1 for tp in t}, **{tp: 2 for tp in u}},
+        live_brokers=(1, 2, 3),
+        ongoing={},
+    )
+    return reassign_plan_inputs.inputs_from(
+        view,
+        {tp: [2, 3] if tp.partition % 2 == 0 else [3, 2] for tp in t},
+        {tp: 10_000_000 for tp in t},
+        bytes_in={1: 2_400_000.0, 2: 1_200_000.0},
+        bytes_in_source="test",
+        node_configs=node_configs,
+    )
+
+
+def test_plan_names_the_binding_throttle_and_both_figures_under_load():
+    inputs = decommission_inputs()
+    text = "\n".join(inputs.lines())
+    # Broker 1 leads 4 partitions (0.6 MB/s each), broker 2 leads 4 (0.3 MB/s each).
+    assert "1: 4 (600.0 kB/s each), 2: 4 (300.0 kB/s each)" in text
+    assert "Replication quota: Kafka's algorithm; replication.quota.precise=false (default)" in text
+    doc, lines = reassign_plan.at_throttle(inputs, 6_000_000, None)
+    text = "\n".join(lines)
+    # KIP-73: 40 MB / (6 - 2.4) MB/s = 11.1 s. The model (lists): broker 1's leader throttle
+    # also carries the in-sync followers' 2.4 MB/s: 40 / (6 - 4.8) = 33.3 s.
+    assert "At 6.0 MB/s the move takes 11.1 s (broker 1 is the slowest)" in text
+    assert "broker 1's leader throttle binds: 40.0 MB to send at 6.0 MB/s less the 4.8 MB/s" in text
+    assert "KIP-73's MoveTime 11.1 s (broker 1); the model 33.3 s: " in text
+    assert "in-sync followers' 2.4 MB/s (replica lists count in-sync followers" in text
+    assert "Kafka's algorithm (simulated): " in text
+    assert doc["ok"] and doc["prediction"]["max_seconds"] == pytest.approx(40 / 3.6)
+    assert doc["model"]["seconds"] == pytest.approx(40 / 1.2, abs=1e-3)
+    assert doc["model"]["binding"]["broker"] == 1 and doc["model"]["binding"]["side"] == "leader"
+    assert doc["model"]["differs_from_kip73"] and doc["quota_algorithm"] == "kafka"
+    assert doc["kafka_simulation"]["ran"] and doc["kafka_simulation"]["seconds"] > 0
+    # In KIP-542 mode the leader counts the destination only: K = 2.4 MB/s, as KIP-73 says.
+    doc, lines = reassign_plan.at_throttle(inputs, 6_000_000, None, throttle_mode="reassignment")
+    assert doc["model"]["mode"] == "kip542" and not doc["model"]["differs_from_kip73"]
+    assert not any(line.startswith("KIP-73's MoveTime") for line in lines)
+
+
+def test_plan_on_a_precise_cluster_does_not_simulate_kafkas_algorithm():
+    inputs = decommission_inputs(**{"replication.quota.precise": "true"})
+    doc, lines = reassign_plan.at_throttle(inputs, 6_000_000, None)
+    assert doc["quota_algorithm"] == "precise" and doc["kafka_simulation"] is None
+    assert any("the model's figure is its prediction" in line for line in lines)
+    assert not any("simulated" in line for line in lines)
+
+
+def test_plan_for_a_deadline_adds_the_models_throttle():
+    doc, lines = reassign_plan.for_deadline(decommission_inputs(), 10.0, 100_000_000, 0.3)
+    # KIP-73: 2.4 + 40 / 10 = 6.4 MB/s; the model there: 40 / (6.4 - 4.8) = 25 s, and it needs
+    # 4.8 + 4 = 8.8 MB/s.
+    assert doc["plan"]["required_throttle"] == 6_400_000
+    assert doc["model"]["seconds"] == pytest.approx(25.0, abs=1e-3)
+    assert doc["model"]["required_throttle"] == pytest.approx(8_800_000, abs=1)
+    assert any(
+        line.startswith("The model needs 8.8 MB/s (8800000 B/s) to finish in 10.0 s (broker 1's")
+        for line in lines
+    )
+
+
+def test_plan_throttle_mode_option(monkeypatch, tmp_path):
+    f = tp_file(tmp_path, MOVES)
+    refused(
+        invoke("plan", "--reassignment-json-file", f, "--throttle", "5", "--throttle-mode", "x"),
+        "--throttle-mode 'x': expected one of replication, reassignment",
+    )
+    monkeypatch.setattr(reassign_plan, "gather", lambda *a: decommission_inputs())
+    result = invoke(
+        "plan", "--reassignment-json-file", f, "--throttle", "6000000",
+        "--throttle-mode", "reassignment", "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["model"]["throttle_mode"] == "reassignment" and doc["model"]["mode"] == "kip542"
+    assert doc["inputs"]["inbound_split"]["partitions_led"] == {"1": 4, "2": 4}
+    assert len(doc["inputs"]["moving_partitions"]) == 4
 
 
 # ---------------------------------------------------------------------------- --watch's files

@@ -11,6 +11,7 @@
     minikafka reassign --list
     minikafka reassign plan --reassignment-json-file moves.json (--throttle B/s
         [--network-bytes-per-s N] | --deadline-s Y --network-bytes-per-s N --max-fraction X)
+        [--throttle-mode replication|reassignment]
 
 Every command takes `--bootstrap`/`--dir` and `--json`. Everything the user gives is checked
 before anything is sent: bad input is one line on stderr naming the accepted form, exit code 2,
@@ -46,6 +47,7 @@ from minikafka.core.types import TopicPartition
 from minikafka.errors import ClusterError, ConfigError
 from tools.reassign import moves, runner
 from tools.reassign import progress as prog
+from tools.reassign.units import human_bytes
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 # The options each action takes (besides --bootstrap, --dir and --json), and those it needs.
@@ -75,6 +77,10 @@ ONE_OF = (
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_INTERVAL_S = 1.0
 CLIENT_ID = "minikafka-reassign"
+# --execute's and plan's --throttle-mode (parse_mode reads it).
+THROTTLE_MODE_HELP = (
+    "replication (KIP-73: replica lists + rates, default) or reassignment (KIP-542 rates)."
+)
 
 
 # ---------------------------------------------------------------------------- one-line usage
@@ -216,23 +222,6 @@ def local_files(bootstrap: str | None, cluster_dir: Path) -> prog.LocalFiles | N
 # ---------------------------------------------------------------------------- formatting
 
 
-def human_bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def human_rate(n: float | None) -> str:
-    return "?" if n is None else f"{human_bytes(n)}/s"
-
-
-def human_seconds(s: float | None) -> str:
-    if s is None:
-        return "?"
-    return f"{s:.1f} s" if s < 100 else f"{s:,.0f} s"
-
-
 def tp_list(tps: Sequence[TopicPartition]) -> str:
     return ",".join(str(tp) for tp in tps)
 
@@ -259,11 +248,7 @@ def print_json(doc: Any) -> None:
     help='{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}',
 )
 @click.option("--throttle", metavar="B/S", help="Replication throttle in bytes/s (--execute).")
-@click.option(
-    "--throttle-mode",
-    metavar="MODE",
-    help="replication (KIP-73: replica lists + rates, default) or reassignment (KIP-542 rates).",
-)
+@click.option("--throttle-mode", metavar="MODE", help=THROTTLE_MODE_HELP)
 @click.option("--additional", is_flag=True, help="Add to (or re-throttle) a move in progress.")
 @click.option("--preserve-throttles", is_flag=True, help="Leave the throttle configs in place.")
 @click.option("--watch", is_flag=True, help="Show progress every second until done.")
@@ -282,7 +267,7 @@ def reassign_cmd(ctx: click.Context, **options: Any) -> None:
     --verify   --reassignment-json-file F [--preserve-throttles] [--watch [--timeout S]]
     --cancel   --reassignment-json-file F [--preserve-throttles]
     --list
-    plan       --reassignment-json-file F (--throttle B/s | --deadline-s Y ...)
+    plan       --reassignment-json-file F (--throttle B/s | --deadline-s Y ...) [--throttle-mode M]
 
     The throttles --execute sets are recorded with the reassignment: the controller removes
     them when it completes or is cancelled. Log sizes are estimates (high watermark x bytes per
@@ -487,6 +472,7 @@ def _list(o: Mapping[str, Any]) -> None:
 @click.option("--deadline-s", metavar="Y", help="Find the throttle that finishes in Y s.")
 @click.option("--network-bytes-per-s", metavar="N", help="A broker's network bandwidth, B/s.")
 @click.option("--max-fraction", metavar="X", help="Share of N the move may use, e.g. 0.3.")
+@click.option("--throttle-mode", metavar="MODE", help=THROTTLE_MODE_HELP)
 @bootstrap_option
 @json_option
 @friendly_errors
@@ -496,12 +482,13 @@ def plan_cmd(
     deadline_s: str | None,
     network_bytes_per_s: str | None,
     max_fraction: str | None,
+    throttle_mode: str | None,
     bootstrap: str | None,
     cluster_dir: Path,
     as_json: bool,
 ) -> None:
-    """Predict a move's time at a throttle, or the throttle for a deadline (KIP-73's arithmetic,
-    from the live cluster; stores nothing)."""
+    """Predict a move's time at a throttle, or the throttle for a deadline (KIP-73's arithmetic
+    and the move model, from the live cluster; stores nothing)."""
     from minikafka.cli.reassign_plan import run_plan
 
     run_plan(
@@ -510,6 +497,7 @@ def plan_cmd(
         deadline_s,
         network_bytes_per_s,
         max_fraction,
+        throttle_mode_text=throttle_mode,
         bootstrap=bootstrap,
         cluster_dir=cluster_dir,
         as_json=as_json,

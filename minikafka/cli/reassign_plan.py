@@ -1,8 +1,9 @@
 """`minikafka reassign plan`: KIP-73's operator arithmetic (REFERENCE.md section 6) for a
-reassignment file, from the live cluster. Stores nothing.
+reassignment file, from the live cluster, beside the move model the system tests use
+(tools/reassign/model.py, through tools/reassign/plan_model.py). Stores nothing.
 
     minikafka reassign plan --reassignment-json-file moves.json --throttle 2000000 \\
-        [--network-bytes-per-s 125000000]
+        [--network-bytes-per-s 125000000] [--throttle-mode replication|reassignment]
     minikafka reassign plan --reassignment-json-file moves.json --deadline-s 600 \\
         --network-bytes-per-s 125000000 --max-fraction 0.3
 
@@ -11,51 +12,44 @@ Inputs, each printed with where it came from: the bytes each broker copies in an
 counted whole, since they share the throttle); BytesInPerSec per broker (the median of
 `bytes_in_per_s` over the last 10 s of each broker's metrics.jsonl, 0 when the cluster's files
 are not at hand); the replication factor (the largest in the file); and the node configs
-`replica.fetch.response.max.bytes`, `replication.quota.window.num` and
-`replication.quota.window.size.seconds` (cluster.json's node configs, else Kafka's defaults).
-The arithmetic is tools/reassign/plan.py's. A plan whose checks fail still exits 0: it is a
-report (`ok` in --json says whether everything passed).
+`replica.fetch.response.max.bytes`, `replication.quota.window.num`,
+`replication.quota.window.size.seconds`, `replication.quota.precise`, `replica.fetch.max.bytes`,
+`replica.fetch.wait.max.ms` and `replica.fetch.backoff.ms` (cluster.json's node configs, else
+the defaults). The move model also takes each moving partition's leader (the metadata's), its
+replicas during the move (target, then the sources leaving), its size, and its inbound rate:
+the plan knows BytesInPerSec per broker only, so each broker's rate is split evenly over every
+partition it leads, moving or not (plan_model.INBOUND_RULE).
+
+At a throttle the plan prints KIP-73's MoveTime (tools/reassign/plan.py) and its checks, then
+the traffic model in the `--throttle-mode` given (the `--execute` option's names and default):
+each throttled sensor's catch-up bytes, keep-up rate and time, the one that binds, and why its
+figure differs from KIP-73's when it does by more than 2 %; and, on a cluster that runs Kafka's
+quota algorithm (`replication.quota.precise` false, the default), the simulation of that
+algorithm. For a deadline it adds the model's time at KIP-73's throttle and the throttle the
+model needs. A plan whose checks fail still exits 0: it is a report (`ok` in --json says
+whether KIP-73's checks passed).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from minikafka.cli.common import resolve_bootstrap, table
-from minikafka.cli.reassign import (
-    CLIENT_ID,
-    human_bytes,
-    human_rate,
-    human_seconds,
-    local_files,
-    parse_positive,
-    parse_throttle,
-    read_reassignment,
-)
-from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import open_client
+from minikafka.cli.common import table
+from minikafka.cli.reassign import parse_mode, parse_positive, parse_throttle, read_reassignment
+from minikafka.cli.reassign_plan_inputs import Inputs, gather
 from minikafka.errors import ConfigError
-from minikafka.server.config import NodeConfig
-from tools.reassign import moves, plan, runner
-from tools.reassign import progress as prog
+from tools.reassign import moves, plan, plan_model
+from tools.reassign.units import human_bytes, human_rate, human_seconds
 
 FORM = (
     "expected --throttle B/s [--network-bytes-per-s N], or --deadline-s Y "
     "--network-bytes-per-s N --max-fraction X"
 )
-BYTES_IN_WINDOW_S = 10.0
 HUGE_NETWORK = 1e30  # "no network given": the N rules cannot fail, and are reported unchecked
-QUOTA_CONFIGS = {
-    "replica.fetch.response.max.bytes": "replica_fetch_response_max_bytes",
-    "replication.quota.window.num": "replication_quota_window_num",
-    "replication.quota.window.size.seconds": "replication_quota_window_size_seconds",
-}
 
 
 def check_plan_options(
@@ -84,6 +78,7 @@ def run_plan(
     network_text: str | None,
     fraction_text: str | None,
     *,
+    throttle_mode_text: str | None = None,
     bootstrap: str | None,
     cluster_dir: Path,
     as_json: bool,
@@ -92,6 +87,7 @@ def run_plan(
     assert path is not None
     proposed = read_reassignment(path)
     throttle = None if throttle_text is None else parse_throttle(throttle_text)
+    mode = parse_mode(throttle_mode_text)
     deadline = (
         None
         if deadline_text is None
@@ -111,109 +107,15 @@ def run_plan(
             )
     inputs = gather(proposed, bootstrap, cluster_dir)
     if throttle is not None:
-        doc, lines = at_throttle(inputs, throttle, network)
+        doc, lines = at_throttle(inputs, throttle, network, throttle_mode=mode)
     else:
         assert deadline is not None and network is not None and fraction is not None
-        doc, lines = for_deadline(inputs, deadline, network, fraction)
+        doc, lines = for_deadline(inputs, deadline, network, fraction, throttle_mode=mode)
     if as_json:
         click.echo(json.dumps({"inputs": inputs.to_json(), **doc}, default=str))
         return
     for line in inputs.lines() + lines:
         click.echo(line)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Inputs:
-    """What the plan is computed from, with where each figure came from."""
-
-    moved: int  # partitions whose replica set changes (in progress ones included)
-    total: int  # partitions in the cluster
-    bytes_to_move: int  # estimated, every new replica counted
-    traffic: Mapping[int, runner.BrokerTraffic]
-    bytes_in: Mapping[int, float]
-    bytes_in_source: str
-    rf: int
-    num_brokers: int
-    configs: Mapping[str, tuple[int, str]]  # name -> (value, "cluster.json" | "default")
-    ongoing: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "moved_partitions": self.moved,
-            "cluster_partitions": self.total,
-            "bytes_to_move": self.bytes_to_move,
-            "bytes_estimated": True,
-            "traffic": {
-                b: {"copies_in": t.copies_in, "sends_out": t.sends_out}
-                for b, t in self.traffic.items()
-            },
-            "bytes_in_per_broker": self.bytes_in,
-            "bytes_in_source": self.bytes_in_source,
-            "replication_factor": self.rf,
-            "brokers": self.num_brokers,
-            "configs": {k: {"value": v, "source": s} for k, (v, s) in self.configs.items()},
-            "ongoing_moves_included": self.ongoing,
-        }
-
-    def lines(self) -> list[str]:
-        ins = ", ".join(f"{b}: {human_rate(v)}" for b, v in self.bytes_in.items()) or "none"
-        cfg = ", ".join(f"{k}={v} ({s})" for k, (v, s) in self.configs.items())
-        out = [
-            f"Move: {self.moved} of the {self.total} partitions in the cluster change replicas "
-            f"(MoveRatio {self.moved / max(self.total, 1):.2f}), "
-            f"{human_bytes(self.bytes_to_move)} to copy ({runner.SIZE_NOTE})",
-        ]
-        if self.ongoing:
-            out.append(f"  including {self.ongoing} moves in progress, counted whole")
-        out += [
-            f"BytesInPerSec per broker ({self.bytes_in_source}): {ins}",
-            f"Replication factor {self.rf}, {self.num_brokers} live brokers; {cfg}",
-        ]
-        return out
-
-
-def gather(proposed: dict, bootstrap: str | None, cluster_dir: Path) -> Inputs:
-    address = resolve_bootstrap(bootstrap, cluster_dir)
-
-    async def go() -> tuple[runner.ClusterView, dict]:
-        async with open_client(address, client_id=CLIENT_ID) as client:
-            view = await runner.read_cluster(Admin(client))
-            moves.validate_reassignment(
-                proposed, current=view.assignment, live_brokers=view.live_brokers
-            )
-            planned = moves.move_map(view.assignment, proposed, view.ongoing)
-            moving = [tp for tp, m in planned.items() if m.moving]
-            sizes = runner.sizes_in_bytes(await runner.estimate_log_sizes(client, moving))
-            return view, sizes
-
-    view, sizes = runner.run(go)
-    planned = moves.move_map(view.assignment, proposed, view.ongoing)
-    files = local_files(bootstrap, cluster_dir)
-    if files is not None:
-        bytes_in = prog.median_bytes_in(files, BYTES_IN_WINDOW_S)
-        source = f"median of the last {BYTES_IN_WINDOW_S:g} s of metrics.jsonl"
-    else:
-        bytes_in, source = {}, "unknown without the cluster's files: taken as 0"
-    node_configs = files.node_configs if files is not None else {}
-    typed = NodeConfig(node_id=0).with_settings(
-        {k: v for k, v in node_configs.items() if k in QUOTA_CONFIGS}
-    )
-    configs = {
-        name: (getattr(typed, attr), "cluster.json" if name in node_configs else "default")
-        for name, attr in QUOTA_CONFIGS.items()
-    }
-    return Inputs(
-        moved=sum(m.moving for m in planned.values()),
-        total=len(view.assignment),
-        bytes_to_move=sum(sizes.get(tp, 0) * len(m.destinations) for tp, m in planned.items()),
-        traffic=runner.traffic_per_broker(planned, sizes, view.leaders),
-        bytes_in=bytes_in,
-        bytes_in_source=source,
-        rf=max(len(r) for r in proposed.values()),
-        num_brokers=len(view.live_brokers),
-        configs=configs,
-        ongoing=len(view.ongoing),
-    )
 
 
 def _quota_kwargs(inputs: Inputs) -> dict[str, Any]:
@@ -293,7 +195,11 @@ def _summary(inputs: Inputs, prediction: plan.MovePrediction) -> str:
 
 
 def at_throttle(
-    inputs: Inputs, throttle: int, network: float | None
+    inputs: Inputs,
+    throttle: int,
+    network: float | None,
+    *,
+    throttle_mode: str = moves.MODE_REPLICATION,
 ) -> tuple[dict[str, Any], list[str]]:
     prediction = _predict(inputs, throttle)
     check = plan.check_throttle(
@@ -308,6 +214,10 @@ def at_throttle(
         "Each broker's time = max(copies in, sends out) / (throttle - max(BytesInPerSec)): its "
         "follower and leader throttles work in parallel [KIP-73 MoveTime, both sides]",
         _summary(inputs, prediction),
+    ]
+    model_doc, model_lines = _model(inputs, prediction, throttle_mode)
+    lines += [
+        *model_lines,
         f"(Assumes the brokers' replication quotas saw no throttled traffic in the last "
         f"{_window_total(inputs):g} s, their window: traffic within it lets a new move burst "
         "ahead of the throttle)",
@@ -336,12 +246,67 @@ def at_throttle(
         },
         "check": check_doc,
         "ok": check.ok,
+        **model_doc,
     }
     return doc, lines
 
 
+def _compare(
+    inputs: Inputs, prediction: plan.MovePrediction, throttle_mode: str
+) -> plan_model.ModelFigure:
+    return plan_model.compare(
+        inputs.moving,
+        throttle=prediction.throttle,
+        throttle_mode=throttle_mode,
+        kip73_s=prediction.max_seconds,
+        kip73_slowest=prediction.slowest,
+        kip73_subtracted=prediction.max_bytes_in,
+        kip73_bytes={b: t.bytes for b, t in inputs.traffic.items()},
+    )
+
+
+def _model(
+    inputs: Inputs, prediction: plan.MovePrediction, throttle_mode: str
+) -> tuple[dict[str, Any], list[str]]:
+    """The traffic model's figure beside KIP-73's, and Kafka's algorithm simulated when the
+    cluster runs it (the module docstring)."""
+    figure = _compare(inputs, prediction, throttle_mode)
+    rows = figure.rows()
+    lines = [
+        "Per throttle, the traffic model: catch-up / (throttle - the keep-up rate of new data it "
+        "carries) [tools/reassign/model.py]",
+        *(table(rows, list(rows[0])).splitlines() if rows else []),
+        *figure.lines(),
+    ]
+    doc: dict[str, Any] = {
+        "model": figure.to_json(),
+        "quota_algorithm": "precise" if inputs.precise else "kafka",
+        "kafka_simulation": None,
+    }
+    if inputs.precise:
+        lines.append(
+            "The cluster runs the precise quota (replication.quota.precise=true), which holds "
+            "each throttle at its rate: the model's figure is its prediction"
+        )
+        return doc, lines
+    sim = plan_model.simulate(
+        inputs.moving,
+        throttle=prediction.throttle,
+        throttle_mode=throttle_mode,
+        settings=inputs.kafka,
+        model_s=figure.seconds,
+    )
+    doc["kafka_simulation"] = sim.to_json()
+    return doc, lines + sim.lines()
+
+
 def for_deadline(
-    inputs: Inputs, deadline: float, network: float, fraction: float
+    inputs: Inputs,
+    deadline: float,
+    network: float,
+    fraction: float,
+    *,
+    throttle_mode: str = moves.MODE_REPLICATION,
 ) -> tuple[dict[str, Any], list[str]]:
     result = plan.throttle_for_deadline(
         bytes_per_broker={b: t.bytes for b, t in inputs.traffic.items()},
@@ -352,5 +317,21 @@ def for_deadline(
         replication_factor=inputs.rf,
         **_quota_kwargs(inputs),
     )
-    lines = [*_broker_table(inputs, result.at_required), *result.lines()]
-    return {"plan": result.to_json(), "ok": result.ok}, lines
+    figure = _compare(inputs, result.at_required, throttle_mode)
+    needed, sensor = plan_model.required_throttle(
+        inputs.moving, deadline_s=deadline, throttle_mode=throttle_mode
+    )
+    lines = [
+        *_broker_table(inputs, result.at_required),
+        *result.lines(),
+        *figure.lines(),
+        f"The model needs {human_rate(needed)} ({needed} B/s) to finish in "
+        f"{human_seconds(deadline)}"
+        + ("" if sensor is None else f" ({plan_model.sensor_name(sensor)} binds)"),
+    ]
+    model_doc = {
+        **figure.to_json(),
+        "required_throttle": needed,
+        "required_binding": None if sensor is None else sensor.to_json(),
+    }
+    return {"plan": result.to_json(), "ok": result.ok, "model": model_doc}, lines

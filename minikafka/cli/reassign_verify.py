@@ -21,9 +21,6 @@ from minikafka.cli.reassign import (
     CLIENT_ID,
     DEFAULT_INTERVAL_S,
     DEFAULT_TIMEOUT_S,
-    human_bytes,
-    human_rate,
-    human_seconds,
     local_files,
     parse_positive,
     print_json,
@@ -34,6 +31,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from tools.reassign import progress as prog
 from tools.reassign import runner
+from tools.reassign.units import human_bytes, human_rate, human_seconds
 
 # ---------------------------------------------------------------------------- --verify
 
