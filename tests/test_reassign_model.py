@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tools.reassign.model import (
-    aged_sensors,
     KafkaSettings,
     MovingPartition,
+    aged_sensors,
     kafka_prediction,
     kip73_formula,
     overshoot_bound,

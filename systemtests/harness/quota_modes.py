@@ -27,7 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from minikafka.server.config import NodeConfig
 from tools.reassign.model import (
     KafkaSettings,
     MovingPartition,
@@ -35,6 +34,7 @@ from tools.reassign.model import (
     kafka_prediction,
     overshoot_bound,
     sensor_fetchers,
+    settings_from_configs,
     traffic_prediction,
 )
 
@@ -86,16 +86,8 @@ NODE_CONFIGS: Mapping[str, Mapping[str, str]] = {
 
 
 def kafka_settings(node_configs: Mapping[str, str]) -> KafkaSettings:
-    """The simulation's settings from a cluster's node configs (Kafka's defaults for the rest)."""
-    c = NodeConfig(node_id=0).with_settings(node_configs)
-    return KafkaSettings(
-        response_max_bytes=c.replica_fetch_response_max_bytes,
-        partition_max_bytes=c.replica_fetch_max_bytes,
-        wait_max_s=c.replica_fetch_wait_max_ms / 1000,
-        backoff_s=c.replica_fetch_backoff_ms / 1000,
-        window_num=c.replication_quota_window_num,
-        window_s=c.replication_quota_window_size_seconds,
-    )
+    """The simulation's settings from these node configs (tools/reassign/model.py)."""
+    return settings_from_configs(node_configs)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

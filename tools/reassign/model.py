@@ -54,6 +54,7 @@ from random import Random
 
 from minikafka.core.quota_charge import kafka_fetch_response_size_of_runs
 from minikafka.core.stats import MetricConfig, Sensor, SimpleRate
+from minikafka.server.config import NodeConfig
 
 MODES = ("lists", "kip542")
 EMPTY_RESPONSE_BYTES = kafka_fetch_response_size_of_runs(())  # 16: a response, no partition
@@ -212,6 +213,20 @@ class KafkaSettings:
 
 
 KAFKA_DEFAULTS = KafkaSettings()
+
+
+def settings_from_configs(node_configs: Mapping[str, str]) -> KafkaSettings:
+    """The simulation's settings from a cluster's node configs (Kafka's defaults for the rest),
+    for `reassign plan` and the system tests alike."""
+    c = NodeConfig(node_id=0).with_settings(node_configs)
+    return KafkaSettings(
+        response_max_bytes=c.replica_fetch_response_max_bytes,
+        partition_max_bytes=c.replica_fetch_max_bytes,
+        wait_max_s=c.replica_fetch_wait_max_ms / 1000,
+        backoff_s=c.replica_fetch_backoff_ms / 1000,
+        window_num=c.replication_quota_window_num,
+        window_s=c.replication_quota_window_size_seconds,
+    )
 
 
 @dataclass(**VALUE)

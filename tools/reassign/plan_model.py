@@ -34,14 +34,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.core.types import TopicPartition
-from minikafka.server.config import NodeConfig
 from tools.reassign.model import (
     KafkaSettings,
     MovingPartition,
     SensorLoad,
     TrafficPrediction,
+    aged_sensors,
     kafka_prediction,
     sensor_loads,
+    settings_from_configs,
     traffic_prediction,
 )
 from tools.reassign.moves import MODE_REASSIGNMENT, MODE_REPLICATION, PartitionMove
@@ -119,23 +120,16 @@ def moving_partitions(
                 destinations=tuple(move.destinations),
                 size_bytes=sizes.get(tp, 0),
                 inbound_bytes_per_s=inbound.get(tp, 0.0),
+                # Kafka elects the target's first replica when the move completes.
+                final_leader=target[0] if target else None,
             )
         )
     return out
 
 
 def kafka_settings(node_configs: Mapping[str, str]) -> KafkaSettings:
-    """The simulation's settings from a cluster's node configs (Kafka's defaults for the rest);
-    the same construction as systemtests/harness/quota_modes.py's `kafka_settings`."""
-    c = NodeConfig(node_id=0).with_settings(node_configs)
-    return KafkaSettings(
-        response_max_bytes=c.replica_fetch_response_max_bytes,
-        partition_max_bytes=c.replica_fetch_max_bytes,
-        wait_max_s=c.replica_fetch_wait_max_ms / 1000,
-        backoff_s=c.replica_fetch_backoff_ms / 1000,
-        window_num=c.replication_quota_window_num,
-        window_s=c.replication_quota_window_size_seconds,
-    )
+    """The simulation's settings from a cluster's node configs (model.settings_from_configs)."""
+    return settings_from_configs(node_configs)
 
 
 # ---------------------------------------------------------------------------- the traffic model
@@ -438,8 +432,15 @@ def simulate(
         return SimulationFigure(
             seconds=None, responses=0, ran=False, model_s=model_s, settings=settings
         )
+    mode = MODEL_MODES[throttle_mode]
     sim = kafka_prediction(
-        partitions, throttle=throttle, mode=MODEL_MODES[throttle_mode], settings=settings
+        partitions,
+        throttle=throttle,
+        mode=mode,
+        settings=settings,
+        # Brokers up for longer than the quota's span: a lists-mode leader sensor holds a full
+        # span of (nearly empty) samples and admits a burst of up to T x span at the start.
+        sensor_age_s=aged_sensors(partitions, mode, settings.span_s),
     )
     return SimulationFigure(
         seconds=sim.seconds, responses=sim.responses, ran=True, model_s=model_s, settings=settings
