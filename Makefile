@@ -21,11 +21,11 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-# The whole suite: unit, shell, integration and Spark tests, then the KIP-73 system tests
-# (quick profile: about 4 minutes on 2 cores; `--profile full` for more data per partition).
+# The whole suite: unit, shell, integration and Spark tests, then the KIP-73 system tests in
+# both quota modes and the experiments (quick profile; `--profile full` for more data).
 test: $(STAMP) lint
 	$(VENV)/bin/pytest -q
-	$(VENV)/bin/pytest -q systemtests --profile quick
+	$(VENV)/bin/pytest -q systemtests --profile quick --quota-mode both
 
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -m "not integration and not spark"
