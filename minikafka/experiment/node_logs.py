@@ -4,7 +4,9 @@
 - replica samples: the rows of replicas.jsonl (server/replica_state_log.py);
 - ISR rejoins: the leaders' `isr_expand` events that took a given broker back into a
   partition's ISR (server/isr_updates.py), for per-partition catch-up times;
-- counter totals of metrics.jsonl, for the expectations.
+- counter totals of metrics.jsonl, for the expectations, and each node's samples of some
+  counters, for the figures of a move (minikafka/experiment/move.py);
+- and, not a node log but read alike, the run folder's own timeline.jsonl (the driver's events).
 
 (The throttled bytes are read by the PySpark analysis, which judges the throttle bound.)
 
@@ -120,3 +122,25 @@ def counter_totals(
                     totals[name] += value - prev[name] if value >= prev[name] else value
                 prev[name] = value
     return totals
+
+
+def counter_samples(
+    run_dir: Path, names: tuple[str, ...]
+) -> dict[int, list[tuple[float, dict[str, int]]]]:
+    """node -> its metrics lines in order, as (ts, {name: value}); a counter a line lacks is 0
+    (metrics only carry a counter once it has counted). The values are as logged: a restarted
+    node counts from 0 again."""
+    return {
+        node: [
+            (line["ts"], {n: v if isinstance(v := line.get(n, 0), int) else 0 for n in names})
+            for line in _lines(d / "metrics.jsonl")
+            if isinstance(line.get("ts"), int | float)
+        ]
+        for node, d in _node_dirs(run_dir)
+    }
+
+
+def timeline_events(run_dir: Path) -> list[dict[str, Any]]:
+    """The run folder's timeline.jsonl (minikafka/testing/run_folder.py): `ts` (wall s), `event`
+    (configs_set, move_start, move_end, configs_lifted, ...) and its fields, in order."""
+    return list(_lines(run_dir / "timeline.jsonl"))

@@ -1,10 +1,12 @@
 """One experiment, end to end: cluster, workload, faults, heal, settle, final read, check.
 
 1. A fresh cluster (or a running one, `cluster_dir`), the topic, the dynamic configs.
-2. For `duration_s`: paced producers of unique values (acks=all by default), consumers polling
-   every partition, the nemesis running its schedule, and the reassignment if there is one.
-3. Heal: every fault undone. Settle: every partition has a leader, every replica is in its ISR
-   and no reassignment is left (bounded by `settle_timeout_s`; not settling is itself reported).
+2. For `duration_s`: paced producers of unique values (acks=all by default; until `produce_s`
+   if set), consumers polling every partition, the nemesis running its schedule, and the
+   reassignment if there is one.
+3. Heal: every fault undone, and `broker_configs` deleted if the spec lifts them. Settle: every
+   partition has a leader, every replica is in its ISR and no reassignment is left (bounded by
+   `settle_timeout_s`; not settling is itself reported).
 4. The consumers get a last moment to catch up; the final read takes every partition from its
    start to its high watermark.
 5. The cluster is stopped (if this run started it), the node logs are copied, the PySpark
@@ -212,6 +214,9 @@ class _Drive:
         values = _Values()
         stop_consumers = trio.Event()
         deadline = t0_trio + spec.duration_s
+        produce_until = t0_trio + (
+            spec.produce_s if spec.produce_s is not None else spec.duration_s
+        )
         async with trio.open_nursery() as background:
             for i in range(spec.consumers):
                 background.start_soon(run_consumer, client, workload, history, i, stop_consumers)
@@ -220,17 +225,39 @@ class _Drive:
             async with trio.open_nursery() as nursery:
                 for i in range(spec.producers):
                     nursery.start_soon(
-                        run_producer, client, workload, history, values, i, deadline, self._acked
-                    )
+                        run_producer, client, workload, history, values, i, produce_until,
+                        self._acked,
+                    )  # fmt: skip
+                if produce_until < deadline:  # the load phase lasts duration_s all the same
+                    nursery.start_soon(trio.sleep_until, deadline)
                 nursery.start_soon(self._nemesis, nemesis, t0_trio)
             self.folder.event("load_end")
             self.progress("healing")
             await nemesis.heal()
             self.healed = True
             self.errors.extend(nemesis.errors)
+            if spec.lift_broker_configs:
+                await self._lift_configs(client)
             self.settled = await self._settle(client)
             await trio.sleep(CATCH_UP_S)
             stop_consumers.set()
+
+    async def _lift_configs(self, client: ClusterClient) -> None:
+        """Delete the experiment's broker configs (its throttle), as an operator would for a
+        move that does not progress, noting how many partitions were still moving then."""
+        admin = Admin(client)
+        names = sorted(self.spec.broker_configs)
+        try:
+            moving = await admin.list_partition_reassignments([self.spec.topic])
+            lifted = time.time()
+            await admin.alter_configs("brokers", "", delete_configs=names)
+        except MiniKafkaError as exc:
+            self.errors.append(f"the broker configs were not lifted: {describe(exc)}")
+            return
+        self.folder.event(
+            "configs_lifted", ts=lifted, entity="brokers", configs=names, moving=len(moving)
+        )
+        self.progress(f"broker configs lifted ({len(moving)} partitions still moving)")
 
     def _acked(self, tp: TopicPartition, offset: int, count: int, latency_ms: float) -> None:
         self.folder.record_produced(
@@ -296,17 +323,25 @@ class _Drive:
         moves_file.write_text(json.dumps({"version": 1, "partitions": [
             {"topic": self.spec.topic, "partition": p, "replicas": list(rs)} for p, rs in sorted(r.moves.items())
         ]}))  # fmt: skip
-        mode = ["--throttle-mode", "reassignment"] if r.mode == "kip542" else []
-        args = ["reassign", "--execute", "--reassignment-json-file", str(moves_file),
-                "--throttle", str(r.throttle), *mode]  # fmt: skip
+        args = ["reassign", "--execute", "--reassignment-json-file", str(moves_file)]
+        if r.throttle is not None:  # else the throttle is the experiment's broker_configs
+            args += ["--throttle", str(r.throttle)]
+            args += ["--throttle-mode", "reassignment"] if r.mode == "kip542" else []
+        requested = time.time()
         try:
             await run_tool(self.folder, "reassign-execute", args, cluster_dir=self.lc.base_dir)
         except MiniKafkaError as exc:
             self.errors.append(str(exc))
             return
-        self.folder.event("throttle_set", tool="reassign", bytes_per_s=r.throttle, mode=r.mode)
-        started = self.folder.event("move_start", how="reassign --execute")
-        self.progress(f"reassignment started ({r.mode}, {r.throttle} B/s)")
+        if r.throttle is not None:
+            self.folder.event("throttle_set", tool="reassign", bytes_per_s=r.throttle, mode=r.mode)
+        # The tool's process takes ~0.3 s (measured) to start and exit: the moves may begin,
+        # and copy, before it returns.
+        started = self.folder.event(
+            "move_start", how="reassign --execute", requested=round(requested, 4)
+        )
+        how = f"{r.mode}, {r.throttle} B/s" if r.throttle is not None else "no --throttle"
+        self.progress(f"reassignment started ({how})")
         admin = Admin(self.client)
         with trio.move_on_after(self.spec.duration_s + self.spec.settle_timeout_s):
             while True:

@@ -45,38 +45,59 @@ _COMPARE = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Expectation:
-    """A hypothesis about a counter summed over the brokers (server/metrics.py names), e.g.
-    `isr_shrinks > 0`: the experiment is invalid when it does not hold."""
+    """A hypothesis about the run; the experiment is invalid when it does not hold. Either about
+    a `counter` summed over the brokers (server/metrics.py names), e.g. `isr_shrinks > 0`, or
+    about a `figure` of results.json named by its dotted path, e.g. `move.copy_steps == 1`
+    (the move's figures: minikafka/experiment/move.py). A figure that is missing or null (the
+    gap between copies of a move that copied once) does not hold."""
 
-    counter: str
+    counter: str = ""
+    figure: str = ""
     op: str
-    value: int
+    value: float
     why: str = ""
 
     def __post_init__(self) -> None:
         if self.op not in _COMPARE:
             raise ConfigError(f"expectation op {self.op!r}: expected one of {', '.join(_COMPARE)}")
+        if bool(self.counter) == bool(self.figure):
+            raise ConfigError(
+                f"expectation {self.counter or self.figure or '?'} {self.op} {self.value}: "
+                "expected exactly one of counter (a metrics counter) or figure (a results path)"
+            )
 
-    def holds(self, observed: int) -> bool:
-        return _COMPARE[self.op](observed, self.value)
+    @property
+    def name(self) -> str:
+        return self.counter or self.figure
+
+    def holds(self, observed: float | None) -> bool:
+        return observed is not None and _COMPARE[self.op](observed, self.value)
 
     def __str__(self) -> str:
-        return f"{self.counter} {self.op} {self.value}"
+        v = self.value
+        return f"{self.name} {self.op} {int(v) if float(v).is_integer() else v}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Reassign:
     """`minikafka reassign --execute` at `at_s`: partition -> new replicas, throttled at
-    `throttle` B/s with KIP-73 replica lists (`lists`) or KIP-542 (`kip542`)."""
+    `throttle` B/s with KIP-73 replica lists (`lists`) or KIP-542 (`kip542`), both sides, as
+    the tool (and Kafka's) sets it. `throttle=None` runs it without `--throttle`: the throttle
+    is then the experiment's own `broker_configs` (one side only, say)."""
 
     at_s: float
     moves: Mapping[int, tuple[int, ...]]
-    throttle: int
+    throttle: int | None
     mode: str = "lists"
 
     def __post_init__(self) -> None:
         if self.mode not in ("lists", "kip542"):
             raise ConfigError(f"reassign mode {self.mode!r}: expected lists or kip542")
+        t = self.throttle
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise ConfigError(
+                f"reassign throttle {t!r}: expected bytes/s (an integer >= 1) or None"
+            )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,6 +113,9 @@ class ExperimentSpec:
     producers: int = 4
     consumers: int = 2
     records_per_s: float = 2000.0
+    # The producers stop this long after the start (None: at duration_s); the run goes on to
+    # duration_s all the same, so a move started after it runs on a quiet cluster.
+    produce_s: float | None = None
     batch_records: int = 10
     record_bytes: int = 100
     acks: int = -1
@@ -99,6 +123,10 @@ class ExperimentSpec:
     faults: tuple[Fault, ...] = ()
     node_configs: Mapping[str, str] = field(default_factory=dict)
     broker_configs: Mapping[str, str] = field(default_factory=dict)  # dynamic, all brokers
+    # Delete `broker_configs` again when the load ends (duration_s), with the faults healed:
+    # a throttle that stalls a move is then lifted like a fault, so the move completes, the
+    # cluster settles and everything is read back and checked.
+    lift_broker_configs: bool = False
     reassign: Reassign | None = None
     throttle_bytes_per_s: int | None = None  # checked as a windowed bound when set
     # The span (whole seconds) the quota itself averages over (REFERENCE.md section 3): Kafka's
@@ -131,6 +159,14 @@ class ExperimentSpec:
         w = self.throttle_window_s
         if isinstance(w, bool) or not isinstance(w, int) or w < 1:
             raise ConfigError(f"throttle_window_s {w!r}: expected whole seconds (an integer >= 1)")
+        if self.produce_s is not None:
+            positive("produce_s")
+            if self.produce_s > self.duration_s:
+                raise ConfigError(
+                    f"produce_s {self.produce_s!r}: expected at most duration_s ({self.duration_s})"
+                )
+        if self.lift_broker_configs and not self.broker_configs:
+            raise ConfigError("lift_broker_configs: expected broker_configs to lift")
         if self.consumers < 0:
             raise ConfigError(f"consumers {self.consumers!r}: expected an integer >= 0")
         if self.replication_factor > self.brokers:

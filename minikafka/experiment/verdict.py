@@ -21,7 +21,9 @@ report's case.
 When the experiment names a `catch_up_broker`, results.json also carries `catch_up`: for each
 partition, the seconds from that broker's return (the end of the last fault on it, from the
 nemesis log) to its rejoining the partition's ISR (the leader's `isr_expand` event), with the
-min, median, max and their spread. It describes the run; it does not judge it.
+min, median, max and their spread. An experiment with a reassignment gets `move`: what the move
+did under its throttle (minikafka/experiment/move.py). These describe the run; they judge it
+only where an expectation names one of their figures (`move.copy_steps`, `catch_up.spread_s`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from minikafka.experiment import node_logs
 from minikafka.experiment.checker import check
 from minikafka.experiment.history import load_history, parse_dumps
 from minikafka.experiment.invariants import MAX_EXAMPLES, parse_claims, parse_samples
+from minikafka.experiment.move import describe as describe_move
+from minikafka.experiment.move import move_figures
 from minikafka.experiment.replica_dump import dump_replicas
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.workload import decode_value
@@ -74,11 +78,17 @@ def judge(
     )
     doc = verdict.to_doc()
     counters = node_logs.counter_totals(run_dir, COUNTERS, since=t0)
-    expectations = [
-        {"expect": str(e), "observed": counters.get(e.counter, 0),
-         "holds": e.holds(counters.get(e.counter, 0)), "why": e.why}
-        for e in spec.expect
-    ]  # fmt: skip
+    faults = _nemesis_log(run_dir)
+    figures: dict[str, Any] = {}
+    if spec.reassign is not None:
+        figures["move"] = move_figures(spec, run_dir, t0)
+    if spec.catch_up_broker is not None:
+        figures["catch_up"] = catch_up(spec, run_dir, t0, faults)
+    expectations = []
+    for e in spec.expect:
+        seen = counters.get(e.counter, 0) if e.counter else figure(figures, e.figure)
+        expectations.append({"expect": str(e), "observed": seen, "holds": e.holds(seen),
+                             "why": e.why})  # fmt: skip
     problems = list(driver_errors)
     if not settled and not any("settle" in p for p in problems):
         problems.append("the cluster did not settle")
@@ -110,12 +120,21 @@ def judge(
         "counters": counters,
         "problems": problems,
         "settled": settled,
-        "faults": _nemesis_log(run_dir),
+        "faults": faults,
+        **figures,
     }
-    if spec.catch_up_broker is not None:
-        results["catch_up"] = catch_up(spec, run_dir, t0, results["faults"])
     results["summary"] = summary(results, verdict.summary())
     return results
+
+
+def figure(figures: Mapping[str, Any], path: str) -> Any:
+    """The figure at a dotted path (`move.copy_steps`), None where there is none."""
+    node: Any = figures
+    for key in path.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
 
 
 def catch_up(
@@ -225,6 +244,8 @@ def summary(results: Mapping[str, Any], checker_summary: str) -> str:
                 f"max {up['max_s']:.2f} s; spread {up['spread_s']:.2f} s"
             )
         lines.append(line)
+    if results.get("move") is not None:
+        lines.append(describe_move(results["move"]))
     for e in results["expectations"]:
         mark = "holds" if e["holds"] else "DOES NOT HOLD"
         lines.append(f"  expectation {e['expect']}: observed {e['observed']}, {mark}")
