@@ -264,7 +264,7 @@ def test_within_two_percent_is_the_same_figure():
     assert fig.why == (
         "KIP-73's MoveTime 11.3 s (broker 1); the model 10.6 s: broker 1's leader throttle carries "
         "2.2 MB/s of new data, not the 2.5 MB/s KIP-73 subtracts (the largest BytesInPerSec): "
-        "only the writes to the partitions it sends count, 2.2 MB/s (each broker's "
+        "only the writes to the partitions it sends count, 2.2 MB/s (inbound: each broker's "
         "BytesInPerSec split evenly over the partitions it leads)"
     )
 
@@ -431,5 +431,5 @@ def test_a_follower_carries_only_the_writes_to_what_it_copies():
     assert fig.why.endswith(
         "broker 3's follower throttle carries 800.0 kB/s of new data, not the 1.2 MB/s KIP-73 "
         "subtracts (the largest BytesInPerSec): only the writes to the partitions it copies "
-        "count, 800.0 kB/s (each broker's BytesInPerSec split evenly over the partitions it leads)"
+        "count, 800.0 kB/s (inbound: each broker's BytesInPerSec split evenly over the partitions it leads)"
     )

@@ -322,7 +322,7 @@ def _keep_up_reasons(
         moved = "sends" if s.side == "leader" else "copies"
         out.append(
             f"only the writes to the partitions it {moved} count, {human_rate(written)} "
-            f"({inbound_source})"
+            f"(inbound: {inbound_source})"
         )
     return out
 
