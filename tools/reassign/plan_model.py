@@ -14,9 +14,8 @@ The input (`moving_partitions`), per partition whose replicas change:
   (`inbound_per_partition`, `INBOUND_RULE`). The split is wrong for a skewed load, and for a
   bursty one: a producer writing in bursts makes per-second BytesInPerSec samples alternate
   0 and the burst, and their median takes either, while the partition's windowed Rate (11 x 1 s,
-  Kafka's quota windows) averages the bursts. Measured on a 4-partition decommission (README):
-  the split gave 506 kB/s over 2 partitions, PartitionBytesInRate ~160 kB/s each, the move took
-  24.9 s; the model said 56 s with the split and 32 s with PartitionBytesInRate.
+  Kafka's quota windows) averages the bursts. Measured on the README's decommission
+  (2026-11-24): the split gave 253 kB/s per moving partition, PartitionBytesInRate 213-217 kB/s.
 
 The output:
 - `compare`: the traffic model (`model.traffic_prediction`: per throttled sensor, catch-up bytes
