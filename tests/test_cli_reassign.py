@@ -527,7 +527,7 @@ def test_plan_for_a_deadline():
     assert any(line.startswith("to finish in 4 s: throttle 1.0 MB/s") for line in lines)
 
 
-def decommission_inputs(**node_configs: str) -> reassign_plan.Inputs:
+def decommission_inputs(metrics_lines=None, **node_configs: str) -> reassign_plan.Inputs:  # noqa: ANN001
     """Broker 1 leaves (the one-to-two system test): t's 4 partitions of 10 MB on [1,2]/[1,3],
     led by broker 1, move to [2,3]/[3,2]; u's 4 partitions stay on [2,3], led by broker 2.
     BytesInPerSec 2.4 MB/s on broker 1, 1.2 MB/s on broker 2."""
@@ -549,6 +549,7 @@ def decommission_inputs(**node_configs: str) -> reassign_plan.Inputs:
         bytes_in={1: 2_400_000.0, 2: 1_200_000.0},
         bytes_in_source="test",
         node_configs=node_configs,
+        metrics_lines=metrics_lines,
     )
 
 
@@ -576,6 +577,54 @@ def test_plan_names_the_binding_throttle_and_both_figures_under_load():
     doc, lines = reassign_plan.at_throttle(inputs, 6_000_000, None, throttle_mode="reassignment")
     assert doc["model"]["mode"] == "kip542" and not doc["model"]["differs_from_kip73"]
     assert not any(line.startswith("KIP-73's MoveTime") for line in lines)
+
+
+def test_plan_takes_each_partitions_inbound_from_its_leaders_partition_bytes_in():
+    # Broker 1 leads t-0..t-3 and says ~160 kB/s for t-0 and t-1 (median of its lines), nothing
+    # for t-2 and t-3; broker 2's figure for t-0 is replication (a follower's) and not read.
+    lines = {
+        1: [
+            {"ts": 1.0, "PartitionBytesInRate": {"t-0": 150_000.0, "t-1": 160_000.0}},
+            {"ts": 2.0, "PartitionBytesInRate": {"t-0": 170_000.0, "t-1": 160_000.0}},
+        ],
+        2: [{"ts": 1.0, "PartitionBytesInRate": {"t-0": 9e9, "t-2": 9e9}}],
+    }
+    inputs = decommission_inputs(lines)
+    rates = {m.partition: m.inbound_bytes_per_s for m in inputs.moving}
+    assert rates == {0: 160_000.0, 1: 160_000.0, 2: 600_000.0, 3: 600_000.0}
+    text = "\n".join(inputs.lines())
+    assert (
+        "  for the model, 2 of the 4 moving partitions: PartitionBytesInRate (median of the last "
+        "10 s of the leaders' metrics.jsonl): t-0: 160.0 kB/s, t-1: 160.0 kB/s"
+    ) in text
+    assert (
+        "  for the model, 2 of the 4 moving partitions: each broker's BytesInPerSec split evenly "
+        "over the partitions it leads (moving or not; the last 10 s of the leader's metrics.jsonl "
+        "give no PartitionBytesInRate for the partition): 1: 4 (600.0 kB/s each)"
+    ) in text
+    doc = inputs.to_json()
+    assert doc["inbound_source"].startswith("per partition (moving_partitions' inbound_source)")
+    assert [m["inbound_source"] for m in doc["moving_partitions"]] == [
+        reassign_plan_inputs.MEASURED_SOURCE,
+        reassign_plan_inputs.MEASURED_SOURCE,
+        reassign_plan_inputs.SPLIT_NO_ENTRY,
+        reassign_plan_inputs.SPLIT_NO_ENTRY,
+    ]
+    assert doc["inbound_split"]["partitions_led"] == {1: 4, 2: 4}  # the existing keys stay
+    # Every partition named: one source overall, which the model's JSON repeats.
+    every = {1: [{"ts": 1.0, "PartitionBytesInRate": {f"t-{p}": 1e5 for p in range(4)}}]}
+    inputs = decommission_inputs(every)
+    assert inputs.to_json()["inbound_source"] == (
+        "PartitionBytesInRate (median of the last 10 s of the leaders' metrics.jsonl)"
+    )
+    doc, _ = reassign_plan.at_throttle(inputs, 6_000_000, None)
+    assert doc["model"]["inbound"] == inputs.inbound_source
+    # Without the cluster's files: the split, and the line says why.
+    inputs = decommission_inputs()
+    assert inputs.inbound_source == reassign_plan_inputs.SPLIT_NO_FILES
+    assert "(moving or not; no PartitionBytesInRate without the cluster's files)" in "\n".join(
+        inputs.lines()
+    )
 
 
 def test_plan_on_a_precise_cluster_does_not_simulate_kafkas_algorithm():

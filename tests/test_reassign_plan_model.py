@@ -100,6 +100,52 @@ def test_inbound_is_split_evenly_over_every_partition_a_broker_leads_moving_or_n
     assert plan_model.inbound_per_partition({}, {T[0]: 1}) == {T[0]: 0.0}
 
 
+def metrics_line(ts: float, rates: dict | None, bytes_in: float = 0.0) -> dict:
+    """A broker's metrics.jsonl line, as far as the plan reads it."""
+    line = {"ts": ts, "node": 1, "bytes_in_per_s": bytes_in}
+    if rates is not None:
+        line["PartitionBytesInRate"] = rates
+    return line
+
+
+def test_partition_bytes_in_is_the_median_on_each_partitions_leader():
+    t0, t1, u0, u1, v0, w0 = T[0], T[1], U[0], U[1], TopicPartition("v", 0), TopicPartition("w", 0)
+    lines = {
+        # Broker 1 leads t-0 and t-1. t-1 is missing from one line (not yet hosted then) and one
+        # value is not a number: the median is over the lines that name it.
+        1: [
+            metrics_line(1.0, {"t-0": 100.0, "t-1": 0.0}),
+            metrics_line(2.0, {"t-0": 300.0, "t-1": "x"}),
+            metrics_line(3.0, {"t-0": 200.0}),
+            metrics_line(4.0, {"t-0": 250.0, "t-1": 50.0}),
+            metrics_line(5.0, None),  # a line without the gauge counts for none
+        ],
+        # Broker 2 follows t-0 (its figure there is replication, not produce: not read) and leads
+        # u-0; u-1 has no entry anywhere.
+        2: [metrics_line(1.0, {"t-0": 999.0, "u-0": 40.0}), metrics_line(2.0, {"t-0": 999.0})],
+    }
+    leaders = {t0: 1, t1: 1, u0: 2, u1: 2, v0: 3, w0: -1}  # broker 3 has no lines; w-0 no leader
+    assert plan_model.partition_bytes_in(lines, leaders) == {t0: 225.0, t1: 25.0, u0: 40.0}
+    assert plan_model.partition_bytes_in({}, leaders) == {}
+
+
+def test_inbound_prefers_partition_bytes_in_and_falls_back_to_the_split_per_partition():
+    # Broker 1 leads t's 4 partitions, 2.4 MB/s in all: split, 0.6 MB/s each. Its metrics say
+    # 160 kB/s for t-0 and t-1 (a bursty producer: the median of BytesInPerSec took a burst).
+    measured = {T[0]: 160_000.0, T[1]: 158_000.0}
+    inbound = plan_model.inbound({1: 2.4 * MB, 2: 1.2 * MB}, DECOM_LEADERS, measured=measured)
+    assert inbound.rates == {
+        T[0]: 160_000.0, T[1]: 158_000.0, T[2]: 0.6 * MB, T[3]: 0.6 * MB,
+        **{tp: 0.3 * MB for tp in U},
+    }  # fmt: skip
+    assert inbound.measured == frozenset(measured)
+    assert inbound.source(T[0]) == plan_model.MEASURED and inbound.source(T[2]) == plan_model.SPLIT
+    # Without the cluster's files nothing is measured: today's split for every partition.
+    assert plan_model.inbound({1: 2.4 * MB}, DECOM_LEADERS, measured=None).measured == frozenset()
+    # A measured partition without a leader now takes no writes.
+    assert plan_model.inbound({}, {T[0]: -1}, measured={T[0]: 5.0}).rates == {}
+
+
 def test_decommission_input_lists_target_then_leaving_sources_with_the_leader():
     moving = decommission({1: 2.4 * MB, 2: 1.2 * MB})
     assert [(m.topic, m.partition) for m in moving] == [("t", p) for p in range(4)]  # u stays
@@ -218,7 +264,7 @@ def test_within_two_percent_is_the_same_figure():
     assert fig.why == (
         "KIP-73's MoveTime 11.3 s (broker 1); the model 10.6 s: broker 1's leader throttle carries "
         "2.2 MB/s of new data, not the 2.5 MB/s KIP-73 subtracts (the largest BytesInPerSec): "
-        "only the writes to the partitions it sends count, 2.2 MB/s (each broker's "
+        "only the writes to the partitions it sends count, 2.2 MB/s (inbound: each broker's "
         "BytesInPerSec split evenly over the partitions it leads)"
     )
 
@@ -385,5 +431,5 @@ def test_a_follower_carries_only_the_writes_to_what_it_copies():
     assert fig.why.endswith(
         "broker 3's follower throttle carries 800.0 kB/s of new data, not the 1.2 MB/s KIP-73 "
         "subtracts (the largest BytesInPerSec): only the writes to the partitions it copies "
-        "count, 800.0 kB/s (each broker's BytesInPerSec split evenly over the partitions it leads)"
+        "count, 800.0 kB/s (inbound: each broker's BytesInPerSec split evenly over the partitions it leads)"
     )

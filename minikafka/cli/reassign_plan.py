@@ -17,8 +17,12 @@ are not at hand); the replication factor (the largest in the file); and the node
 `replica.fetch.wait.max.ms` and `replica.fetch.backoff.ms` (cluster.json's node configs, else
 the defaults). The move model also takes each moving partition's leader (the metadata's), its
 replicas during the move (target, then the sources leaving), its size, and its inbound rate:
-the plan knows BytesInPerSec per broker only, so each broker's rate is split evenly over every
-partition it leads, moving or not (plan_model.INBOUND_RULE).
+KIP-73's per-partition `PartitionBytesInRate` as its leader wrote it (the median over the same
+last 10 s of the leader's metrics.jsonl: on a follower the metric counts replication, not
+produce), else, without the cluster's files or without an entry for the partition, its
+leader's BytesInPerSec split evenly over every partition that broker leads, moving or not
+(plan_model.INBOUND_RULE). KIP-73's own MoveTime keeps BytesInPerSec per broker: that is its
+definition. The printed inputs and --json say which source each partition took.
 
 At a throttle the plan prints KIP-73's MoveTime (tools/reassign/plan.py) and its checks, then
 the traffic model in the `--throttle-mode` given (the `--execute` option's names and default):
@@ -262,6 +266,7 @@ def _compare(
         kip73_slowest=prediction.slowest,
         kip73_subtracted=prediction.max_bytes_in,
         kip73_bytes={b: t.bytes for b, t in inputs.traffic.items()},
+        inbound_source=inputs.inbound_source,
     )
 
 

@@ -5,7 +5,7 @@ from."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from minikafka.cli.common import resolve_bootstrap
 from minikafka.cli.reassign import CLIENT_ID, local_files
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
+from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from tools.reassign import moves, plan_model, runner
 from tools.reassign import progress as prog
@@ -21,6 +22,20 @@ from tools.reassign.model import KAFKA_DEFAULTS, KafkaSettings, MovingPartition
 from tools.reassign.units import human_bytes, human_rate
 
 BYTES_IN_WINDOW_S = 10.0
+# Where each moving partition's inbound rate came from (`Inputs.inbound_sources`).
+MEASURED_SOURCE = (
+    f"{plan_model.PARTITION_BYTES_IN} (median of the last {BYTES_IN_WINDOW_S:g} s of the "
+    "leaders' metrics.jsonl)"
+)
+SPLIT_NO_FILES = (
+    f"{plan_model.INBOUND_RULE} (moving or not; no {plan_model.PARTITION_BYTES_IN} without "
+    "the cluster's files)"
+)
+SPLIT_NO_ENTRY = (
+    f"{plan_model.INBOUND_RULE} (moving or not; the last {BYTES_IN_WINDOW_S:g} s of the "
+    f"leader's metrics.jsonl give no {plan_model.PARTITION_BYTES_IN} for the partition)"
+)
+SHOWN_PARTITIONS = 8  # measured rates listed one by one up to this many, summarised beyond
 QUOTA_CONFIGS = {
     "replica.fetch.response.max.bytes": "replica_fetch_response_max_bytes",
     "replication.quota.window.num": "replication_quota_window_num",
@@ -49,12 +64,28 @@ class Inputs:
     num_brokers: int
     configs: Mapping[str, tuple[Any, str]]  # name -> (value, "cluster.json" | "default")
     ongoing: int
-    # The move model's input (plan_model.moving_partitions) and how the inbound was split.
+    # The move model's input (plan_model.moving_partitions), where each moving partition's
+    # inbound rate came from (MEASURED_SOURCE, SPLIT_NO_FILES or SPLIT_NO_ENTRY), and how
+    # many partitions each broker leads (the split's denominator).
     moving: tuple[MovingPartition, ...] = ()
+    inbound_sources: Mapping[TopicPartition, str] = field(default_factory=dict)
     partitions_led: Mapping[int, int] = field(default_factory=dict)
     # The cluster's quota algorithm (replication.quota.precise) and the simulation's settings.
     precise: bool = False
     kafka: KafkaSettings = KAFKA_DEFAULTS
+
+    @property
+    def inbound_source(self) -> str:
+        """The moving partitions' inbound source, or how many took which when they differ."""
+        kinds = sorted(set(self.inbound_sources.values()))
+        if len(kinds) == 1:
+            return kinds[0]
+        if not kinds:
+            return plan_model.INBOUND_RULE
+        counts = ", ".join(
+            f"{sum(v == k for v in self.inbound_sources.values())}: {k}" for k in kinds
+        )
+        return f"per partition (moving_partitions' inbound_source): {counts}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +103,7 @@ class Inputs:
             "brokers": self.num_brokers,
             "configs": {k: {"value": v, "source": s} for k, (v, s) in self.configs.items()},
             "ongoing_moves_included": self.ongoing,
+            "inbound_source": self.inbound_source,
             "inbound_split": {
                 "rule": plan_model.INBOUND_RULE,
                 "partitions_led": self.partitions_led,
@@ -85,6 +117,9 @@ class Inputs:
                     "destinations": list(m.destinations),
                     "size_bytes": m.size_bytes,
                     "inbound_bytes_per_s": round(m.inbound_bytes_per_s, 1),
+                    "inbound_source": self.inbound_sources.get(
+                        TopicPartition(m.topic, m.partition), plan_model.INBOUND_RULE
+                    ),
                 }
                 for m in self.moving
             ],
@@ -108,12 +143,7 @@ class Inputs:
         if self.ongoing:
             out.append(f"  including {self.ongoing} moves in progress, counted whole")
         out.append(f"BytesInPerSec per broker ({self.bytes_in_source}): {ins}")
-        if self.partitions_led and any(self.bytes_in.values()):
-            split = ", ".join(
-                f"{b}: {n} ({human_rate(self.bytes_in.get(b, 0.0) / n)} each)"
-                for b, n in self.partitions_led.items()
-            )
-            out.append(f"  for the model, {plan_model.INBOUND_RULE} (moving or not): {split}")
+        out += self._inbound_lines()
         out.append(
             f"Replication factor {self.rf}, {self.num_brokers} live brokers; {shown(QUOTA_CONFIGS)}"
         )
@@ -121,6 +151,44 @@ class Inputs:
         fetch = shown(FETCH_CONFIGS)
         if fetch:
             out.append(f"Replication quota: {algorithm}; {fetch}")
+        return out
+
+    def _inbound_lines(self) -> list[str]:
+        """The model's inbound rates, one line per source."""
+        out = []
+        by_source: dict[str, list[MovingPartition]] = {}
+        for m in self.moving:
+            tp = TopicPartition(m.topic, m.partition)
+            by_source.setdefault(self.inbound_sources.get(tp, plan_model.INBOUND_RULE), []).append(
+                m
+            )
+        n = len(self.moving)
+        measured = by_source.pop(MEASURED_SOURCE, [])
+        if measured:
+            rates = [m.inbound_bytes_per_s for m in measured]
+            if len(measured) <= SHOWN_PARTITIONS:
+                shown = ", ".join(
+                    f"{m.topic}-{m.partition}: {human_rate(m.inbound_bytes_per_s)}"
+                    for m in measured
+                )
+            else:
+                shown = (
+                    f"{human_rate(sum(rates))} in all, {human_rate(min(rates))} to "
+                    f"{human_rate(max(rates))} per partition"
+                )
+            out.append(
+                f"  for the model, {len(measured)} of the {n} moving partitions: {MEASURED_SOURCE}: "
+                + shown
+            )
+        for source, ms in sorted(by_source.items()):
+            split = ", ".join(
+                f"{b}: {k} ({human_rate(self.bytes_in.get(b, 0.0) / k)} each)"
+                for b, k in self.partitions_led.items()
+            )
+            out.append(
+                f"  for the model, {len(ms)} of the {n} moving partitions: {source}: "
+                f"{split or 'none led'}"
+            )
         return out
 
 
@@ -140,9 +208,14 @@ def gather(proposed: dict, bootstrap: str | None, cluster_dir: Path) -> Inputs:
 
     view, sizes = runner.run(go)
     files = local_files(bootstrap, cluster_dir)
+    lines: dict[int, list[dict]] | None = None
     if files is not None:
         bytes_in = prog.median_bytes_in(files, BYTES_IN_WINDOW_S)
         source = f"median of the last {BYTES_IN_WINDOW_S:g} s of metrics.jsonl"
+        lines = {
+            b: prog.recent_snapshots(path, BYTES_IN_WINDOW_S)
+            for b, path in sorted(files.metrics.items())
+        }
     else:
         bytes_in, source = {}, "unknown without the cluster's files: taken as 0"
     return inputs_from(
@@ -152,6 +225,7 @@ def gather(proposed: dict, bootstrap: str | None, cluster_dir: Path) -> Inputs:
         bytes_in=bytes_in,
         bytes_in_source=source,
         node_configs=files.node_configs if files is not None else {},
+        metrics_lines=lines,
     )
 
 
@@ -163,8 +237,12 @@ def inputs_from(
     bytes_in: Mapping[int, float],
     bytes_in_source: str,
     node_configs: Mapping[str, str],
+    metrics_lines: Mapping[int, Sequence[Mapping[str, Any]]] | None = None,
 ) -> Inputs:
-    """The plan's inputs from what `gather` read (pure)."""
+    """The plan's inputs from what `gather` read (pure). `metrics_lines`: each broker's
+    metrics.jsonl lines of the last BYTES_IN_WINDOW_S seconds (None: the cluster's files are not
+    at hand), whose PartitionBytesInRate gives each partition's inbound rate on its leader
+    (plan_model.inbound); partitions it does not name take the split of BytesInPerSec."""
     planned = moves.move_map(view.assignment, proposed, view.ongoing)
     names = {**QUOTA_CONFIGS, **FETCH_CONFIGS}
     ours = {k: v for k, v in node_configs.items() if k in names}
@@ -172,6 +250,27 @@ def inputs_from(
     configs = {
         name: (getattr(typed, attr), "cluster.json" if name in ours else "default")
         for name, attr in names.items()
+    }
+    measured = (
+        None
+        if metrics_lines is None
+        else plan_model.partition_bytes_in(metrics_lines, view.leaders)
+    )
+    inbound = plan_model.inbound(bytes_in, view.leaders, measured=measured)
+    moving = tuple(
+        plan_model.moving_partitions(
+            planned,
+            assignment=view.assignment,
+            proposed=proposed,
+            leaders=view.leaders,
+            sizes=sizes,
+            inbound=inbound.rates,
+        )
+    )
+    fallback = SPLIT_NO_FILES if metrics_lines is None else SPLIT_NO_ENTRY
+    sources = {
+        tp: MEASURED_SOURCE if tp in inbound.measured else fallback
+        for tp in (TopicPartition(m.topic, m.partition) for m in moving)
     }
     return Inputs(
         moved=sum(m.moving for m in planned.values()),
@@ -184,16 +283,8 @@ def inputs_from(
         num_brokers=len(view.live_brokers),
         configs=configs,
         ongoing=len(view.ongoing),
-        moving=tuple(
-            plan_model.moving_partitions(
-                planned,
-                assignment=view.assignment,
-                proposed=proposed,
-                leaders=view.leaders,
-                sizes=sizes,
-                inbound=plan_model.inbound_per_partition(bytes_in, view.leaders),
-            )
-        ),
+        moving=moving,
+        inbound_sources=sources,
         partitions_led=plan_model.partitions_led(view.leaders),
         precise=typed.replication_quota_precise,
         kafka=plan_model.kafka_settings(ours),

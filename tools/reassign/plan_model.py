@@ -8,10 +8,14 @@ The input (`moving_partitions`), per partition whose replicas change:
 - its replicas during the move as Kafka lists them: the target, then the sources leaving
   (`target ++ (original -- target)`, as the controller writes them);
 - its destinations (the adding replicas of `moves.move_map`) and its estimated size;
-- its inbound rate. The plan reads BytesInPerSec per broker only (the KIP-73 figure, also
-  without the cluster's files), so `inbound_per_partition` splits each broker's rate evenly over
-  every partition it leads, moving or not (`INBOUND_RULE`). A skewed load makes that wrong
-  either way; an even split is the assumption that needs no further facts.
+- its inbound rate (`inbound`): its leader's `PartitionBytesInRate` (KIP-73's per-partition
+  metric, `partition_bytes_in`) where the cluster's metrics name it, else the even split of its
+  leader's BytesInPerSec over every partition that broker leads, moving or not
+  (`inbound_per_partition`, `INBOUND_RULE`). The split is wrong for a skewed load, and for a
+  bursty one: a producer writing in bursts makes per-second BytesInPerSec samples alternate
+  0 and the burst, and their median takes either, while the partition's windowed Rate (11 x 1 s,
+  Kafka's quota windows) averages the bursts. Measured on the README's decommission
+  (2026-11-24): the split gave 253 kB/s per moving partition, PartitionBytesInRate 213-217 kB/s.
 
 The output:
 - `compare`: the traffic model (`model.traffic_prediction`: per throttled sensor, catch-up bytes
@@ -28,6 +32,7 @@ The output:
 from __future__ import annotations
 
 import math
+import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,6 +59,10 @@ VALUE = dict(frozen=True, slots=True, kw_only=True)
 MODEL_MODES = {MODE_REPLICATION: "lists", MODE_REASSIGNMENT: "kip542"}
 TOLERANCE = 0.02  # figures within 2 % are the same figure (timer and size estimates are coarser)
 INBOUND_RULE = "each broker's BytesInPerSec split evenly over the partitions it leads"
+PARTITION_BYTES_IN = "PartitionBytesInRate"  # the metrics.jsonl key (replica_manager's gauge)
+# Where a partition's inbound rate came from (`Inbound.source`).
+MEASURED = "PartitionBytesInRate"
+SPLIT = "split"
 # The simulation is not run when the model already says the move lasts beyond twice its limit:
 # it would spend seconds of CPU (~4 ms per simulated second under load) only to say "not done".
 SIMULATE_UP_TO = 2.0
@@ -85,6 +94,57 @@ def inbound_per_partition(
     without a leader takes no writes; a broker missing from `bytes_in` counts as 0 B/s."""
     led = partitions_led(leaders)
     return {tp: bytes_in.get(b, 0.0) / led[b] for tp, b in sorted(leaders.items()) if b in led}
+
+
+def partition_bytes_in(
+    lines: Mapping[int, Sequence[Mapping[str, Any]]], leaders: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, float]:
+    """Each partition's `PartitionBytesInRate` on its leader: the median of the values the
+    leader's metrics lines give it (`lines`: broker -> its recent metrics.jsonl lines, oldest
+    first). Only the leader's figure is the produce rate: the metric counts every byte appended
+    to a replica (replica_manager's gauge, local_partition.bytes_in), so on a follower it is
+    replication, which lags and bursts with the fetches. The median, as for BytesInPerSec
+    (progress.median_bytes_in): a burst that is over is not a steady rate. A partition without
+    a leader, whose leader has no lines, or whose leader's lines never name it with a number,
+    is left out (the caller falls back to the split)."""
+    out: dict[TopicPartition, float] = {}
+    for tp, broker in sorted(leaders.items()):
+        values = []
+        for line in lines.get(broker, ()) if broker >= 0 else ():
+            rates = line.get(PARTITION_BYTES_IN)
+            value = rates.get(str(tp)) if isinstance(rates, Mapping) else None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                values.append(float(value))
+        if values:
+            out[tp] = statistics.median(values)
+    return out
+
+
+@dataclass(**VALUE)
+class Inbound:
+    """Each led partition's inbound rate for the model, and which were measured."""
+
+    rates: Mapping[TopicPartition, float]
+    measured: frozenset[TopicPartition]  # from PartitionBytesInRate; the others: the split
+
+    def source(self, tp: TopicPartition) -> str:
+        return MEASURED if tp in self.measured else SPLIT
+
+
+def inbound(
+    bytes_in: Mapping[int, float],
+    leaders: Mapping[TopicPartition, int],
+    *,
+    measured: Mapping[TopicPartition, float] | None,
+) -> Inbound:
+    """The model's inbound rate per led partition (module docstring): `measured`
+    (`partition_bytes_in`; None without the cluster's files) where it names the partition, else
+    its share of its leader's BytesInPerSec (`inbound_per_partition`). The split's share stays
+    BytesInPerSec / partitions led even where a neighbour was measured: the fallback is the
+    figure the plan gave before, not a new estimate."""
+    split = inbound_per_partition(bytes_in, leaders)
+    got = {tp: r for tp, r in (measured or {}).items() if tp in split}
+    return Inbound(rates={**split, **got}, measured=frozenset(got))
 
 
 def _leader(move: PartitionMove, current: Sequence[int], leader: int) -> int:
@@ -152,6 +212,7 @@ class ModelFigure:
     traffic: TrafficPrediction
     kip73_s: float | None
     why: str | None  # why the model differs from KIP-73 (None: within TOLERANCE)
+    inbound_source: str = INBOUND_RULE  # where the partitions' inbound rates came from
 
     @property
     def seconds(self) -> float | None:
@@ -222,12 +283,12 @@ class ModelFigure:
             "kip73_seconds": self.kip73_s,
             "differs_from_kip73": self.why is not None,
             "why": self.why,
-            "inbound": INBOUND_RULE,
+            "inbound": self.inbound_source,
         }
 
 
 def _keep_up_reasons(
-    s: SensorLoad, partitions: Sequence[MovingPartition], subtracted: float
+    s: SensorLoad, partitions: Sequence[MovingPartition], subtracted: float, inbound_source: str
 ) -> list[str]:
     """What makes up sensor `s`'s keep-up rate, where it is not KIP-73's subtracted rate."""
     out = []
@@ -260,7 +321,7 @@ def _keep_up_reasons(
         moved = "sends" if s.side == "leader" else "copies"
         out.append(
             f"only the writes to the partitions it {moved} count, {human_rate(written)} "
-            f"({INBOUND_RULE})"
+            f"(inbound: {inbound_source})"
         )
     return out
 
@@ -273,6 +334,7 @@ def _why(
     kip73_slowest: int | None,
     subtracted: float,
     kip73_bytes: Mapping[int, int],
+    inbound_source: str,
 ) -> str:
     model_s = fig_traffic.seconds
     slowest = "" if kip73_slowest is None or kip73_s is None else f" (broker {kip73_slowest})"
@@ -288,7 +350,7 @@ def _why(
             f"{sensor_name(s)} carries {human_rate(k)} of new data, not the "
             f"{human_rate(subtracted)} KIP-73 subtracts (the largest BytesInPerSec)"
         )
-        reasons = _keep_up_reasons(s, partitions, subtracted)
+        reasons = _keep_up_reasons(s, partitions, subtracted, inbound_source)
         parts.append(part + (": " + "; ".join(reasons) if reasons else ""))
     counted = kip73_bytes.get(s.broker, 0)
     if s.catch_up_bytes != counted:
@@ -314,10 +376,12 @@ def compare(
     kip73_subtracted: float,
     kip73_bytes: Mapping[int, int],
     kip73_slowest: int | None = None,
+    inbound_source: str = INBOUND_RULE,
 ) -> ModelFigure:
     """The traffic model at `throttle`, and why it differs from KIP-73's MoveTime `kip73_s`
     (which subtracted `kip73_subtracted` from every throttle and counted `kip73_bytes` per
-    broker) when it does by more than TOLERANCE."""
+    broker) when it does by more than TOLERANCE. `inbound_source` says where the partitions'
+    inbound rates came from, for the reasons and the JSON."""
     traffic = traffic_prediction(partitions, throttle=throttle, mode=MODEL_MODES[throttle_mode])
     if not traffic.sensors:  # the model reads "no sensor" as "none finishes": nothing to copy
         traffic = TrafficPrediction(seconds=0.0, binding=None, sensors=())
@@ -330,6 +394,7 @@ def compare(
             kip73_slowest=kip73_slowest,
             subtracted=kip73_subtracted,
             kip73_bytes=kip73_bytes,
+            inbound_source=inbound_source,
         )
     return ModelFigure(
         throttle_mode=throttle_mode,
@@ -337,6 +402,7 @@ def compare(
         traffic=traffic,
         kip73_s=kip73_s,
         why=why,
+        inbound_source=inbound_source,
     )
 
 
