@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,3 +28,23 @@ def inline_storage_calls(monkeypatch: pytest.MonkeyPatch) -> None:
     """LMDB calls run inline: with worker threads the autojump clock would leap while they run.
     Shell test modules on the in-memory node ask for it with `pytestmark`."""
     monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
+
+
+@pytest.fixture
+def clean_history() -> Callable[[Path], None]:
+    """Writes an experiment's clean history.jsonl into a run folder: one value sent,
+    acknowledged and read back (the checker finds nothing; the tests judge what else)."""
+
+    def write(run_dir: Path) -> None:
+        tp = {"topic": "exp", "partition": 0}
+        ops = [
+            {"process": "p0", "type": "invoke", "f": "send", **tp, "values": [1]},
+            {"process": "p0", "type": "ok", "f": "send", **tp, "offset": 0},
+            {"process": "final-0", "type": "invoke", "f": "final-read", **tp},
+            {"process": "final-0", "type": "ok", "f": "final-read", **tp, "records": [[0, 1]],
+             "log_end_offset": 1},
+        ]  # fmt: skip
+        lines = [json.dumps({"index": i, "time": i / 10, **op}) for i, op in enumerate(ops)]
+        (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n")
+
+    return write

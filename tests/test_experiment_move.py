@@ -10,6 +10,7 @@ one response every 11.5 s and completes.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -105,19 +106,6 @@ LEADER = variants("throttle-of-one", seed=1)[0].expect
 FOLLOWER = variants("throttle-of-one", seed=1)[1].expect
 
 
-def _history(run_dir: Path) -> None:
-    tp = {"topic": "exp", "partition": 0}
-    ops = [
-        {"process": "p0", "type": "invoke", "f": "send", **tp, "values": [1]},
-        {"process": "p0", "type": "ok", "f": "send", **tp, "offset": 0},
-        {"process": "final-0", "type": "invoke", "f": "final-read", **tp},
-        {"process": "final-0", "type": "ok", "f": "final-read", **tp, "records": [[0, 1]],
-         "log_end_offset": 1},
-    ]  # fmt: skip
-    lines = [json.dumps({"index": i, "time": i / 10, **op}) for i, op in enumerate(ops)]
-    (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n")
-
-
 @pytest.mark.parametrize(
     ("copies_at", "move_end", "holding", "failing"),
     [([4.5], None, LEADER, FOLLOWER), ([4.5, 16.0, 27.5], 28.0, FOLLOWER, LEADER)],
@@ -129,9 +117,10 @@ def test_the_experiments_expectations_tell_the_two_stories_apart(
     move_end: float | None,
     holding: tuple[Expectation, ...],
     failing: tuple[Expectation, ...],
+    clean_history: Callable[[Path], None],
 ) -> None:
     run = run_folder(tmp_path, copies_at=copies_at, move_end=move_end)
-    _history(run)
+    clean_history(run)
     for expect, valid in ((holding, True), (failing, False)):
         results = judge(spec(expect), run, t0=T0, data_dirs=None, driver_errors=[], settled=True,
                         analysis=None)  # fmt: skip

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,27 +48,15 @@ def test_an_experiment_tells_the_analysis_how_to_judge_its_throttle() -> None:
     assert unthrottled["throttle_bytes_per_s"] is None and unthrottled["receiving_brokers"] == []
 
 
-def _history(run_dir: Path) -> None:
-    """A clean history: one value sent, acknowledged and read back."""
-    tp = {"topic": "exp", "partition": 0}
-    ops = [
-        {"process": "p0", "type": "invoke", "f": "send", **tp, "values": [1]},
-        {"process": "p0", "type": "ok", "f": "send", **tp, "offset": 0},
-        {"process": "final-0", "type": "invoke", "f": "final-read", **tp},
-        {"process": "final-0", "type": "ok", "f": "final-read", **tp, "records": [[0, 1]],
-         "log_end_offset": 1},
-    ]  # fmt: skip
-    lines = [json.dumps({"index": i, "time": i / 10, **op}) for i, op in enumerate(ops)]
-    (run_dir / "history.jsonl").write_text("\n".join(lines) + "\n")
-
-
 def _judge(run_dir: Path, s: ExperimentSpec, analysis: Any, error: str | None = None) -> dict:
     return judge(s, run_dir, t0=T0, data_dirs=None, driver_errors=[], settled=True,
                  analysis=analysis, analysis_error=error)  # fmt: skip
 
 
-def test_without_the_analysis_a_throttled_run_is_unknown(tmp_path: Path) -> None:
-    _history(tmp_path)
+def test_without_the_analysis_a_throttled_run_is_unknown(
+    tmp_path: Path, clean_history: Callable[[Path], None]
+) -> None:
+    clean_history(tmp_path)
     results = _judge(tmp_path, spec(), None, "skipped (--no-report)")
     assert (results["valid"], results["exit_code"], results["throttle"]) == ("unknown", 2, {})
     assert results["problems"] == ["the throttle bound was not judged: skipped (--no-report)"]
@@ -90,9 +79,10 @@ def burst_case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 @pytest.mark.spark
 def test_the_experiment_verdict_catches_a_burst_straddling_a_tumbling_boundary(
     burst_case: tuple[Path, dict[str, Any]],
+    clean_history: Callable[[Path], None],
 ) -> None:
     run_dir, case = burst_case
-    _history(run_dir)
+    clean_history(run_dir)
     results = _judge(run_dir, spec(), case)
     assert (results["valid"], results["exit_code"]) == (False, 1), results["summary"]
     assert results["checker"]["valid"] is True  # the history alone is clean
