@@ -383,9 +383,14 @@ def kafka_prediction(
     def exceeded(key: tuple[int, str], t: float) -> bool:
         return key in sensors and sensors[key].quota_exceeded(ms(t))
 
-    for key, age in ages.items():  # the empty responses it charged before the move
-        for second in range(int(age)):
-            sensors[key].record(EMPTY_RESPONSE_BYTES, ms(second - age))
+    # The empty responses it charged before the move, one per follower response: at each write
+    # under load, at the end of each long poll when idle. How often matters: a sample is kept
+    # until its LAST event is N windows old, so the time the rate divides by reaches N + 1
+    # windows only when samples hold events to their end.
+    step = settings.write_interval_s if load else settings.wait_max_s
+    for key, age in ages.items():
+        for n in range(int(age / step)):
+            sensors[key].record(EMPTY_RESPONSE_BYTES, ms(n * step - age))
 
     copying = {id(m): set(m.destinations) for m in partitions}  # destinations not caught up
 
