@@ -24,6 +24,7 @@ from minikafka.core.records import iter_batches, make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.storage import (
     AppendWrite,
+    EnvLease,
     LogStore,
     MetadataStore,
     ReadSpec,
@@ -433,6 +434,46 @@ def test_committed_appends_survive_sigkill(tmp_path: Path, sync: bool) -> None:
         blob = store.read([spec(tp=tp, max_offset=last + 1)], BIG)[0]
     expected = [make_batch([(i, None, (b"%d." % i) * 300)], base_offset=i) for i in range(last + 1)]
     assert [b.raw for b in iter_batches(blob)] == expected
+
+
+# The SIGKILL test above passes with sync off too: a killed process loses nothing LMDB already
+# handed to the page cache, only power loss does, and no test can cut the power. So the sync
+# setting is tested where it takes effect: the flags of the LMDB environment the store opens.
+
+
+@pytest.mark.parametrize("sync", [True, False], ids=["sync", "nosync"])
+def test_the_store_opens_lmdb_with_the_sync_setting(tmp_path: Path, sync: bool) -> None:
+    config = StoreConfig(sync=sync, map_size_bytes=1 << 30)
+    with LogStore(tmp_path, config):
+        lease = EnvLease(tmp_path, config)  # the same process-wide environment
+        try:
+            flags = lease.env.flags()
+        finally:
+            lease.close()
+    assert (flags["sync"], flags["metasync"]) == (sync, sync)
+
+
+@pytest.mark.parametrize("value", ["true", "false"])
+def test_the_log_sync_node_setting_reaches_lmdb(tmp_path: Path, value: str) -> None:
+    from minikafka.server.config import NodeConfig
+    from minikafka.server.node import Node
+
+    config = NodeConfig(node_id=1, roles=("broker", "controller"), data_dir=tmp_path)
+    config = config.with_settings({"log.sync": value})
+    node = Node(config)
+    try:
+        sync = value == "true"
+        expected = StoreConfig(sync=sync, map_size_bytes=config.lmdb_map_size_bytes)
+        # A lease with another config than the node's store is refused (StorageError).
+        lease = EnvLease(tmp_path / "lmdb", expected)
+        try:
+            flags = lease.env.flags()
+        finally:
+            lease.close()
+    finally:
+        for closable in (node.store, node.meta_store, node.events):
+            closable.close()
+    assert (flags["sync"], flags["metasync"]) == (sync, sync)
 
 
 # -- metadata store -------------------------------------------------------------------------------
