@@ -1,9 +1,10 @@
 """One node process: the broker role, the controller role, or both, over one LMDB environment.
 
-Start-up order: open the environment, start the controller role (if any), listen, start the
-broker role (load partitions, fetchers, the ISR loop, register with the controller), and only
-then write `node.json` in the data dir, which is how `minikafka cluster up` knows the node is
-ready. SIGTERM and SIGINT stop the node cleanly (exit code 0).
+Start-up order: lock the data dir (a second node on it exits with one line), open the
+environment, start the controller role (if any), listen, start the broker role (load partitions,
+fetchers, the ISR loop, register with the controller), and only then write `node.json` in the
+data dir, which is how `minikafka cluster up` knows the node is ready. SIGTERM and SIGINT stop
+the node cleanly (exit code 0).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from minikafka.server.metrics import Metrics, run_metrics_log
 from minikafka.server.prometheus import serve_metrics
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.server.replica_state_log import run_replica_state_log
-from minikafka.storage import LogStore, MetadataStore, StoreConfig
+from minikafka.storage import LogStore, MetadataStore, StoreConfig, lock_data_dir
 from minikafka.wire.codec import RequestHeader
 from minikafka.wire.messages import (
     SUPPORTED_VERSIONS,
@@ -54,7 +55,9 @@ from minikafka.wire.messages import (
 class Node:
     def __init__(self, config: NodeConfig) -> None:
         self.config = config
-        config.data_dir.mkdir(parents=True, exist_ok=True)
+        # Before anything else in the data dir: one node per data dir (DataDirInUse otherwise),
+        # held until `run` ends or the process dies (minikafka/storage/dir_lock.py).
+        self.dir_lock = lock_data_dir(config.data_dir)
         self.events = EventLog(config.data_dir / "events.jsonl", node_id=config.node_id)
         self.metrics = Metrics()
         self.rng = random.Random(f"{config.seed}/{config.node_id}")
@@ -107,6 +110,7 @@ class Node:
             if self.meta_store is not None:
                 self.meta_store.close()
             self.events.close()
+            self.dir_lock.close()  # last: everything in the data dir is closed
 
     async def _listen(self, *, task_status: trio.TaskStatus[int]) -> None:
         c = self.config

@@ -1,5 +1,6 @@
 """minikafka/storage: the only package that imports lmdb (partition logs, checkpoints, metadata)."""
 
+from minikafka.storage.dir_lock import DataDirInUse, DataDirLock, lock_data_dir
 from minikafka.storage.log_store import (
     AppendWrite,
     EnvLease,
@@ -13,6 +14,8 @@ from minikafka.storage.metadata_store import MetadataStore
 
 __all__ = [
     "AppendWrite",
+    "DataDirInUse",
+    "DataDirLock",
     "EnvLease",
     "LoadedPartition",
     "LogStore",
@@ -20,4 +23,5 @@ __all__ = [
     "ReadSpec",
     "StorageError",
     "StoreConfig",
+    "lock_data_dir",
 ]
