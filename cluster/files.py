@@ -30,6 +30,12 @@ def atomic_write_json(path: Path, data: Any) -> None:
         raise
 
 
+def strictly_inside(path: Path, base: Path) -> bool:
+    """Whether `path` lies inside `base` and is not `base` itself, symlinks and `..` resolved."""
+    real, real_base = Path(path).resolve(), Path(base).resolve()
+    return real != real_base and real.is_relative_to(real_base)
+
+
 def read_json(path: Path) -> Any | None:
     """The parsed JSON in `path`, or None if it is missing or not (yet) valid JSON."""
     try:

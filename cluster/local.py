@@ -31,7 +31,7 @@ from cluster.clusterfile import (
     write_record,
 )
 from cluster.fault_proxy import PROXY_DIR, proxy_config
-from cluster.files import tail_lines
+from cluster.files import strictly_inside, tail_lines
 from cluster.managed import Progress, StopOutcome, now_iso
 from cluster.processes import (
     NODE_COMMAND,
@@ -80,8 +80,10 @@ class LocalCluster:
     Build one with `up` or `load`. Usable as a context manager that calls `down()` on exit.
     """
 
-    def __init__(self, record: ClusterRecord) -> None:
+    def __init__(self, record: ClusterRecord, *, home: Path | None = None) -> None:
         self._record = record
+        # Where the cluster file was found: `down(wipe=True)` deletes nothing outside it.
+        self._home = Path(record.spec.base_dir if home is None else home).absolute()
         self._procs: dict[int, NodeProcess] = {
             node.node_id: NodeProcess(node, self._argv(node), pid=record.pids.get(node.node_id))
             for node in record.spec.nodes
@@ -160,7 +162,7 @@ class LocalCluster:
         record = read_record(base)
         if record is None:
             raise ClusterError(f"no cluster in {base} (run `minikafka cluster up`)")
-        return cls(record)
+        return cls(record, home=base)
 
     # -- inspection -------------------------------------------------------------------------
 
@@ -266,7 +268,11 @@ class LocalCluster:
 
         Marks the cluster file stopped; with `wipe` removes it and the node data dirs instead.
         Returns (node id, "stopped" | "killed" | "not running") in the order nodes were stopped.
+        A wipe deletes only dirs inside the directory the cluster file was found in: a cluster
+        file naming any other data dir gets a ClusterError, before anything is stopped or deleted.
         """
+        if wipe:
+            self._check_wipe_targets()
         procs = list(self._procs.values())
         outcomes = stop_processes([p for p in procs if not p.node.is_controller], timeout_s)
         outcomes += stop_processes([p for p in procs if p.node.is_controller], timeout_s)
@@ -283,6 +289,21 @@ class LocalCluster:
         else:
             self._set_state("stopped")
         return outcomes
+
+    def _check_wipe_targets(self) -> None:
+        home = self._home
+        if self.base_dir.resolve() != home.resolve():
+            raise ClusterError(
+                f"refusing to wipe: {cluster_file(home)} names base_dir {self.base_dir}, not "
+                f"{home}; nothing deleted (fix base_dir, or delete the dirs by hand)"
+            )
+        for proc in self._procs.values():
+            if not strictly_inside(proc.node.data_dir, home):
+                raise ClusterError(
+                    f"refusing to wipe: node {proc.node.node_id}'s data dir {proc.node.data_dir} "
+                    f"is not inside the cluster dir {home}; nothing deleted (a wipe deletes only "
+                    "data dirs inside the cluster dir)"
+                )
 
     def kill(self, node_id: int) -> None:
         """SIGKILL one node (a crash: no clean shutdown) and wait until it is gone."""
