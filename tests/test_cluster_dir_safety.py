@@ -101,3 +101,84 @@ def test_cluster_down_wipe_command_refuses_with_one_line(tmp_path: Path) -> None
     assert result.exit_code == 1
     assert result.output.count("\n") == 1 and result.output.startswith("error: refusing to wipe")
     assert (outside / "thesis.tex").exists() and cluster_json.exists()
+
+
+# -- minikafka demo --dir ----------------------------------------------------------------------
+
+
+class NoLaunch:
+    """Stands in for LocalCluster in tools.demo: these tests must never start a cluster."""
+
+    @staticmethod
+    def up(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the demo started a cluster")
+
+    @staticmethod
+    def load(base_dir: Path) -> LocalCluster:
+        return LocalCluster.load(base_dir)
+
+
+@pytest.fixture
+def no_launch(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tools.demo
+
+    monkeypatch.setattr(tools.demo, "LocalCluster", NoLaunch)
+
+
+def test_demo_accepts_a_missing_an_empty_or_a_cluster_dir(tmp_path: Path) -> None:
+    from tools.demo import check_demo_dir
+
+    check_demo_dir(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    check_demo_dir(tmp_path / "empty")
+    stopped_cluster(tmp_path / "c")
+    (tmp_path / "c" / ".cluster.lock").touch()
+    check_demo_dir(tmp_path / "c")
+
+
+def refusal(base: Path) -> str:
+    from tools.demo import check_demo_dir
+
+    with pytest.raises(ClusterError) as info:
+        check_demo_dir(base)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"refusing to use {base} for the demo")
+    assert "--dir a missing or empty directory" in message
+    return message
+
+
+def test_demo_refuses_a_dir_that_is_not_a_cluster(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    assert "holds no cluster.json" in refusal(tmp_path)
+    (tmp_path / "cluster.json").write_text("not json")
+    assert "not valid JSON" in refusal(tmp_path)
+    assert "not a directory" in refusal(tmp_path / "notes.txt")
+
+
+def test_demo_refuses_a_cluster_dir_holding_anything_else(tmp_path: Path) -> None:
+    base = tmp_path / "c"
+    stopped_cluster(base)
+    (base / "src").mkdir()
+    assert "holds 'src'" in refusal(base)
+
+
+def test_demo_refuses_a_cluster_file_naming_dirs_elsewhere(tmp_path: Path) -> None:
+    base = tmp_path / "c"
+    cluster_json = stopped_cluster(base)
+    outside = precious(tmp_path)
+    edit(cluster_json, lambda doc: doc["nodes"][1].update(data_dir=str(outside)))
+    assert f"names data dir {outside}" in refusal(base)
+    edit(cluster_json, lambda doc: doc.update(base_dir=str(outside)))
+    assert f"names base_dir {outside}" in refusal(base)
+
+
+def test_demo_command_refuses_with_one_line_and_deletes_nothing(
+    tmp_path: Path, no_launch: None
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "thesis.tex").write_text("years of work")
+    result = CliRunner().invoke(main, ["demo", "--dir", str(home)])
+    assert (home / "thesis.tex").read_text() == "years of work"
+    assert result.exit_code == 1, result.output
+    assert result.output.count("\n") == 1 and result.output.startswith("error: refusing to use")

@@ -3,7 +3,8 @@
 Starts a controller and three brokers on 127.0.0.1, creates a topic (12 partitions, replication
 factor 2), produces records with acks=all, reads every partition back from the start, checks that
 each acknowledged record is there exactly once at its offset, prints what it did, and stops the
-cluster (keeping its data dir for `minikafka cluster logs`).
+cluster (keeping its data dir for `minikafka cluster logs`). It starts over in its directory,
+deleting what is there, only if that holds nothing but a minikafka cluster (`check_demo_dir`).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import click
 import trio
 
 from cluster import LocalCluster, plan_cluster
+from cluster.clusterfile import CLUSTER_FILE, LOCK_FILE, read_record
+from cluster.fault_proxy import PROXY_DIR
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer, ProducerConfig
 from minikafka.core.records import make_batch
-from minikafka.errors import MiniKafkaError
+from minikafka.errors import ClusterError, MiniKafkaError
 
 
 async def exercise(
@@ -82,8 +85,52 @@ async def exercise(
         return {"acked": sum(acked.values()), "consumed": len(seen), "missing": missing}
 
 
+def check_demo_dir(base_dir: Path) -> None:
+    """Refuse (ClusterError, one line) a `base_dir` the demo may not delete and start over in.
+
+    Accepted: a missing or empty directory, or one holding only a minikafka cluster: its
+    `cluster.json` (readable, naming this directory as its base dir), the cluster lock and
+    temporary files, the fault-proxy dir, and the data dirs it names, each directly inside.
+    """
+    if not base_dir.exists():
+        return
+    refuse = f"refusing to use {base_dir} for the demo (it would be deleted)"
+    accepted = (
+        "pass --dir a missing or empty directory, or one an earlier demo or `cluster up` made"
+    )
+    if not base_dir.is_dir():
+        raise ClusterError(f"{refuse}: it is not a directory; {accepted}")
+    entries = sorted(p.name for p in base_dir.iterdir())
+    if not entries:
+        return
+    try:
+        record = read_record(base_dir)
+    except ClusterError as exc:
+        raise ClusterError(f"{refuse}: {exc}; {accepted}") from exc
+    if record is None:
+        raise ClusterError(f"{refuse}: it is not empty and holds no {CLUSTER_FILE}; {accepted}")
+    home = base_dir.resolve()
+    if record.spec.base_dir.resolve() != home:
+        raise ClusterError(
+            f"{refuse}: its {CLUSTER_FILE} names base_dir {record.spec.base_dir}; {accepted}"
+        )
+    owned = {CLUSTER_FILE, LOCK_FILE, PROXY_DIR}
+    for node in record.spec.nodes:
+        if node.data_dir.resolve().parent != home:
+            raise ClusterError(
+                f"{refuse}: its {CLUSTER_FILE} names data dir {node.data_dir} for node "
+                f"{node.node_id}, not one directly inside it; {accepted}"
+            )
+        owned.add(node.data_dir.name)
+    for name in entries:
+        temporary = name.startswith(f".{CLUSTER_FILE}.") and name.endswith(".tmp")
+        if name not in owned and not temporary:
+            raise ClusterError(f"{refuse}: it holds {name!r}, not part of its cluster; {accepted}")
+
+
 def run_demo(base_dir: Path, *, records: int = 20_000, seed: int = 42) -> dict[str, object]:
     say = lambda msg: click.echo(f"demo: {msg}")  # noqa: E731
+    check_demo_dir(base_dir)  # before anything is stopped or deleted
     if (base_dir / "cluster.json").exists():
         try:
             LocalCluster.load(base_dir).down()
