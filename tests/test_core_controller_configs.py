@@ -222,7 +222,7 @@ def test_throttle_lists_given_at_creation_become_the_topics_dynamic_configs():
     c = make()  # topic "t" exists, snapshot version 0
     topics = [
         CreatableTopic(name="a", num_partitions=2, replication_factor=2,
-                       configs={LREP: " 1:2 , 0:1 ", FREP: "*", "retention.ms": "1000"}),
+                       configs={LREP: " 1:2 , 0:1 ", FREP: "*"}),
         CreatableTopic(name="b", num_partitions=1, replication_factor=1, configs={FREP: "0:3"}),
         CreatableTopic(name="plain", num_partitions=1, replication_factor=1),
     ]  # fmt: skip
@@ -233,7 +233,7 @@ def test_throttle_lists_given_at_creation_become_the_topics_dynamic_configs():
     assert snapshot.configs("topics", "a") == {LREP: "0:1,1:2", FREP: "*"}
     assert snapshot.configs("topics", "b") == {FREP: "0:3"}
     assert snapshot.names("topics") == ["a", "b"]
-    assert c.topic_configs("a") == {"retention.ms": "1000"}  # the rest is kept as given
+    assert c.topic_configs("a") == {}  # nothing is kept without being interpreted
     [entries] = [r.entries for r in describe(c, "topics", "a")]
     assert entries == [
         DescribeConfigsEntry(name=FREP, value="*", source="dynamic_entity"),
