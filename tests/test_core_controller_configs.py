@@ -425,3 +425,29 @@ def test_holder_applies_pushes_in_version_order_and_notifies_subscribers():
     assert deliver(third) and seen == [1, 2]
     assert holder.client_quota("app") == (100, 200)
     assert holder.snapshot == c.config_snapshot()
+
+
+def test_topic_overrides_are_altered_like_any_topic_config_and_checked_the_same_way():
+    """min.insync.replicas, max.message.bytes, unclean.leader.election.enable (issue 11):
+    set and normalised, a bad value or an unknown name refused in one line, nothing applied."""
+    c = make()
+    good = {"min.insync.replicas": " 2", "max.message.bytes": "4096",
+            "unclean.leader.election.enable": "TRUE"}  # fmt: skip
+    responses, effects = c.alter_configs([res("topics", "t", good)])
+    assert codes(responses) == [ErrorCode.NONE] and pushes(effects)
+    assert c.config_snapshot().configs("topics", "t") == {
+        "min.insync.replicas": "2",
+        "max.message.bytes": "4096",
+        "unclean.leader.election.enable": "true",
+    }
+    before = c.config_snapshot()
+    for bad, message in [
+        ({"min.insync.replicas": "0"}, "min.insync.replicas='0': expected an integer >= 1"),
+        ({"max.message.bytes": "-1"}, "max.message.bytes='-1': expected a size in bytes from 0"),
+        ({"unclean.leader.election.enable": "1"}, "expected true or false"),
+        ({"retention.ms": "1000"}, "unknown topic config 'retention.ms': expected one of "),
+    ]:
+        responses, effects = c.alter_configs([res("topics", "t", bad)])
+        assert codes(responses) == [ErrorCode.INVALID_CONFIG]
+        assert message in responses[0].error_message
+        assert effects == [] and c.config_snapshot() == before
