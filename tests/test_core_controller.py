@@ -211,12 +211,11 @@ def test_create_100_partitions_rf2_uses_kafka_assignment():
 def test_create_defaults_and_configs():
     c = make(default_num_partitions=3, default_replication_factor=2)
     register(c)
-    create(c, name="d", configs={"retention.ms": "1000"})
+    create(c, name="d", configs={"min.insync.replicas": "2"})
     got = states(c, "d")
     assert len(got) == 3 and all(len(s.replicas) == 2 for s in got.values())
-    assert c.topic_configs("d") == {"retention.ms": "1000"}
-    c.topic_configs("d")["retention.ms"] = "5"  # a copy
-    assert c.topic_configs("d") == {"retention.ms": "1000"}
+    assert c.config_snapshot().configs("topics", "d") == {"min.insync.replicas": "2"}
+    assert c.topic_configs("d") == {}  # every known topic config is a dynamic one
     assert c.topic_names() == ["d"]
     with pytest.raises(KeyError):
         c.topic_configs("nope")
@@ -741,7 +740,7 @@ def test_alter_partition_after_leader_change_is_fenced(ap):
 def busy_controller() -> tuple[ControllerState, dict[int, int]]:
     c = make()
     epochs = register(c)
-    create(c, num_partitions=10, replication_factor=3, configs={"cleanup.policy": "delete"})
+    create(c, num_partitions=10, replication_factor=3, configs={"max.message.bytes": "2048"})
     keep_alive(c, epochs, [1, 2], 5000)
     c.on_deadline(TIMEOUT + 1)  # 3 fenced: epochs and ISRs move
     return c, epochs
@@ -758,7 +757,7 @@ def test_doc_round_trip_bumps_controller_epoch_and_keeps_partitions():
     assert restored.controller_epoch == c.controller_epoch + 1 == 2
     assert restored.partition_states() == c.partition_states()
     assert any(s.leader_epoch > 0 for s in restored.partition_states())
-    assert restored.topic_configs("t") == {"cleanup.policy": "delete"}
+    assert restored.config_snapshot().configs("topics", "t") == {"max.message.bytes": "2048"}
     assert restored.live_brokers() == []
     assert all(restored.is_fenced(b) for b in (1, 2, 3))
     assert restored.next_deadline_ms() is None  # last contact unknown
@@ -822,7 +821,7 @@ def test_describe_summarises():
         (2, False),
         (3, True),
     ]
-    assert d["topics"] == {"t": {"configs": {"cleanup.policy": "delete"}, "partitions": 10}}
+    assert d["topics"] == {"t": {"configs": {"max.message.bytes": "2048"}, "partitions": 10}}
     assert d["partitions"] == 10
     assert d["under_replicated_partitions"] == 10 and d["offline_partitions"] == 0
     assert msgpack.unpackb(msgpack.packb(d)) == d
@@ -887,3 +886,42 @@ def test_random_walk_invariants(seed):
             last[key] = (s.leader_epoch, s.partition_epoch)
         deadline = c.next_deadline_ms()
         assert deadline is None or deadline > now or c.on_deadline(now) != []
+
+
+# ---------------------------------------------------------------------------- topic configs, issue 11
+
+
+@pytest.mark.parametrize(
+    ("configs", "expected"),
+    [
+        ({"retention.ms": "1000"}, "unknown topic config 'retention.ms': expected one of "),
+        ({"min.insync.replicas": "0"}, "min.insync.replicas='0': expected an integer >= 1"),
+        ({"max.message.bytes": "1MB"}, "max.message.bytes='1MB': expected a size in bytes"),
+        ({"unclean.leader.election.enable": "yes"}, "expected true or false"),
+    ],
+)
+def test_an_unknown_or_bad_topic_config_refuses_the_topic_in_one_line(configs, expected):
+    c = make()
+    register(c)
+    results, effects = c.create_topics([CreatableTopic(name="t", configs=configs)], 0)
+    assert results[0].error_code == ErrorCode.INVALID_CONFIG
+    assert expected in (results[0].error_message or "") and "\n" not in results[0].error_message
+    assert effects == [] and c.topic_names() == []
+
+
+def test_a_topics_unclean_election_setting_overrides_the_controllers():
+    """The controller's unclean.leader.election.enable is false; topic "u" turns it on."""
+    c = make(unclean_leader_election=False)
+    epochs = register(c)
+    create(c, name="m", assignments=[[1, 2]])
+    create(c, name="u", assignments=[[1, 2]], configs={"unclean.leader.election.enable": "true"})
+    keep_alive(c, epochs, [1, 3], 3000)
+    c.on_deadline(TIMEOUT + 1)  # fences 2: both ISRs are [1]
+    keep_alive(c, epochs, [3], 10_000)
+    c.on_deadline(3000 + TIMEOUT + 1)  # fences 1, the last ISR member: both offline
+    assert [s.leader for s in c.partition_states()] == [-1, -1]
+    _, _, effects = c.heartbeat(broker_id=2, broker_epoch=epochs[2], now_ms=20_000)
+    leaders = {s.topic: (s.leader, s.isr) for s in c.partition_states()}
+    assert leaders == {"m": (-1, [1]), "u": (2, [2])}  # only "u" elects the out-of-sync 2
+    [elected] = events(effects, "leader_elected")
+    assert elected.fields["unclean"]

@@ -222,7 +222,7 @@ def test_throttle_lists_given_at_creation_become_the_topics_dynamic_configs():
     c = make()  # topic "t" exists, snapshot version 0
     topics = [
         CreatableTopic(name="a", num_partitions=2, replication_factor=2,
-                       configs={LREP: " 1:2 , 0:1 ", FREP: "*", "retention.ms": "1000"}),
+                       configs={LREP: " 1:2 , 0:1 ", FREP: "*"}),
         CreatableTopic(name="b", num_partitions=1, replication_factor=1, configs={FREP: "0:3"}),
         CreatableTopic(name="plain", num_partitions=1, replication_factor=1),
     ]  # fmt: skip
@@ -233,7 +233,7 @@ def test_throttle_lists_given_at_creation_become_the_topics_dynamic_configs():
     assert snapshot.configs("topics", "a") == {LREP: "0:1,1:2", FREP: "*"}
     assert snapshot.configs("topics", "b") == {FREP: "0:3"}
     assert snapshot.names("topics") == ["a", "b"]
-    assert c.topic_configs("a") == {"retention.ms": "1000"}  # the rest is kept as given
+    assert c.topic_configs("a") == {}  # nothing is kept without being interpreted
     [entries] = [r.entries for r in describe(c, "topics", "a")]
     assert entries == [
         DescribeConfigsEntry(name=FREP, value="*", source="dynamic_entity"),
@@ -425,3 +425,29 @@ def test_holder_applies_pushes_in_version_order_and_notifies_subscribers():
     assert deliver(third) and seen == [1, 2]
     assert holder.client_quota("app") == (100, 200)
     assert holder.snapshot == c.config_snapshot()
+
+
+def test_topic_overrides_are_altered_like_any_topic_config_and_checked_the_same_way():
+    """min.insync.replicas, max.message.bytes, unclean.leader.election.enable (issue 11):
+    set and normalised, a bad value or an unknown name refused in one line, nothing applied."""
+    c = make()
+    good = {"min.insync.replicas": " 2", "max.message.bytes": "4096",
+            "unclean.leader.election.enable": "TRUE"}  # fmt: skip
+    responses, effects = c.alter_configs([res("topics", "t", good)])
+    assert codes(responses) == [ErrorCode.NONE] and pushes(effects)
+    assert c.config_snapshot().configs("topics", "t") == {
+        "min.insync.replicas": "2",
+        "max.message.bytes": "4096",
+        "unclean.leader.election.enable": "true",
+    }
+    before = c.config_snapshot()
+    for bad, message in [
+        ({"min.insync.replicas": "0"}, "min.insync.replicas='0': expected an integer >= 1"),
+        ({"max.message.bytes": "-1"}, "max.message.bytes='-1': expected a size in bytes from 0"),
+        ({"unclean.leader.election.enable": "1"}, "expected true or false"),
+        ({"retention.ms": "1000"}, "unknown topic config 'retention.ms': expected one of "),
+    ]:
+        responses, effects = c.alter_configs([res("topics", "t", bad)])
+        assert codes(responses) == [ErrorCode.INVALID_CONFIG]
+        assert message in responses[0].error_message
+        assert effects == [] and c.config_snapshot() == before

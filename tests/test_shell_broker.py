@@ -8,6 +8,8 @@ whose replica fetcher reaches broker 1 over memory streams.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import trio
 import trio.testing
@@ -473,3 +475,86 @@ async def test_fetcher_retries_after_the_leader_is_unreachable(autojump_clock, p
     a.network.heal(a.address)
     await wait_until(lambda: b.partition("t").log_end_offset == 3, timeout_s=5)
     assert b.log_bytes("t") == a.log_bytes("t")
+
+
+# ---------------------------------------------------------------------------- size caps, issue 11
+
+
+def big_batch(value_bytes: int) -> bytes:
+    return make_batch([(1000, None, b"x" * value_bytes)])
+
+
+CAP = len(big_batch(4000))  # message.max.bytes in these tests: this batch exactly
+
+
+def capped(node_id: int) -> NodeConfig:
+    """Every fetch cap well below one batch: KIP-74 must still move it whole."""
+    return replace(
+        config(node_id),
+        message_max_bytes=CAP,
+        replica_fetch_max_bytes=512,
+        replica_fetch_response_max_bytes=1024,
+        fetch_max_bytes=1024,
+    )
+
+
+async def test_a_batch_of_exactly_message_max_bytes_is_stored_replicated_and_consumed(
+    autojump_clock, tmp_path
+):
+    network = MemoryNetwork()
+    a = MemoryBroker(capped(1), tmp_path / "a", network=network)
+    b = MemoryBroker(capped(2), tmp_path / "b", network=network)
+    async with a.running(), b.running():
+        state = partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])
+        await a.apply([state], [a.info, b.info])
+        await b.apply([state], [a.info, b.info])
+        resp = await produce(a, produce_req({("t", 0): big_batch(4000)}, acks=-1))
+        assert resp.partitions[0].error_code == ErrorCode.NONE  # the follower fetched it
+        await wait_until(lambda: b.partition("t").log_end_offset == 1)
+        assert b.log_bytes("t") == a.log_bytes("t")
+        consumer = await fetch(a, fetch_req(0))  # partition and response caps of 1 MiB...
+        assert len(consumer.partitions[0].records) == CAP  # ...and fetch.max.bytes 1024
+        # One byte more is refused, nothing stored, and the next offset is not taken.
+        resp = await produce(a, produce_req({("t", 0): big_batch(4001)}, acks=1))
+        assert resp.partitions[0].error_code == ErrorCode.MESSAGE_TOO_LARGE
+        assert str(CAP) in (resp.partitions[0].error_message or "")
+        assert a.partition("t").log_end_offset == a.partition("t").next_offset == 1
+
+
+async def test_fetch_max_bytes_caps_a_consumer_but_not_a_follower(autojump_clock, tmp_path):
+    broker = MemoryBroker(replace(config(1), fetch_max_bytes=1024), tmp_path / "b1")
+    async with broker.running():
+        await broker.apply([partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])])
+        for _ in range(3):
+            await produce(broker, produce_req({("t", 0): big_batch(800)}))
+        follower = await fetch(broker, fetch_req(0, replica_id=2))  # max_bytes 1 MiB: all
+        assert offsets(follower.partitions[0].records) == [0, 1, 2]
+        await fetch(broker, fetch_req(3, replica_id=2))  # HW 3
+        consumer = await fetch(broker, fetch_req(0))  # asks for 1 MiB, the broker allows 1024
+        assert offsets(consumer.partitions[0].records) == [0]
+
+
+async def test_a_topic_max_message_bytes_overrides_the_broker_setting(autojump_clock, leader):
+    leader.set_configs({("topics", "t"): {"max.message.bytes": "100"}})
+    resp = await produce(leader, produce_req({("t", 0): records(1), ("t", 1): big_batch(200)}))
+    assert [p.error_code for p in resp.partitions] == [ErrorCode.NONE, ErrorCode.MESSAGE_TOO_LARGE]
+    assert leader.log_bytes("t", 1) == b""
+
+
+async def test_a_record_count_that_disagrees_with_the_payload_is_refused(autojump_clock, leader):
+    good = records(2)
+    lying = bytearray(good)
+    lying[12:16] = (5).to_bytes(4, "big")  # the header's count; payload and CRC unchanged
+    resp = await produce(leader, produce_req({("t", 0): bytes(lying)}))
+    assert resp.partitions[0].error_code == ErrorCode.CORRUPT_MESSAGE
+    assert leader.log_bytes("t", 0) == b"" and leader.partition("t", 0).next_offset == 0
+
+
+async def test_a_topic_min_insync_replicas_is_honoured_by_acks_all(autojump_clock, leader):
+    """ISR {1}: the broker's min.insync.replicas (1) would accept; the topic's 2 refuses."""
+    resp = await produce(leader, produce_req({("t", 0): records(1)}, acks=-1))
+    assert resp.partitions[0].error_code == ErrorCode.NONE
+    leader.set_configs({("topics", "t"): {"min.insync.replicas": "2"}})
+    resp = await produce(leader, produce_req({("t", 0): records(1)}, acks=-1))
+    assert resp.partitions[0].error_code == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert leader.partition("t", 0).log_end_offset == 1

@@ -58,7 +58,7 @@ from minikafka.core.controller_model import (
 from minikafka.core.controller_reassign import Reassignments
 from minikafka.core.controller_throttles import remove_unclaimed
 from minikafka.core.controller_topics import TopicPlan, plan_topic
-from minikafka.core.dynamic_config import ConfigSnapshot
+from minikafka.core.dynamic_config import TOPICS, ConfigSnapshot, topic_overrides
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import (
@@ -222,7 +222,10 @@ class ControllerState:
                 for _, b in sorted(self._brokers.items())
             ],
             "topics": {
-                name: {"configs": dict(configs), "partitions": len(self._topic_records(name))}
+                name: {
+                    "configs": {**configs, **self._configs.configs(TOPICS, name)},
+                    "partitions": len(self._topic_records(name)),
+                }
                 for name, configs in sorted(self._topics.items())
             },
             "partitions": len(states),
@@ -531,10 +534,16 @@ class ControllerState:
             self._partitions,
             broker.broker_id,
             live=set(self._live_ids()),
-            unclean_allowed=self.config.unclean_leader_election,
+            unclean_allowed=self._unclean_allowed,
             reason=reason,
         )
         return self._apply(changes, events)
+
+    def _unclean_allowed(self, topic: str) -> bool:
+        """The topic's unclean.leader.election.enable, else the controller's (Kafka's LogConfig
+        override of the broker default)."""
+        own = topic_overrides(self._configs, topic).unclean_leader_election
+        return self.config.unclean_leader_election if own is None else own
 
     def _unfence(self, broker: BrokerRecord, events: list[Event]) -> set[TopicPartition]:
         broker.fenced = False
@@ -544,7 +553,7 @@ class ControllerState:
             self._partitions,
             broker.broker_id,
             live=set(self._live_ids()),
-            unclean_allowed=self.config.unclean_leader_election,
+            unclean_allowed=self._unclean_allowed,
         )
         return self._apply(changes, events)
 

@@ -17,7 +17,7 @@ a change of leader (to -1 included) also bumps leader_epoch, so an old leader is
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, replace
 
 from minikafka.core.controller_model import VALUE, Event, PartitionRecord
@@ -85,10 +85,11 @@ def fence_changes(
     broker_id: int,
     *,
     live: Set[int],
-    unclean_allowed: bool,
+    unclean_allowed: Callable[[str], bool],
     reason: str,
 ) -> list[PartitionChange]:
-    """What fencing `broker_id` does to every partition (`live` must exclude it)."""
+    """What fencing `broker_id` does to every partition (`live` must exclude it).
+    `unclean_allowed(topic)`: the topic's unclean.leader.election.enable, else the node's."""
     changes: list[PartitionChange] = []
     for tp in sorted(partitions):
         before = partitions[tp]
@@ -99,7 +100,10 @@ def fence_changes(
         leader, unclean = before.leader, False
         if before.leader == broker_id:
             result = elect_leader(
-                replicas=before.replicas, isr=isr, live=live, unclean_allowed=unclean_allowed
+                replicas=before.replicas,
+                isr=isr,
+                live=live,
+                unclean_allowed=unclean_allowed(tp.topic),
             )
             leader, isr, unclean = result.leader, tuple(result.isr), result.unclean
         after = changed_record(before, leader=leader, isr=isr)
@@ -115,7 +119,7 @@ def unfence_changes(
     broker_id: int,
     *,
     live: Set[int],
-    unclean_allowed: bool,
+    unclean_allowed: Callable[[str], bool],
 ) -> list[PartitionChange]:
     """Leaders for the leaderless partitions that `broker_id` (now in `live`) replicates."""
     changes: list[PartitionChange] = []
@@ -124,7 +128,10 @@ def unfence_changes(
         if before.leader != NO_LEADER or broker_id not in before.replicas:
             continue
         result = elect_leader(
-            replicas=before.replicas, isr=before.isr, live=live, unclean_allowed=unclean_allowed
+            replicas=before.replicas,
+            isr=before.isr,
+            live=live,
+            unclean_allowed=unclean_allowed(tp.topic),
         )
         if result.leader == NO_LEADER:
             continue

@@ -6,14 +6,14 @@ placement itself is Kafka's rack-unaware one (core/assignment.py) over the live,
 brokers sorted by id. Pure functions: the controller applies a `TopicPlan`, or answers with
 the `CreatableTopicResult` error, and one bad topic never stops the others.
 
-Configs given at creation: the two throttled-replica lists
-(`leader.replication.throttled.replicas`, `follower.replication.throttled.replicas`) are topic
-configs in Kafka (LogConfig defines them, validated by ThrottledReplicaListValidator), and
-KRaft's createTopics writes a topic's configs through the same ConfigurationControlManager path
-as IncrementalAlterConfigs. So here they are checked by the validator `configs --alter` uses
-(core/dynamic_config.py), and become the new topic's dynamic configs (`dynamic_configs`), which
-the brokers apply; a malformed list refuses the topic (INVALID_CONFIG). Any other config is kept
-as given (`configs`) and not interpreted.
+Configs given at creation: KRaft's createTopics writes a topic's configs through the same
+ConfigurationControlManager path as IncrementalAlterConfigs. So here they are checked by the
+validator `configs --alter` uses (core/dynamic_config.py: the throttled-replica lists,
+`min.insync.replicas`, `max.message.bytes`, `unclean.leader.election.enable`), and become the
+new topic's dynamic configs (`dynamic_configs`), which the brokers and the controller apply.
+An unknown name or a bad value refuses the topic (INVALID_CONFIG, one line naming the
+accepted form), as Kafka's LogConfig.validate does: a config is honoured or refused, never
+kept and ignored.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 from minikafka.core.assignment import AssignmentError, assign_replicas
 from minikafka.core.controller_model import VALUE, ControllerConfig
-from minikafka.core.dynamic_config import KNOWN_CONFIGS, TOPICS, validate_changes
+from minikafka.core.dynamic_config import TOPICS, validate_changes
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import CreatableTopic, CreatableTopicResult
 
@@ -40,7 +40,7 @@ class TopicPlan:
     name: str
     replicas: list[list[int]]
     isrs: list[list[int]]
-    configs: dict[str, str]  # kept as given, not interpreted
+    configs: dict[str, str]  # not a dynamic config: none since issue 11 (refused instead)
     # The throttled-replica lists given at creation, normalised: the topic's dynamic configs.
     dynamic_configs: dict[str, str] = field(default_factory=dict)
 
@@ -86,9 +86,8 @@ def plan_topic(
     bad_config = _config_error(topic.configs)
     if bad_config is not None:
         return error(ErrorCode.INVALID_CONFIG, bad_config)
-    dynamic = {k: v for k, v in topic.configs.items() if k in KNOWN_CONFIGS[TOPICS]}
     try:
-        _name, dynamic, _deletes = validate_changes(TOPICS, topic.name, dynamic, ())
+        _name, dynamic, _deletes = validate_changes(TOPICS, topic.name, topic.configs, ())
     except ConfigError as exc:
         return error(ErrorCode.INVALID_CONFIG, str(exc))
     if topic.assignments:

@@ -61,6 +61,9 @@ LEADER_ALL = "leader.replication.throttled"
 FOLLOWER_ALL = "follower.replication.throttled"
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+MAX_MESSAGE_BYTES = "max.message.bytes"
+UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 
@@ -224,6 +227,20 @@ def _boolean(name: str, text: str) -> str:
     return value
 
 
+def _min_insync(name: str, text: str) -> str:
+    value = _digits(text)
+    if value is None or value < 1:
+        raise ConfigError(f"{name}={text!r}: expected an integer >= 1")
+    return str(value)
+
+
+def _message_bytes(name: str, text: str) -> str:
+    value = _digits(text)
+    if value is None or not 0 <= value <= 1 << 30:
+        raise ConfigError(f"{name}={text!r}: expected a size in bytes from 0 to {1 << 30}")
+    return str(value)
+
+
 def parse_throttled_replicas(text: str, name: str = "throttled replicas") -> ThrottledReplicas:
     """Parse `*`, ``""`` or `partition:broker[,partition:broker...]`; ConfigError otherwise."""
     stripped = text.strip()
@@ -261,7 +278,16 @@ KNOWN_CONFIGS: Mapping[str, Mapping[str, Parser]] = MappingProxyType(
                 FOLLOWER_ALL: _boolean,
             }
         ),
-        TOPICS: MappingProxyType({LEADER_REPLICAS: _replicas, FOLLOWER_REPLICAS: _replicas}),
+        # Kafka's LogConfig names; a topic's value overrides the broker's setting.
+        TOPICS: MappingProxyType(
+            {
+                LEADER_REPLICAS: _replicas,
+                FOLLOWER_REPLICAS: _replicas,
+                MIN_INSYNC_REPLICAS: _min_insync,
+                MAX_MESSAGE_BYTES: _message_bytes,
+                UNCLEAN_LEADER_ELECTION: _boolean,
+            }
+        ),
         CLIENTS: MappingProxyType(
             {PRODUCER_BYTE_RATE: _client_rate, CONSUMER_BYTE_RATE: _client_rate}
         ),
@@ -419,6 +445,25 @@ def topic_throttled_replicas(
     return (
         parse_throttled_replicas(own.get(LEADER_REPLICAS, ""), LEADER_REPLICAS),
         parse_throttled_replicas(own.get(FOLLOWER_REPLICAS, ""), FOLLOWER_REPLICAS),
+    )
+
+
+@dataclass(**VALUE)
+class TopicOverrides:
+    """A topic's own values of the broker settings it may override; None = the broker's."""
+
+    min_insync_replicas: int | None = None
+    max_message_bytes: int | None = None
+    unclean_leader_election: bool | None = None
+
+
+def topic_overrides(snapshot: ConfigSnapshot, topic: str) -> TopicOverrides:
+    own = snapshot.configs(TOPICS, topic)
+    unclean = own.get(UNCLEAN_LEADER_ELECTION)
+    return TopicOverrides(
+        min_insync_replicas=_optional_rate(own.get(MIN_INSYNC_REPLICAS)),
+        max_message_bytes=_optional_rate(own.get(MAX_MESSAGE_BYTES)),
+        unclean_leader_election=None if unclean is None else unclean == "true",
     )
 
 

@@ -11,8 +11,10 @@ A batch is a fixed big-endian header followed by a msgpack payload:
 
 Like Kafka's RecordBatch, the leader rewrites only base offset and epoch; followers store the
 batch bytes unchanged, so replicas stay identical and every log end offset and every epoch
-boundary falls on a batch boundary. Brokers never decode payloads: they check the header and
-CRC (`iter_batches`) and count records.
+boundary falls on a batch boundary. Brokers check the header and CRC of every batch
+(`iter_batches`); the leader also decodes a produced payload once (`check_payload`, as Kafka's
+LogValidator does) so that a header whose count disagrees with its records is refused at produce:
+offsets are assigned from the count, and a consumer decoding such a batch would fail forever.
 """
 
 from __future__ import annotations
@@ -113,6 +115,32 @@ def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
             base_offset=base_offset, leader_epoch=epoch, count=count, raw=bytes(view[pos:stop])
         )
         pos = stop
+
+
+def check_payload(batch: BatchView) -> None:
+    """CorruptRecordError unless the payload is exactly `count` records of
+    [timestamp_ms (int), key (bytes or None), value (bytes)], as `decode_records` reads them."""
+    try:
+        items = msgpack.unpackb(batch.raw[HEADER_SIZE:], raw=False)
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        raise CorruptRecordError(f"batch payload is not msgpack ({exc})") from exc
+    if not isinstance(items, list):
+        raise CorruptRecordError("batch payload is not a list of records")
+    if len(items) != batch.count:
+        raise CorruptRecordError(
+            f"batch header says {batch.count} records, its payload holds {len(items)}"
+        )
+    for i, item in enumerate(items):
+        if not (
+            isinstance(item, list)
+            and len(item) == 3
+            and isinstance(item[0], int)
+            and (item[1] is None or isinstance(item[1], bytes))
+            and isinstance(item[2], bytes)
+        ):
+            raise CorruptRecordError(
+                f"record {i} of the batch: expected [timestamp_ms, key or None, value bytes]"
+            )
 
 
 def decode_records(batch: BatchView) -> list[Record]:

@@ -56,6 +56,10 @@ def _parse_choice(*choices: str) -> Callable[[str, str], str]:
 
 _BIG = 1 << 62
 
+# What a frame carries besides record bytes (request or response headers, per-partition fields):
+# room for about 3000 partitions' headers in one response.
+FRAME_HEADROOM_BYTES = 1 * MiB
+
 
 @dataclass(frozen=True, slots=True)
 class _Option:
@@ -74,6 +78,8 @@ OPTIONS: dict[str, _Option] = {
             "replica_fetch_response_max_bytes",
             _parse_int(1, 1 << 30),
         ),
+        _Option("message.max.bytes", "message_max_bytes", _parse_int(0, 1 << 30)),
+        _Option("fetch.max.bytes", "fetch_max_bytes", _parse_int(1024, 1 << 30)),
         _Option("replica.fetch.wait.max.ms", "replica_fetch_wait_max_ms", _parse_int(0, 600_000)),
         _Option("replica.fetch.min.bytes", "replica_fetch_min_bytes", _parse_int(1, 1 << 30)),
         _Option("replica.fetch.backoff.ms", "replica_fetch_backoff_ms", _parse_int(0, 600_000)),
@@ -131,6 +137,8 @@ class NodeConfig:
     # Kafka's defaults (REFERENCE.md section 1).
     replica_fetch_max_bytes: int = 1 * MiB
     replica_fetch_response_max_bytes: int = 10 * MiB
+    message_max_bytes: int = 1_048_588  # the largest record batch a produce may carry
+    fetch_max_bytes: int = 55 * MiB  # caps a consumer fetch's max_bytes (not followers')
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000
@@ -187,7 +195,24 @@ class NodeConfig:
                 known = ", ".join(sorted(OPTIONS))
                 raise ConfigError(f"unknown config {name!r}; known configs: {known}")
             changes[option.attr] = option.parse(name, text)
-        return replace(self, **changes)
+        result = replace(self, **changes)
+        result.check_caps()
+        return result
+
+    def check_caps(self) -> None:
+        """ConfigError unless every accepted batch can be carried both ways: a produce of
+        `message.max.bytes` and a fetch response as large as the largest of the batch (KIP-74
+        returns one whole batch above any cap), `fetch.max.bytes` and
+        `replica.fetch.response.max.bytes` must each fit in a frame with room for headers."""
+        room = self.socket_max_frame_bytes - FRAME_HEADROOM_BYTES
+        for name in ("message.max.bytes", "fetch.max.bytes", "replica.fetch.response.max.bytes"):
+            value = getattr(self, OPTIONS[name].attr)
+            if value > room:
+                raise ConfigError(
+                    f"{name}={value} does not fit in a frame: expected at most "
+                    f"socket.max.frame.bytes ({self.socket_max_frame_bytes}) minus "
+                    f"{FRAME_HEADROOM_BYTES} bytes of headers = {room}"
+                )
 
     def settings(self) -> dict[str, object]:
         """Every Kafka-named setting with its value (for `describe` and the event log)."""

@@ -219,7 +219,9 @@ class ControllerService:
                 return BrokerHeartbeatResponse(error_code=code, is_fenced=fenced)
             case CreateTopicsRequest():
                 async with self._lock:
-                    results, effects = state.create_topics(body.topics, now_ms())
+                    results, effects = state.create_topics(
+                        body.topics, now_ms(), validate_only=body.validate_only
+                    )
                     await self._commit(effects)
                 return CreateTopicsResponse(topics=results)
             case AlterPartitionRequest():

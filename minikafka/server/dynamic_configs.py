@@ -19,8 +19,10 @@ from minikafka.core.dynamic_config import (
     BrokerThrottleConfig,
     ConfigSnapshot,
     ThrottledReplicas,
+    TopicOverrides,
     client_quota,
     effective_broker_config,
+    topic_overrides,
     topic_throttled_replicas,
 )
 from minikafka.wire.messages import ConfigEntity
@@ -36,6 +38,7 @@ class DynamicConfigs:
         self._brokers: dict[int, BrokerThrottleConfig] = {}
         self._topics: dict[str, tuple[ThrottledReplicas, ThrottledReplicas]] = {}
         self._clients: dict[str, tuple[int | None, int | None]] = {}
+        self._overrides: dict[str, TopicOverrides] = {}
 
     @property
     def snapshot(self) -> ConfigSnapshot:
@@ -53,6 +56,7 @@ class DynamicConfigs:
         self._brokers.clear()
         self._topics.clear()
         self._clients.clear()
+        self._overrides.clear()
         for callback in list(self._subscribers):
             callback(self._snapshot)
         return True
@@ -80,6 +84,13 @@ class DynamicConfigs:
         if lists is None:
             lists = self._topics[topic] = topic_throttled_replicas(self._snapshot, topic)
         return lists
+
+    def topic_overrides(self, topic: str) -> TopicOverrides:
+        """The topic's own min.insync.replicas, max.message.bytes, ... (None = the broker's)."""
+        overrides = self._overrides.get(topic)
+        if overrides is None:
+            overrides = self._overrides[topic] = topic_overrides(self._snapshot, topic)
+        return overrides
 
     def client_quota(self, client_id: str) -> tuple[int | None, int | None]:
         """(producer_byte_rate, consumer_byte_rate) in B/s, None = unlimited (KIP-13)."""

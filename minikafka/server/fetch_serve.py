@@ -6,7 +6,10 @@
 - Followers read up to the log end offset, consumers up to the high watermark.
 - Reads run in one LMDB read transaction in a worker thread with the KIP-74 caps: partitions
   filled in request order, `partition_max_bytes` each, `max_bytes` in all, the first batch of
-  the first non-empty partition always whole (core/fetch_limits.py).
+  the first non-empty partition always whole (core/fetch_limits.py), for followers and consumers
+  alike, so a batch up to `message.max.bytes` always moves. A consumer's `max_bytes` is first
+  capped by the broker's `fetch.max.bytes` (Kafka's KafkaApis does the same); a follower's is
+  its own `replica.fetch.response.max.bytes`.
 - Long poll: while fewer than `min_bytes` are available and `max_wait_ms` has not passed, the
   request waits for any of its partitions to change, then reads again.
 - Leader throttle (KIP-73, `_LeaderThrottle`): decided per partition at each read, charged once
@@ -161,7 +164,8 @@ async def _read_until_enough(
             for k, (_i, fp, p) in enumerate(readable)
             if k in set(wanted)
         ]
-        got = await trio.to_thread.run_sync(rm.store.read, specs, req.max_bytes) if specs else []
+        max_bytes = req.max_bytes if is_follower else min(req.max_bytes, rm.config.fetch_max_bytes)
+        got = await trio.to_thread.run_sync(rm.store.read, specs, max_bytes) if specs else []
         data = [b""] * len(readable)
         for k, records in zip(wanted, got, strict=True):
             # Precise mode: a partition read with a positive share may still come back with one

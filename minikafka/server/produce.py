@@ -8,7 +8,11 @@
   request's timeout passes (REQUEST_TIMED_OUT). If the ISR shrank below the minimum meanwhile, the
   answer is NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 A partition that fails validation (not led here, unknown, corrupt batch) gets its error code and
-nothing of it is written; the other partitions of the request go on.
+nothing of it is written; the other partitions of the request go on. A batch larger than the
+topic's `max.message.bytes` (else the broker's `message.max.bytes`) is MESSAGE_TOO_LARGE (Kafka's
+RecordTooLargeException, code 10); a header whose record count disagrees with its payload is
+CORRUPT_MESSAGE (core/records.py `check_payload`). The topic's `min.insync.replicas` overrides
+the broker's, as Kafka's LogConfig does.
 
 Client quota (`producer_byte_rate`, KIP-13): when the answer is ready (at once for acks=0 and
 acks=1, after the replication wait for acks=-1, as Kafka's sendResponseCallback records it) the
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 
 import trio
 
-from minikafka.core.records import iter_batches, restamp
+from minikafka.core.records import check_payload, iter_batches, restamp
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
 from minikafka.server.clock import now_ms
@@ -66,12 +70,17 @@ async def handle_produce(
             code = _check_leader(p, pp.topic, known_topic)
         if code == ErrorCode.NONE and req.acks == -1:
             assert p is not None and p.leader is not None
-            if len(p.leader.isr) < rm.config.min_insync_replicas:
+            if len(p.leader.isr) < _min_insync_replicas(rm, pp.topic):
                 code = ErrorCode.NOT_ENOUGH_REPLICAS
         if code == ErrorCode.NONE:
             assert p is not None
             try:
-                write, item = _stamp(p, pp.records, entry=key)
+                write, item = _stamp(p, pp.records, entry=key, max_bytes=_max_bytes(rm, pp.topic))
+            except _TooLarge as exc:
+                answers[key] = _answer(
+                    pp.topic, pp.partition, ErrorCode.MESSAGE_TOO_LARGE, str(exc)
+                )
+                continue
             except CorruptRecordError as exc:
                 answers[key] = _answer(pp.topic, pp.partition, ErrorCode.CORRUPT_MESSAGE, str(exc))
                 continue
@@ -133,11 +142,35 @@ def _check_leader(
     return ErrorCode.NONE if p.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
-def _stamp(p: LocalPartition, records: bytes, *, entry: int) -> tuple[AppendWrite, _Pending]:
-    """Give the batches their offsets and the leader's epoch; reserve the offsets."""
+class _TooLarge(Exception):
+    pass
+
+
+def _min_insync_replicas(rm: ReplicaManager, topic: str) -> int:
+    own = rm.dynamic.topic_overrides(topic).min_insync_replicas if rm.dynamic is not None else None
+    return rm.config.min_insync_replicas if own is None else own
+
+
+def _max_bytes(rm: ReplicaManager, topic: str) -> int:
+    own = rm.dynamic.topic_overrides(topic).max_message_bytes if rm.dynamic is not None else None
+    return rm.config.message_max_bytes if own is None else own
+
+
+def _stamp(
+    p: LocalPartition, records: bytes, *, entry: int, max_bytes: int
+) -> tuple[AppendWrite, _Pending]:
+    """Check the batches (size, CRC, record count), give them their offsets and the leader's
+    epoch, and reserve the offsets. Nothing is reserved if any batch is refused."""
     batches = list(iter_batches(records))
     if not batches:
         raise CorruptRecordError("no record batch in the request")
+    for b in batches:
+        if b.size > max_bytes:
+            raise _TooLarge(
+                f"a record batch of {b.size} bytes is larger than the {max_bytes} bytes "
+                "accepted (max.message.bytes of the topic, else message.max.bytes)"
+            )
+        check_payload(b)
     base = offset = p.next_offset
     stamped = []
     for b in batches:
@@ -180,7 +213,7 @@ def _outcome(rm: ReplicaManager, item: _Pending, acks: int) -> ErrorCode:
     if p.high_watermark < item.end_offset:
         return ErrorCode.REQUEST_TIMED_OUT
     assert p.leader is not None
-    if len(p.leader.isr) < rm.config.min_insync_replicas:
+    if len(p.leader.isr) < _min_insync_replicas(rm, p.tp.topic):
         return ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     return ErrorCode.NONE
 
