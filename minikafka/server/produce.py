@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import trio
 
+from minikafka.core.log import assign_epoch
 from minikafka.core.records import check_payload, iter_batches, restamp
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
@@ -177,6 +178,10 @@ def _stamp(
         stamped.append(restamp(b.raw, base_offset=offset, leader_epoch=p.leader_epoch))
         offset += b.count
     p.next_offset = offset
+    # Until the leader's epoch entry is durable (its write at makeLeader may have failed), every
+    # append carries it: the entry reaches the disk with the first batch stamped with its epoch.
+    assert p.leader is not None
+    epochs = assign_epoch(p.epochs, p.leader.leader_epoch, p.leader.leader_epoch_start_offset)
     item = _Pending(
         p=p,
         base_offset=base,
@@ -185,7 +190,8 @@ def _stamp(
         size=len(records),
         entry=entry,
     )
-    return AppendWrite(tp=p.tp, batches=stamped), item
+    write = AppendWrite(tp=p.tp, batches=stamped, epochs=epochs if epochs != p.epochs else None)
+    return write, item
 
 
 async def _wait_for_replication(pending: list[_Pending], timeout_ms: int) -> None:
