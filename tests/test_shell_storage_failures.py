@@ -14,10 +14,10 @@ import trio.testing
 
 from minikafka.core.records import iter_batches, make_batch
 from minikafka.core.types import TopicPartition
-from minikafka.errors import ErrorCode
+from minikafka.errors import ErrorCode, is_retriable
 from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce
-from minikafka.storage import AppendWrite, StorageError
+from minikafka.storage import AppendWrite, StorageError, StoreConfig
 from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
@@ -179,3 +179,65 @@ async def test_a_new_epoch_for_a_partition_already_led_here_stops_stamping_first
         (0, 1),
         (2, 2),
     ]
+
+
+# ---------------------------------------------------------------- a log that cannot be written
+
+
+async def test_a_partition_whose_log_cannot_be_written_fails_alone_with_kafka_storage_error(
+    autojump_clock, tmp_path
+):
+    broker = MemoryBroker(config(1), tmp_path / "b1")
+    async with broker.running():
+        await broker.apply(
+            [
+                partition_state("t", 0, leader=1, isr=[1], replicas=[1]),
+                partition_state("t", 1, leader=1, isr=[1], replicas=[1]),
+            ]
+        )
+        real = broker.store.append
+
+        def append(writes: Sequence[AppendWrite]) -> object:
+            if any(w.tp == TP for w in writes):  # t-0's log is on the full disk
+                raise StorageError("LMDB: [Errno 28] No space left on device")
+            return real(writes)
+
+        broker.store.append = append  # type: ignore[method-assign]
+        req = ProduceRequest(
+            acks=1,
+            timeout_ms=1000,
+            partitions=[
+                ProducePartition(topic="t", partition=0, records=records(2)),
+                ProducePartition(topic="t", partition=1, records=records(3)),
+            ],
+        )
+        resp = (await handle_produce(broker.rm, req, broker.topics)).response
+        assert isinstance(resp, ProduceResponse)
+        codes = [(p.partition, p.error_code, p.base_offset) for p in resp.partitions]
+        assert codes == [(0, ErrorCode.KAFKA_STORAGE_ERROR, -1), (1, ErrorCode.NONE, 0)]
+        assert is_retriable(ErrorCode.KAFKA_STORAGE_ERROR)
+        assert broker.partition("t", 1).log_end_offset == 3
+        assert broker.metrics.counters["append_failures"] == 1
+
+
+async def test_a_full_lmdb_map_is_a_storage_error_and_the_broker_keeps_serving(
+    autojump_clock, tmp_path
+):
+    """A real MDB_MAP_FULL: a 1 MiB map, filled by produce."""
+    broker = MemoryBroker(
+        config(1), tmp_path / "b1", store_config=StoreConfig(map_size_bytes=1 << 20, sync=False)
+    )
+    async with broker.running():
+        await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])
+        codes = []
+        for _ in range(40):
+            blob = make_batch([(1000, None, bytes(60_000))])
+            codes.append((await produce(broker, blob)).partitions[0].error_code)
+            if codes[-1] != ErrorCode.NONE:
+                break
+        assert codes[-1] == ErrorCode.KAFKA_STORAGE_ERROR
+        assert codes[:-1] and set(codes[:-1]) == {ErrorCode.NONE}
+        leo = broker.partition("t").log_end_offset
+        assert leo == len(codes) - 1
+        # What was written can still be read back.
+        assert len(list(iter_batches(broker.log_bytes("t")))) == leo
