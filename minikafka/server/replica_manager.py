@@ -371,9 +371,17 @@ class ReplicaManager:
                 for tp, p in self.partitions.items()
                 if saved.get(tp) != p.high_watermark
             }
-            if moved:
+            if not moved:
+                continue
+            try:
                 await self.writer.checkpoint(moved)
-                saved.update(moved)
+            except Exception as exc:  # noqa: BLE001 - retried at the next interval
+                # Kafka's ReplicaManager.checkpointHighWatermarks logs and goes on (the log dir is
+                # marked offline); the HWs stay "moved", so the next interval writes them again.
+                self.metrics.inc("hw_checkpoint_failures")
+                self.events.emit("hw_checkpoint_failed", partitions=len(moved), error=str(exc))
+                continue
+            saved.update(moved)
 
     # ------------------------------------------------------------------ gauges
 
