@@ -31,6 +31,7 @@ class ErrorCode(IntEnum):
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
     INVALID_REQUIRED_ACKS = 21
     UNSUPPORTED_VERSION = 35
+    KAFKA_STORAGE_ERROR = 56
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
     INVALID_REPLICATION_FACTOR = 38
@@ -62,6 +63,9 @@ RETRIABLE: frozenset[ErrorCode] = frozenset(
         ErrorCode.NOT_CONTROLLER,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.UNKNOWN_LEADER_EPOCH,
+        # KafkaStorageException is an InvalidMetadataException: the client refreshes metadata
+        # and retries, by then against a leader whose log dir is healthy.
+        ErrorCode.KAFKA_STORAGE_ERROR,
     }
 )
 

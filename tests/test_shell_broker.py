@@ -218,7 +218,7 @@ async def test_storage_failure_does_not_wedge_the_partition(autojump_clock, lead
 
     monkeypatch.setattr(leader.store, "append", failing_once)
     resp = await produce(leader, produce_req({("t", 0): records(3)}))
-    assert resp.partitions[0].error_code == ErrorCode.UNKNOWN_SERVER_ERROR
+    assert resp.partitions[0].error_code == ErrorCode.KAFKA_STORAGE_ERROR
     assert leader.partition("t").log_end_offset == 0
     resp = await produce(leader, produce_req({("t", 0): records(2)}))
     assert (resp.partitions[0].error_code, resp.partitions[0].base_offset) == (0, 0)

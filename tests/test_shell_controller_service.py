@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import random
 
+import pytest
 import trio
 
 from minikafka.core.controller import ControllerState
 from minikafka.core.controller_model import ControllerConfig
-from minikafka.errors import ErrorCode
+from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
 from minikafka.server.eventlog import EventLog
+from minikafka.storage import StorageError
 from minikafka.wire.messages import CreatableTopic, CreateTopicsRequest
 
 
@@ -61,3 +63,47 @@ def test_create_topics_validate_only_answers_as_if_created_and_creates_nothing()
     trio.run(main)
     assert service.state is not None and service.state.topic_names() == []
     assert store.saves == 0  # nothing to persist, nothing sent
+
+
+class FailingStore:
+    """Holds the saved document; `fail` makes the next saves raise as a full disk would."""
+
+    def __init__(self) -> None:
+        self.doc: dict | None = None
+        self.fail = False
+
+    def load(self) -> dict | None:
+        return self.doc
+
+    def save(self, doc: dict) -> None:
+        if self.fail:
+            raise StorageError("LMDB: [Errno 28] No space left on device")
+        self.doc = doc
+
+
+def test_a_failed_controller_save_leaves_memory_and_disk_agreeing():
+    store = FailingStore()
+    service = service_with_brokers(store)  # type: ignore[arg-type]
+    assert service.state is not None
+    store.save(service.state.to_doc())  # as `run` does at start
+    epoch = service.state.controller_epoch
+    store.fail = True
+    req = CreateTopicsRequest(
+        topics=[CreatableTopic(name="t", num_partitions=2, replication_factor=2)]
+    )
+
+    async def main() -> None:
+        with pytest.raises(MiniKafkaError) as caught:
+            await service.dispatch(req)
+        assert getattr(caught.value, "code", None) == ErrorCode.KAFKA_STORAGE_ERROR
+
+    trio.run(main)
+    # Nothing was sent (no nursery: executing an effect would have failed) and the topic that
+    # was never persisted is not in memory either: memory is the disk's document, reloaded as a
+    # restarted controller reloads it, with a new controller epoch.
+    state = service.state
+    assert state is not None and state.topic_names() == []
+    assert state.controller_epoch == epoch + 1
+    assert store.doc is not None
+    assert state.to_doc()["topics"] == store.doc["topics"] == []
+    assert service.events.counts["controller_save_failed"] == 1

@@ -32,7 +32,7 @@ from minikafka.core.controller_model import (
     SendStopReplica,
     SendUpdateMetadata,
 )
-from minikafka.errors import MiniKafkaError
+from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
 from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
@@ -118,16 +118,39 @@ class ControllerService:
                 await self._deadline_changed.wait()
             async with self._lock:
                 effects = self.state.on_deadline(now_ms())
-                await self._commit(effects)
+                try:
+                    await self._commit(effects)
+                except BrokerError:
+                    pass  # reverted and logged by _commit; the next deadline decides again
 
     async def _commit(self, effects: list[object]) -> None:
-        """Persist, then execute. Called with the lock held."""
+        """Persist, then execute. Called with the lock held.
+
+        A failed save sends nothing and puts memory back to what the disk holds (reloaded, as a
+        restarted controller would, with a new controller epoch): Kafka's QuorumController
+        renounces and reverts to the last committed state when a metadata write fails. The
+        caller's request fails with KAFKA_STORAGE_ERROR; nothing it decided happened."""
         assert self.state is not None
         if effects:
-            await trio.to_thread.run_sync(self.store.save, self.state.to_doc())
+            try:
+                await trio.to_thread.run_sync(self.store.save, self.state.to_doc())
+            except Exception as exc:  # noqa: BLE001 - memory goes back to the disk's state
+                await self._revert_to_disk(exc)
+                raise BrokerError(
+                    ErrorCode.KAFKA_STORAGE_ERROR, f"controller metadata not saved: {exc}"
+                ) from exc
         for effect in effects:
             self._execute(effect)
         self._deadline_changed.set()
+
+    async def _revert_to_disk(self, exc: Exception) -> None:
+        doc = await trio.to_thread.run_sync(self.store.load)
+        kw = dict(controller_id=self.config.node_id, config=self._controller_config(), rng=self.rng)
+        self.state = ControllerState.from_doc(doc, **kw) if doc else ControllerState(**kw)
+        self.events.emit(
+            "controller_save_failed", error=str(exc), controller_epoch=self.state.controller_epoch
+        )
+        self._deadline_changed.set()  # restored sessions start now (as after a restart)
 
     def _execute(self, effect: object) -> None:
         assert self.state is not None

@@ -13,11 +13,21 @@ from pathlib import Path
 from typing import IO
 
 from minikafka.server.clock import now_ms
+from minikafka.server.jsonl import JsonlFile
+from minikafka.server.metrics import Metrics
 
 
 class EventLog:
-    def __init__(self, path: Path | None, *, node_id: int, echo: IO[str] | None = None) -> None:
-        self._file = open(path, "a", encoding="utf-8", buffering=1) if path is not None else None
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        node_id: int,
+        echo: IO[str] | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        # A failed write never stops the node (server/jsonl.py).
+        self._file = JsonlFile(path, metrics=metrics) if path is not None else None
         self._node_id = node_id
         self._echo = echo
         self.counts: dict[str, int] = {}
@@ -29,7 +39,7 @@ class EventLog:
         record.update(fields)
         line = json.dumps(record, separators=(",", ":"), default=str)
         if self._file is not None:
-            self._file.write(line + "\n")
+            self._file.write_line(line)
         if self._echo is not None:
             print(line, file=self._echo, flush=True)
 

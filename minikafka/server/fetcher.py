@@ -269,8 +269,9 @@ class ReplicaFetcher:
         for b in batches:
             if b.leader_epoch > latest_epoch(epochs):
                 epochs = assign_epoch(epochs, b.leader_epoch, b.base_offset)
+        # p.epochs is set by the commit hook (replica_manager `_on_committed`): were it set here,
+        # a failed append followed by a retry would find no change and never persist the epoch.
         changed = epochs != p.epochs
-        p.epochs = epochs
         last = batches[-1]
         return AppendWrite(
             tp=p.tp,

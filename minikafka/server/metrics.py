@@ -15,6 +15,7 @@ from pathlib import Path
 import trio
 
 from minikafka.server.clock import now_ms
+from minikafka.server.jsonl import JsonlFile
 
 
 class Metrics:
@@ -45,9 +46,10 @@ async def run_metrics_log(
 ) -> None:
     """Append one JSON line per interval: totals, and rates (`<counter>_per_s`) since the last."""
     task_status.started()
+    out = JsonlFile(path, metrics=metrics)  # a failed write never stops the node
     last = dict(metrics.counters)
     last_ms = now_ms()
-    with open(path, "a", encoding="utf-8", buffering=1) as out:
+    try:
         while True:
             await trio.sleep(interval_ms / 1000)
             t = now_ms()
@@ -58,5 +60,7 @@ async def run_metrics_log(
                 for k, v in metrics.counters.items()
             }
             line = {"ts": round(time.time(), 3), "mono_ms": t, "node": node_id, **snap, **rates}
-            out.write(json.dumps(line, separators=(",", ":")) + "\n")
+            out.write_line(json.dumps(line, separators=(",", ":")))
             last, last_ms = dict(metrics.counters), t
+    finally:
+        out.close()

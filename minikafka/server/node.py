@@ -58,8 +58,10 @@ class Node:
         # Before anything else in the data dir: one node per data dir (DataDirInUse otherwise),
         # held until `run` ends or the process dies (minikafka/storage/dir_lock.py).
         self.dir_lock = lock_data_dir(config.data_dir)
-        self.events = EventLog(config.data_dir / "events.jsonl", node_id=config.node_id)
         self.metrics = Metrics()
+        self.events = EventLog(
+            config.data_dir / "events.jsonl", node_id=config.node_id, metrics=self.metrics
+        )
         self.rng = random.Random(f"{config.seed}/{config.node_id}")
         store_config = StoreConfig(map_size_bytes=config.lmdb_map_size_bytes, sync=config.log_sync)
         self.store = LogStore(config.data_dir / "lmdb", store_config) if config.is_broker else None
@@ -166,6 +168,7 @@ class Node:
                 c.data_dir / "replicas.jsonl",
                 node_id=c.node_id,
                 interval_ms=c.metrics_interval_ms,
+                metrics=self.metrics,
             )
         )
         self.broker = Broker(

@@ -12,7 +12,9 @@ nothing of it is written; the other partitions of the request go on. A batch lar
 topic's `max.message.bytes` (else the broker's `message.max.bytes`) is MESSAGE_TOO_LARGE (Kafka's
 RecordTooLargeException, code 10); a header whose record count disagrees with its payload is
 CORRUPT_MESSAGE (core/records.py `check_payload`). The topic's `min.insync.replicas` overrides
-the broker's, as Kafka's LogConfig does.
+the broker's, as Kafka's LogConfig does. A partition whose log cannot be written (MDB_MAP_FULL,
+ENOSPC: a StorageError) is KAFKA_STORAGE_ERROR (56, retriable) and fails alone: each partition is
+appended as an op of its own, so the others of the request are still written.
 
 Client quota (`producer_byte_rate`, KIP-13): when the answer is ready (at once for acks=0 and
 acks=1, after the replication wait for acks=-1, as Kafka's sendResponseCallback records it) the
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 
 import trio
 
+from minikafka.core.log import assign_epoch
 from minikafka.core.records import check_payload, iter_batches, restamp
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
@@ -34,7 +37,7 @@ from minikafka.server.clock import now_ms
 from minikafka.server.listener import Reply
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
-from minikafka.storage import AppendWrite
+from minikafka.storage import AppendWrite, StorageError
 from minikafka.wire.messages import ProducePartitionResponse, ProduceRequest, ProduceResponse
 
 ACKS = (0, 1, -1)
@@ -89,15 +92,12 @@ async def handle_produce(
         else:
             answers[key] = _answer(pp.topic, pp.partition, code)
     if writes:
-        try:
-            await rm.writer.append(writes)
-        except Exception as exc:  # noqa: BLE001 - a storage failure fails these partitions only
-            rm.events.emit("append_failed", error=str(exc))
-            for item in pending:
-                answers[item.entry] = _answer(
-                    item.p.tp.topic, item.p.tp.partition, ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)
-                )
-            pending = []
+        failed = await _append_per_partition(rm, writes)
+        for item in pending:
+            if item.p.tp in failed:
+                code, message = failed[item.p.tp]
+                answers[item.entry] = _answer(item.p.tp.topic, item.p.tp.partition, code, message)
+        pending = [item for item in pending if item.p.tp not in failed]
         rm.metrics.inc("bytes_in", sum(i.size for i in pending))
         t = now_ms()
         for item in pending:
@@ -123,6 +123,38 @@ async def handle_produce(
         throttle_time_ms=throttle_ms,
     )
     return Reply(response=response, throttle_ms=throttle_ms)
+
+
+async def _append_per_partition(
+    rm: ReplicaManager, writes: list[AppendWrite]
+) -> dict[TopicPartition, tuple[ErrorCode, str]]:
+    """Append each partition's writes as an op of its own (the writer still commits them in one
+    transaction, and retries one by one if that fails), so that a partition whose log cannot be
+    written fails alone and the others of the request are served. Returns the failed ones.
+
+    A StorageError (MDB_MAP_FULL, ENOSPC, ...) is KAFKA_STORAGE_ERROR, retriable, as Kafka's
+    ReplicaManager.appendToLocalLog answers a KafkaStorageException; anything else is ours."""
+    by_tp: dict[TopicPartition, list[AppendWrite]] = {}
+    for w in writes:  # a partition named twice keeps its entries in request order
+        by_tp.setdefault(w.tp, []).append(w)
+    failed: dict[TopicPartition, tuple[ErrorCode, str]] = {}
+
+    async def append(tp: TopicPartition, mine: list[AppendWrite]) -> None:
+        try:
+            await rm.writer.append(mine)
+        except StorageError as exc:
+            failed[tp] = (ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a failure fails these partitions only
+            failed[tp] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
+        else:
+            return
+        rm.events.emit("append_failed", topic=tp.topic, partition=tp.partition, error=failed[tp][1])
+        rm.metrics.inc("append_failures")
+
+    async with trio.open_nursery() as nursery:
+        for tp, mine in by_tp.items():
+            nursery.start_soon(append, tp, mine)
+    return failed
 
 
 def _client_throttle(rm: ReplicaManager, client_id: str, nbytes: int) -> int:
@@ -177,6 +209,10 @@ def _stamp(
         stamped.append(restamp(b.raw, base_offset=offset, leader_epoch=p.leader_epoch))
         offset += b.count
     p.next_offset = offset
+    # Until the leader's epoch entry is durable (its write at makeLeader may have failed), every
+    # append carries it: the entry reaches the disk with the first batch stamped with its epoch.
+    assert p.leader is not None
+    epochs = assign_epoch(p.epochs, p.leader.leader_epoch, p.leader.leader_epoch_start_offset)
     item = _Pending(
         p=p,
         base_offset=base,
@@ -185,7 +221,8 @@ def _stamp(
         size=len(records),
         entry=entry,
     )
-    return AppendWrite(tp=p.tp, batches=stamped), item
+    write = AppendWrite(tp=p.tp, batches=stamped, epochs=epochs if epochs != p.epochs else None)
+    return write, item
 
 
 async def _wait_for_replication(pending: list[_Pending], timeout_ms: int) -> None:

@@ -115,7 +115,15 @@ class ReplicaManager:
     def _on_committed(self, writes: Sequence[AppendWrite]) -> None:
         for w in writes:
             p = self.partitions.get(w.tp)
-            if p is None or not w.batches:
+            if p is None:
+                continue
+            if w.epochs is not None:
+                # The leader-epoch cache changes in memory only once its write is durable (Kafka's
+                # LeaderEpochFileCache writes its checkpoint before it is used): had it changed
+                # before, a failed write followed by a successful retry would compare equal and
+                # never persist the new epoch.
+                p.epochs = list(w.epochs)
+            if not w.batches:
                 continue
             base, _epoch, count = peek_header(w.batches[-1])
             p.on_committed(base + count)
@@ -176,6 +184,14 @@ class ReplicaManager:
         if not items:
             return
         self.fetchers.remove([p.tp for p, _ in items])
+        for p, st in items:
+            if p.leader is not None and p.leader_epoch != st.leader_epoch:
+                # Already leader, new epoch (a LeaderAndIsr skipped an intermediate leader): stop
+                # stamping before the barrier, or a produce stamped with the old epoch while we
+                # wait would be queued behind it and get offsets handed out again below. Kafka
+                # holds Partition.leaderIsrUpdateLock for writing through makeLeader.
+                p.leader = None
+                p.notify()
         await self.writer.barrier()  # appends fetched as a follower are all committed
         writes = []
         t = now_ms()
@@ -185,8 +201,10 @@ class ReplicaManager:
             if same_epoch:  # same leader epoch: the controller changed the ISR or replicas
                 self._adopt(p, st, t)
                 continue
-            p.epochs = assign_epoch(p.epochs, st.leader_epoch, p.log_end_offset)
-            writes.append(AppendWrite(tp=p.tp, batches=[], epochs=p.epochs))
+            # p.epochs follows in the commit hook; produce carries the entry too (produce.py
+            # `_stamp`) until it is durable, so a failed write here is repaired by the next one.
+            epochs = assign_epoch(p.epochs, st.leader_epoch, p.log_end_offset)
+            writes.append(AppendWrite(tp=p.tp, batches=[], epochs=epochs))
             p.next_offset = p.log_end_offset
             p.leader = PartitionLeaderState(
                 tp=p.tp,
@@ -212,7 +230,14 @@ class ReplicaManager:
             )
             p.notify()
         if writes:
-            await self.writer.append(writes)
+            try:
+                await self.writer.append(writes)
+            except Exception as exc:  # noqa: BLE001 - the next produce write carries the epoch
+                self.events.emit(
+                    "epoch_write_failed",
+                    partitions=[str(w.tp) for w in writes],
+                    error=str(exc),
+                )
 
     async def _make_followers(
         self, items: list[tuple[LocalPartition, PartitionState]], brokers: dict[int, BrokerInfo]
@@ -346,9 +371,17 @@ class ReplicaManager:
                 for tp, p in self.partitions.items()
                 if saved.get(tp) != p.high_watermark
             }
-            if moved:
+            if not moved:
+                continue
+            try:
                 await self.writer.checkpoint(moved)
-                saved.update(moved)
+            except Exception as exc:  # noqa: BLE001 - retried at the next interval
+                # Kafka's ReplicaManager.checkpointHighWatermarks logs and goes on (the log dir is
+                # marked offline); the HWs stay "moved", so the next interval writes them again.
+                self.metrics.inc("hw_checkpoint_failures")
+                self.events.emit("hw_checkpoint_failed", partitions=len(moved), error=str(exc))
+                continue
+            saved.update(moved)
 
     # ------------------------------------------------------------------ gauges
 

@@ -24,7 +24,9 @@ from pathlib import Path
 
 import trio
 
+from minikafka.server.jsonl import JsonlFile
 from minikafka.server.local_partition import LocalPartition
+from minikafka.server.metrics import Metrics
 
 
 def replica_rows(partitions: Iterable[LocalPartition]) -> list[list[object]]:
@@ -48,10 +50,16 @@ def replica_rows(partitions: Iterable[LocalPartition]) -> list[list[object]]:
 
 
 async def run_replica_state_log(
-    partitions: dict, path: Path, *, node_id: int, interval_ms: int
+    partitions: dict,
+    path: Path,
+    *,
+    node_id: int,
+    interval_ms: int,
+    metrics: Metrics | None = None,
 ) -> None:
     """Append one line per interval with the rows of `partitions` (the replica manager's map)."""
-    with open(path, "a", encoding="utf-8", buffering=1) as out:
+    out = JsonlFile(path, metrics=metrics)  # a failed write never stops the node
+    try:
         while True:
             await trio.sleep(interval_ms / 1000)
             line = {
@@ -59,4 +67,6 @@ async def run_replica_state_log(
                 "node": node_id,
                 "replicas": replica_rows(partitions.values()),
             }
-            out.write(json.dumps(line, separators=(",", ":")) + "\n")
+            out.write_line(json.dumps(line, separators=(",", ":")))
+    finally:
+        out.close()
