@@ -925,3 +925,42 @@ def test_a_topics_unclean_election_setting_overrides_the_controllers():
     assert leaders == {"m": (-1, [1]), "u": (2, [2])}  # only "u" elects the out-of-sync 2
     [elected] = events(effects, "leader_elected")
     assert elected.fields["unclean"]
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "why"),
+    [
+        ("a" * 64 + ".example", 9092, "label 'aaaa"),  # UnicodeError from the idna codec before
+        ("bad host", 9092, "label 'bad host'"),
+        ("h\u00e9", 9092, "label"),
+        ("", 9092, "host name of 0 characters"),
+        ("a." * 127 + "a", 9092, "host name of 255 characters"),
+        ("h1..x", 9092, "label ''"),
+        ("-h", 9092, "label '-h'"),
+        ("h1", 0, "port 0 is outside 1..65535"),
+        ("h1", 65536, "port 65536"),
+    ],
+)
+def test_register_with_an_unusable_address_is_refused_and_logged(host, port, why):
+    c = make()
+    code, epoch, effects = c.register_broker(
+        broker_id=1, incarnation_id="x", host=host, port=port, now_ms=0
+    )
+    assert (code, epoch) == (ErrorCode.INVALID_REQUEST, -1)
+    [refused] = events(effects)
+    assert refused.name == "broker_registration_refused"
+    assert why in refused.fields["error"]
+    assert c.live_brokers() == [] and c.broker_info(1) is None
+    # the controller goes on: a good registration after it is accepted
+    code, _, _ = c.register_broker(
+        broker_id=1, incarnation_id="x", host="a" * 63 + ".example", port=9092, now_ms=1
+    )
+    assert code == ErrorCode.NONE
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost", "broker_1.local.", "x-1.y"])
+def test_register_accepts_ip_literals_and_host_names(host):
+    code, _, _ = make().register_broker(
+        broker_id=1, incarnation_id="x", host=host, port=1, now_ms=0
+    )
+    assert code == ErrorCode.NONE

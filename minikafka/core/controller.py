@@ -59,6 +59,7 @@ from minikafka.core.controller_reassign import Reassignments
 from minikafka.core.controller_throttles import remove_unclaimed
 from minikafka.core.controller_topics import TopicPlan, plan_topic
 from minikafka.core.dynamic_config import TOPICS, ConfigSnapshot, topic_overrides
+from minikafka.core.hosts import registration_refused
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import (
@@ -243,6 +244,9 @@ class ControllerState:
         self._observe(now_ms)
         if broker_id < 0:
             return ErrorCode.INVALID_REQUEST, -1, []
+        refused = registration_refused(broker_id, host, port)  # issue 11, see core/hosts.py
+        if refused is not None:
+            return ErrorCode.INVALID_REQUEST, -1, [refused]
         events: list[Event] = []
         changed: set[TopicPartition] = set()
         known = self._brokers.get(broker_id)
