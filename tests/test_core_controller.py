@@ -964,3 +964,55 @@ def test_register_accepts_ip_literals_and_host_names(host):
         broker_id=1, incarnation_id="x", host=host, port=1, now_ms=0
     )
     assert code == ErrorCode.NONE
+
+
+def test_a_topic_above_the_per_topic_cap_is_refused_before_placement():
+    c = make(max_partitions_per_topic=10)
+    register(c)
+    results, effects = c.create_topics(
+        [
+            CreatableTopic(name="big", num_partitions=11, replication_factor=1),
+            CreatableTopic(name="manual", assignments=[[1]] * 11),
+            CreatableTopic(name="ok", num_partitions=10, replication_factor=1),
+        ],
+        0,
+    )
+    assert [r.error_code for r in results] == [ErrorCode.INVALID_PARTITIONS] * 2 + [0]
+    assert "Number of partitions 11 is above the controller's limit of 10 per topic" in (
+        results[0].error_message
+    )
+    assert "11" in results[1].error_message
+    assert c.topic_names() == ["ok"]
+    # placement was never tried for "big": the draws are those of creating "ok" alone
+    alone = make()
+    register(alone)
+    create(alone, name="ok", num_partitions=10, replication_factor=1)
+    assert c.rng.getstate() == alone.rng.getstate()
+
+
+def test_the_per_broker_cap_counts_hosted_replicas_and_this_requests_topics():
+    # 3 brokers, at most 4 replicas each: 12 in all.
+    c = make(max_partitions_per_broker=4)
+    register(c)
+    create(c, name="a", num_partitions=3, replication_factor=2)  # 2 per broker
+    results, effects = c.create_topics(
+        [
+            CreatableTopic(name="b", num_partitions=3, replication_factor=2),  # 4 per broker
+            CreatableTopic(name="c", num_partitions=1, replication_factor=1),  # one too many
+        ],
+        0,
+    )
+    assert [r.error_code for r in results] == [ErrorCode.NONE, ErrorCode.POLICY_VIOLATION]
+    assert "would give broker" in results[1].error_message
+    assert "at most 4 per broker" in results[1].error_message
+    assert c.topic_names() == ["a", "b"]
+    # manual assignments are capped too; the broker that is full is named
+    results, _ = c.create_topics([CreatableTopic(name="m", assignments=[[2]])], 0)
+    assert results[0].error_code == ErrorCode.POLICY_VIOLATION
+    assert "broker 2 5 partition replicas" in results[0].error_message
+
+
+def test_partition_caps_have_generous_defaults():
+    config = ControllerConfig()
+    assert config.max_partitions_per_topic == 50_000
+    assert config.max_partitions_per_broker == 8192  # what a broker's LMDB store can open
