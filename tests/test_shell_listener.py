@@ -191,6 +191,11 @@ BAD_FRAMES = {
     "wrong_field_type": _envelope(
         int(ApiKey.PRODUCE), {"acks": "all", "timeout_ms": 1000, "partitions": []}
     ),
+    # A valid produce whose unknown (ignored) field holds ~60 KB of empty arrays, ~3.8 MB of
+    # lists once decoded: past the decode budget of 16x (issue 11), refused before dispatch.
+    "expands_past_budget": _envelope(
+        int(ApiKey.PRODUCE), {"acks": 0, "timeout_ms": 1, "partitions": [], "pad": [[]] * 60_000}
+    ),
 }
 
 
