@@ -925,3 +925,94 @@ def test_a_topics_unclean_election_setting_overrides_the_controllers():
     assert leaders == {"m": (-1, [1]), "u": (2, [2])}  # only "u" elects the out-of-sync 2
     [elected] = events(effects, "leader_elected")
     assert elected.fields["unclean"]
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "why"),
+    [
+        ("a" * 64 + ".example", 9092, "label 'aaaa"),  # UnicodeError from the idna codec before
+        ("bad host", 9092, "label 'bad host'"),
+        ("h\u00e9", 9092, "label"),
+        ("", 9092, "host name of 0 characters"),
+        ("a." * 127 + "a", 9092, "host name of 255 characters"),
+        ("h1..x", 9092, "label ''"),
+        ("-h", 9092, "label '-h'"),
+        ("h1", 0, "port 0 is outside 1..65535"),
+        ("h1", 65536, "port 65536"),
+    ],
+)
+def test_register_with_an_unusable_address_is_refused_and_logged(host, port, why):
+    c = make()
+    code, epoch, effects = c.register_broker(
+        broker_id=1, incarnation_id="x", host=host, port=port, now_ms=0
+    )
+    assert (code, epoch) == (ErrorCode.INVALID_REQUEST, -1)
+    [refused] = events(effects)
+    assert refused.name == "broker_registration_refused"
+    assert why in refused.fields["error"]
+    assert c.live_brokers() == [] and c.broker_info(1) is None
+    # the controller goes on: a good registration after it is accepted
+    code, _, _ = c.register_broker(
+        broker_id=1, incarnation_id="x", host="a" * 63 + ".example", port=9092, now_ms=1
+    )
+    assert code == ErrorCode.NONE
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "::1", "localhost", "broker_1.local.", "x-1.y"])
+def test_register_accepts_ip_literals_and_host_names(host):
+    code, _, _ = make().register_broker(
+        broker_id=1, incarnation_id="x", host=host, port=1, now_ms=0
+    )
+    assert code == ErrorCode.NONE
+
+
+def test_a_topic_above_the_per_topic_cap_is_refused_before_placement():
+    c = make(max_partitions_per_topic=10)
+    register(c)
+    results, effects = c.create_topics(
+        [
+            CreatableTopic(name="big", num_partitions=11, replication_factor=1),
+            CreatableTopic(name="manual", assignments=[[1]] * 11),
+            CreatableTopic(name="ok", num_partitions=10, replication_factor=1),
+        ],
+        0,
+    )
+    assert [r.error_code for r in results] == [ErrorCode.INVALID_PARTITIONS] * 2 + [0]
+    assert "Number of partitions 11 is above the controller's limit of 10 per topic" in (
+        results[0].error_message
+    )
+    assert "11" in results[1].error_message
+    assert c.topic_names() == ["ok"]
+    # placement was never tried for "big": the draws are those of creating "ok" alone
+    alone = make()
+    register(alone)
+    create(alone, name="ok", num_partitions=10, replication_factor=1)
+    assert c.rng.getstate() == alone.rng.getstate()
+
+
+def test_the_per_broker_cap_counts_hosted_replicas_and_this_requests_topics():
+    # 3 brokers, at most 4 replicas each: 12 in all.
+    c = make(max_partitions_per_broker=4)
+    register(c)
+    create(c, name="a", num_partitions=3, replication_factor=2)  # 2 per broker
+    results, effects = c.create_topics(
+        [
+            CreatableTopic(name="b", num_partitions=3, replication_factor=2),  # 4 per broker
+            CreatableTopic(name="c", num_partitions=1, replication_factor=1),  # one too many
+        ],
+        0,
+    )
+    assert [r.error_code for r in results] == [ErrorCode.NONE, ErrorCode.POLICY_VIOLATION]
+    assert "would give broker" in results[1].error_message
+    assert "at most 4 per broker" in results[1].error_message
+    assert c.topic_names() == ["a", "b"]
+    # manual assignments are capped too; the broker that is full is named
+    results, _ = c.create_topics([CreatableTopic(name="m", assignments=[[2]])], 0)
+    assert results[0].error_code == ErrorCode.POLICY_VIOLATION
+    assert "broker 2 5 partition replicas" in results[0].error_message
+
+
+def test_partition_caps_have_generous_defaults():
+    config = ControllerConfig()
+    assert config.max_partitions_per_topic == 50_000
+    assert config.max_partitions_per_broker == 8192  # what a broker's LMDB store can open

@@ -9,6 +9,7 @@ log `bad_request`, and never reach the dispatcher.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from functools import partial
 
@@ -18,7 +19,7 @@ import trio
 import trio.testing
 
 from minikafka.server.eventlog import EventLog
-from minikafka.server.listener import Reply, serve_connection
+from minikafka.server.listener import ConnectionSlots, Reply, serve_admitted, serve_connection
 from minikafka.wire.codec import RequestHeader, decode_response, encode_request
 from minikafka.wire.framing import FrameDecoder, frame
 from minikafka.wire.messages import (
@@ -189,6 +190,11 @@ BAD_FRAMES = {
     "unknown_api_key": _envelope(999, {}),
     "wrong_field_type": _envelope(
         int(ApiKey.PRODUCE), {"acks": "all", "timeout_ms": 1000, "partitions": []}
+    ),
+    # A valid produce whose unknown (ignored) field holds ~60 KB of empty arrays, ~3.8 MB of
+    # lists once decoded: past the decode budget of 16x (issue 11), refused before dispatch.
+    "expands_past_budget": _envelope(
+        int(ApiKey.PRODUCE), {"acks": 0, "timeout_ms": 1, "partitions": [], "pad": [[]] * 60_000}
     ),
 }
 
@@ -363,3 +369,109 @@ async def test_acks_zero_over_quota_mutes_without_an_answer(autojump_clock, even
         assert corr_id == 5 and client.decoder.buffered_bytes == 0  # nothing for the produce
         assert dispatch.reached_at[5] == pytest.approx(0.5)
         await client_stream.aclose()
+
+
+# ---------------------------------------------------------------------------- bounded per peer
+
+IDLE_MS = 10_000
+
+
+def serve_limited(stream, dispatch, events, slots, *, max_in_flight=8, idle_ms=IDLE_MS):
+    return partial(
+        serve_admitted,
+        stream,
+        dispatch,
+        slots,
+        max_frame_bytes=MAX_FRAME,
+        max_in_flight=max_in_flight,
+        events=events,
+        idle_ms=idle_ms,
+    )
+
+
+async def test_an_idle_connection_is_closed_after_connections_max_idle_ms(autojump_clock, events):
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = FakeDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_limited(server_stream, dispatch, events, ConnectionSlots(10)))
+        client = RawClient(client_stream)
+        # Activity keeps it open: a request every 0.9 idle periods, for 5 periods.
+        for corr_id in range(6):
+            await trio.sleep(0.9 * IDLE_MS / 1000)
+            await client.send(corr_id, metadata("now"))
+            assert (await client.receive())[0] == corr_id
+        answered = trio.current_time()
+        assert await client.closed_by_server()
+        # closed IDLE_MS after the last response was written, not before
+        assert trio.current_time() - answered == pytest.approx(IDLE_MS / 1000)
+    assert events.counts == {"connection_idle_closed": 1}
+
+
+async def test_a_client_that_never_reads_pins_in_flight_responses_only_then_is_closed(
+    autojump_clock, events
+):
+    # lockstep: send_all returns only once the peer has read the bytes, like a full TCP window
+    client_stream, server_stream = trio.testing.lockstep_stream_pair()
+    dispatch = FakeDispatcher()
+    served = trio.Event()
+
+    async def serve_it() -> None:
+        await serve_limited(server_stream, dispatch, events, ConnectionSlots(10), max_in_flight=4)()
+        served.set()
+
+    async def flood() -> None:
+        client = RawClient(client_stream)
+        with contextlib.suppress(trio.BrokenResourceError):  # until the server closes
+            for corr_id in range(100):
+                await client.send(corr_id, metadata("now"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(serve_it)
+        nursery.start_soon(flood)
+        await trio.sleep(IDLE_MS / 1000 / 2)
+        # 4 responses wait to be written; the 5th request was read and waits for a slot;
+        # nothing more is read, so nothing more is built.
+        assert len(dispatch.calls) == 4
+        await served.wait()  # the idle timeout ends it: no response was written, none read
+        assert trio.current_time() == pytest.approx(IDLE_MS / 1000)
+        nursery.cancel_scope.cancel()
+    assert len(dispatch.calls) == 4
+    assert events.counts == {"connection_idle_closed": 1}
+
+
+async def test_connections_beyond_max_connections_are_closed_at_once_and_counted(
+    autojump_clock, events
+):
+    slots = ConnectionSlots(2)
+    dispatch = FakeDispatcher()
+    pairs = [trio.testing.memory_stream_pair() for _ in range(4)]
+    ended = [trio.Event() for _ in pairs]
+
+    async def serve_one(i: int) -> None:
+        await serve_limited(pairs[i][1], dispatch, events, slots)()
+        ended[i].set()
+
+    async def round_trip(i: int) -> None:
+        client = RawClient(pairs[i][0])
+        await client.send(i, metadata("now"))
+        assert (await client.receive())[0] == i
+
+    async with trio.open_nursery() as nursery:
+        for i in range(2):  # one at a time: trio does not promise to start tasks in order
+            nursery.start_soon(serve_one, i)
+            await round_trip(i)
+        nursery.start_soon(serve_one, 2)
+        # the third is refused: closed at once, counted, logged
+        assert await RawClient(pairs[2][0]).closed_by_server()
+        await ended[2].wait()
+        assert trio.current_time() == 0  # at once, not at the idle timeout
+        assert (slots.open, slots.refused) == (2, 1)
+        assert events.counts == {"connection_refused": 1}
+        # one closes: its slot is free again, and a fourth is served
+        await pairs[1][0].aclose()
+        await ended[1].wait()
+        assert slots.open == 1
+        nursery.start_soon(serve_one, 3)
+        await round_trip(3)
+        assert (slots.open, slots.refused) == (2, 1)
+        nursery.cancel_scope.cancel()

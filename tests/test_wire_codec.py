@@ -651,3 +651,81 @@ def test_oversize_config_map_rejected_both_ways():
         encode_request(header(ApiKey.CREATE_TOPICS), body)
     raw = {"topics": [{"name": "t", "configs": configs}]}
     assert_remote(raw_request(ApiKey.CREATE_TOPICS, raw), "max_map_len")
+
+
+# ---------------------------------------------------------------------------- decode budget
+
+
+def nested_empty_arrays(total_bytes: int) -> bytes:
+    """Issue 11 point 5: [[[], [], ...], ...] — every 0x90 byte becomes a 56-byte list plus an
+    8-byte slot (~64x), so 8 MB of it used to build more than 500 MiB of objects."""
+    inner = MAX_LIST_LEN // 2
+    outer = total_bytes // inner
+    return (
+        b"\xdd"
+        + outer.to_bytes(4, "big")
+        + (b"\xdd" + inner.to_bytes(4, "big") + b"\x90" * inner) * outer
+    )
+
+
+def test_nested_empty_arrays_are_refused_within_the_budget():
+    import tracemalloc
+
+    payload = msgpack.packb([ApiKey.PRODUCE, 0, 9, "evil", None])[:-1] + nested_empty_arrays(
+        8_000_000
+    )
+    assert len(payload) > 7_900_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(RemoteProtocolError, match=r"request payload of \d+ bytes expands past"):
+            decode_request(payload)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # 16x the frame is the budget; one more container (500,000 slots, 4 MB) may be built
+    # before the hook sees it. Without the budget the peak is about 64x (> 500 MB).
+    assert peak < (codec.DECODE_EXPANSION_MAX + 2) * len(payload)
+
+
+def test_small_maps_with_distinct_keys_count_against_the_budget():
+    # {"k123456": 1234}: 12 bytes -> a 184-byte dict, a 57-byte key, a 28-byte int (~22x).
+    maps = [{f"k{i}": 1000 + i} for i in range(200_000)]
+    body = {"acks": -1, "timeout_ms": 1, "partitions": maps}
+    with pytest.raises(RemoteProtocolError, match="expands past"):
+        decode_request(raw_request(ApiKey.PRODUCE, body))
+
+
+def test_large_legitimate_messages_fit_the_budget():
+    # A 1 MiB batch: bytes are one object, ~1x.
+    body = ProduceRequest(
+        acks=-1,
+        timeout_ms=1000,
+        partitions=[ProducePartition(topic="t", partition=0, records=b"r" * (1 << 20))],
+    )
+    _, got = decode_request(encode_request(header(ApiKey.PRODUCE), body))
+    assert len(got.partitions[0].records) == 1 << 20
+    # 50,000 partitions of metadata: ~6x, the densest message the cluster sends.
+    states = [
+        PartitionState(
+            topic="topic-with-a-name",
+            partition=i,
+            leader=1000 + i % 3,
+            leader_epoch=300 + i,
+            isr=[1000, 1001, 1002],
+            partition_epoch=500 + i,
+            replicas=[1000, 1001, 1002],
+        )
+        for i in range(50_000)
+    ]
+    um = UpdateMetadataRequest(controller_id=1, controller_epoch=1, brokers=[], partitions=states)
+    _, got = decode_request(encode_request(header(ApiKey.UPDATE_METADATA), um))
+    assert len(got.partitions) == 50_000
+
+
+def test_memory_error_while_decoding_is_the_peers_fault(monkeypatch):
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr(codec.msgpack, "unpackb", no_memory)
+    with pytest.raises(RemoteProtocolError, match="out of memory while decoding"):
+        decode_request(raw_request(ApiKey.PRODUCE, produce_body()))

@@ -57,8 +57,9 @@ from minikafka.core.controller_model import (
 )
 from minikafka.core.controller_reassign import Reassignments
 from minikafka.core.controller_throttles import remove_unclaimed
-from minikafka.core.controller_topics import TopicPlan, plan_topic
+from minikafka.core.controller_topics import TopicPlan, plan_topic, replicas_per_broker
 from minikafka.core.dynamic_config import TOPICS, ConfigSnapshot, topic_overrides
+from minikafka.core.hosts import registration_refused
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import (
@@ -243,6 +244,9 @@ class ControllerState:
         self._observe(now_ms)
         if broker_id < 0:
             return ErrorCode.INVALID_REQUEST, -1, []
+        refused = registration_refused(broker_id, host, port)  # issue 11, see core/hosts.py
+        if refused is not None:
+            return ErrorCode.INVALID_REQUEST, -1, [refused]
         events: list[Event] = []
         changed: set[TopicPartition] = set()
         known = self._brokers.get(broker_id)
@@ -344,6 +348,7 @@ class ControllerState:
         events: list[Event] = []
         created: set[TopicPartition] = set()
         configs = self._configs
+        hosted = replicas_per_broker(self._partitions.values())  # topics planned here add up
         for topic in topics:
             if counts[topic.name] > 1:
                 message = (
@@ -364,10 +369,12 @@ class ControllerState:
                 live=live,
                 config=self.config,
                 rng=self.rng,
+                hosted=hosted,
             )
             if isinstance(plan, CreatableTopicResult):
                 results.append(plan)
                 continue
+            hosted.update(b for replicas in plan.replicas for b in replicas)
             results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.NONE))
             if not validate_only:
                 partitions, configs = self._create(plan, events, configs)

@@ -31,6 +31,13 @@ class ControllerConfig:
     unclean_leader_election: bool = False  # unclean.leader.election.enable
     default_num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
+    # Bounded work per request and per broker (issue 11): Kafka has no such caps (KIP-578
+    # proposed max.broker.partitions). A topic above the per-topic cap is refused before any
+    # placement work; a placement that would give a broker more replicas than its store can
+    # open (storage's StoreConfig.max_partitions, 8192 LMDB databases) is refused at creation,
+    # not found when that broker fails every LeaderAndIsr for them.
+    max_partitions_per_topic: int = 50_000
+    max_partitions_per_broker: int = 8192
 
 
 # ---------------------------------------------------------------------------- effects

@@ -14,17 +14,24 @@ new topic's dynamic configs (`dynamic_configs`), which the brokers and the contr
 An unknown name or a bad value refuses the topic (INVALID_CONFIG, one line naming the
 accepted form), as Kafka's LogConfig.validate does: a config is honoured or refused, never
 kept and ignored.
+
+Bounded work (issue 11): a topic asking for more than `max_partitions_per_topic` partitions is
+refused (INVALID_PARTITIONS) before anything is placed, and a placement that would give any
+broker more than `max_partitions_per_broker` replicas, counting those it hosts already, is
+refused with POLICY_VIOLATION (Kafka's code for a refused limit, as CreateTopicPolicy uses it;
+KIP-578 proposed the same check under `max.broker.partitions`).
 """
 
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Container, Sequence, Set
+from collections import Counter
+from collections.abc import Container, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
 from minikafka.core.assignment import AssignmentError, assign_replicas
-from minikafka.core.controller_model import VALUE, ControllerConfig
+from minikafka.core.controller_model import VALUE, ControllerConfig, PartitionRecord
 from minikafka.core.dynamic_config import TOPICS, validate_changes
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import CreatableTopic, CreatableTopicResult
@@ -72,8 +79,11 @@ def plan_topic(
     live: Sequence[int],
     config: ControllerConfig,
     rng: random.Random,
+    hosted: Mapping[int, int] | None = None,
 ) -> TopicPlan | CreatableTopicResult:
-    """Validate one topic and place its replicas; an error result says what is wrong."""
+    """Validate one topic and place its replicas; an error result says what is wrong.
+
+    `hosted`: replicas per broker already (`replicas_per_broker`), for the per-broker cap."""
 
     def error(code: ErrorCode, message: str) -> CreatableTopicResult:
         return CreatableTopicResult(name=topic.name, error_code=code, error_message=message)
@@ -91,13 +101,35 @@ def plan_topic(
     except ConfigError as exc:
         return error(ErrorCode.INVALID_CONFIG, str(exc))
     if topic.assignments:
-        result = _manual(topic, registered=registered, live=set(live))
+        result = _manual(topic, registered=registered, live=set(live), config=config)
     else:
         result = _automatic(topic, live=live, config=config, rng=rng)
     if isinstance(result, tuple):
         return error(*result)
+    over = _broker_cap_error(result.replicas, hosted or {}, config.max_partitions_per_broker)
+    if over is not None:
+        return error(ErrorCode.POLICY_VIOLATION, over)
     static = {k: v for k, v in result.configs.items() if k not in dynamic}
     return replace(result, configs=static, dynamic_configs=dynamic)
+
+
+def replicas_per_broker(partitions: Iterable[PartitionRecord]) -> Counter[int]:
+    """How many partition replicas each broker hosts (moving replicas count on both sides)."""
+    return Counter(b for p in partitions for b in p.replicas)
+
+
+def _broker_cap_error(
+    replicas: Sequence[Sequence[int]], hosted: Mapping[int, int], cap: int
+) -> str | None:
+    added = Counter(b for r in replicas for b in r)
+    for broker, n in sorted(added.items()):
+        if hosted.get(broker, 0) + n > cap:
+            return (
+                f"Placing {len(replicas)} partition(s) would give broker {broker} "
+                f"{hosted.get(broker, 0) + n} partition replicas; the controller allows at "
+                f"most {cap} per broker (max_partitions_per_broker)."
+            )
+    return None
 
 
 def _config_error(configs: object) -> str | None:
@@ -122,6 +154,8 @@ def _automatic(
         return ErrorCode.INVALID_PARTITIONS, (
             "Number of partitions was set to an invalid non-positive value."
         )
+    if partitions > config.max_partitions_per_topic:
+        return ErrorCode.INVALID_PARTITIONS, _too_many(partitions, config)
     if factor <= 0:
         return ErrorCode.INVALID_REPLICATION_FACTOR, (
             "Replication factor must be larger than 0, or -1 to use the default value."
@@ -148,9 +182,11 @@ def _automatic(
 
 
 def _manual(
-    topic: CreatableTopic, *, registered: Container[int], live: Set[int]
+    topic: CreatableTopic, *, registered: Container[int], live: Set[int], config: ControllerConfig
 ) -> TopicPlan | tuple[ErrorCode, str]:
     assert topic.assignments is not None
+    if len(topic.assignments) > config.max_partitions_per_topic:
+        return ErrorCode.INVALID_PARTITIONS, _too_many(len(topic.assignments), config)
     if topic.replication_factor != -1:
         return ErrorCode.INVALID_REQUEST, (
             "A manual partition assignment was specified, but replication factor was not set to -1."
@@ -177,6 +213,13 @@ def _manual(
         replicas=[list(r) for r in topic.assignments],
         isrs=isrs,
         configs=dict(topic.configs),
+    )
+
+
+def _too_many(partitions: int, config: ControllerConfig) -> str:
+    return (
+        f"Number of partitions {partitions} is above the controller's limit of "
+        f"{config.max_partitions_per_topic} per topic (max_partitions_per_topic)."
     )
 
 

@@ -98,6 +98,8 @@ OPTIONS: dict[str, _Option] = {
         _Option("socket.max.frame.bytes", "socket_max_frame_bytes", _parse_int(1024, 1 << 31)),
         _Option("metrics.interval.ms", "metrics_interval_ms", _parse_int(10, 3_600_000)),
         _Option("request.max.in.flight", "request_max_in_flight", _parse_int(1, 1024)),
+        _Option("max.connections", "max_connections", _parse_int(1, 1 << 20)),
+        _Option("connections.max.idle.ms", "connections_max_idle_ms", _parse_int(1, 1 << 40)),
         _Option(
             "replication.quota.window.num", "replication_quota_window_num", _parse_int(1, 1000)
         ),
@@ -156,6 +158,10 @@ class NodeConfig:
     socket_max_frame_bytes: int = 64 * MiB
     metrics_interval_ms: int = 1000
     request_max_in_flight: int = 64  # per connection, requests handled concurrently
+    # Per listener (server/listener.py): connections beyond it are closed at once (Kafka's
+    # max.connections is unbounded by default and makes the Acceptor wait instead).
+    max_connections: int = 1000
+    connections_max_idle_ms: int = 600_000  # Kafka's name and default
     # Quotas (REFERENCE.md sections 1 and 3).
     replication_quota_window_num: int = 11
     replication_quota_window_size_seconds: int = 1

@@ -13,6 +13,20 @@ that answers the response at once still finds it muted) until the throttle time 
 read loop takes no further request off the connection meanwhile (Kafka's SocketServer mutes a
 throttled channel), while requests already taken keep being processed and answered. Overlapping
 throttles end at the latest (core/throttle_gate.py).
+
+Bounded work per peer (issue 11):
+
+- `connections.max.idle.ms` (Kafka's name and default, 10 minutes): a connection on which
+  nothing was received and no response was written for that long is closed, as Kafka's
+  Selector closes idle channels. Requests being handled do not count as activity (neither do
+  they in Kafka), so a peer that never reads its responses is closed too, with its handlers.
+- Such a peer pins at most `request.max.in.flight` responses: a request's slot is given back
+  only once its response is written, and no further request is read while every slot is taken
+  (Kafka goes further and mutes a channel until its one response is sent).
+- `max.connections`: a connection beyond the limit is closed at once and logged as
+  `connection_refused` (Kafka's Acceptor instead stops accepting until one closes, leaving the
+  peer waiting in the kernel's backlog; closing says at once that the broker is full). The
+  limit counts every connection, the cluster's own included: keep it well above the nodes'.
 """
 
 from __future__ import annotations
@@ -44,6 +58,18 @@ class Reply:
 
 Dispatcher = Callable[[RequestHeader, object], Awaitable[object | None]]
 RECV_CHUNK = 1 << 20
+DEFAULT_IDLE_MS = 600_000  # connections.max.idle.ms (Kafka's default)
+DEFAULT_MAX_CONNECTIONS = 1000  # max.connections: Kafka's is unbounded; ours stays under the
+# usual 1024 open-files limit, so a flood is refused here rather than failing accept (EMFILE)
+
+
+class ConnectionSlots:
+    """max.connections for one listener: how many are open, and how many were refused."""
+
+    def __init__(self, max_connections: int) -> None:
+        self.max_connections = max_connections
+        self.open = 0
+        self.refused = 0
 
 
 async def serve_connection(
@@ -53,14 +79,17 @@ async def serve_connection(
     max_frame_bytes: int,
     max_in_flight: int,
     events: EventLog,
+    idle_ms: int = DEFAULT_IDLE_MS,
 ) -> None:
     peer = _peer_name(stream)
+    last_active = trio.current_time()  # something received or a response written
     decoder = FrameDecoder(max_frame_bytes)
     send_lock = trio.Lock()
     in_flight = trio.Semaphore(max_in_flight)
     mute = ThrottleGate()
 
     async def handle(header: RequestHeader, body: object, scope: trio.CancelScope) -> None:
+        nonlocal last_active
         try:
             result = await dispatch(header, body)
             reply = result if isinstance(result, Reply) else Reply(response=result)
@@ -69,6 +98,7 @@ async def serve_connection(
                 payload = encode_response(header.correlation_id, reply.response)
                 async with send_lock:
                     await stream.send_all(frame_header(len(payload)) + payload)
+                    last_active = trio.current_time()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             scope.cancel()  # the peer went away
         except Exception as exc:  # noqa: BLE001 - our bug: log it, drop this connection only
@@ -84,11 +114,13 @@ async def serve_connection(
             in_flight.release()
 
     async def read_requests(nursery: trio.Nursery) -> None:
+        nonlocal last_active
         try:
             while True:
                 payload = decoder.next_frame()
                 if payload is None:
                     data = await stream.receive_some(RECV_CHUNK)
+                    last_active = trio.current_time()
                     decoder.receive_data(data)
                     if not data:
                         decoder.next_frame()  # raises on EOF inside a frame
@@ -107,11 +139,21 @@ async def serve_connection(
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             nursery.cancel_scope.cancel()
 
+    async def close_when_idle(connection: trio.CancelScope) -> None:
+        # Read last_active again after each sleep: activity meanwhile moves the deadline.
+        while (deadline := last_active + idle_ms / 1000) > trio.current_time():
+            await trio.sleep_until(deadline)
+        events.emit("connection_idle_closed", peer=peer, idle_ms=idle_ms)
+        connection.cancel()
+
     # Errors are handled inside the nursery: whatever a peer does ends this connection only,
     # never the listener (an exception escaping here would end the node).
     try:
-        async with trio.open_nursery() as nursery:
-            await read_requests(nursery)
+        async with trio.open_nursery() as connection:
+            connection.start_soon(close_when_idle, connection.cancel_scope)
+            async with trio.open_nursery() as nursery:
+                await read_requests(nursery)
+            connection.cancel_scope.cancel()  # served: stop watching
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()
@@ -125,25 +167,65 @@ async def run_listener(
     max_frame_bytes: int,
     max_in_flight: int,
     events: EventLog,
+    idle_ms: int = DEFAULT_IDLE_MS,
+    max_connections: int = DEFAULT_MAX_CONNECTIONS,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on host:port (0 = any free port) and report the bound port through task_status."""
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
+    slots = ConnectionSlots(max_connections)
 
     async def on_connection(stream: trio.SocketStream) -> None:
         # trio.SocketStream sets TCP_NODELAY itself: small responses are not delayed.
+        await serve_admitted(
+            stream,
+            dispatch,
+            slots,
+            max_frame_bytes=max_frame_bytes,
+            max_in_flight=max_in_flight,
+            events=events,
+            idle_ms=idle_ms,
+        )
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(trio.serve_listeners, on_connection, listeners)
+        task_status.started(bound)
+
+
+async def serve_admitted(
+    stream: trio.SocketStream,
+    dispatch: Dispatcher,
+    slots: ConnectionSlots,
+    *,
+    max_frame_bytes: int,
+    max_in_flight: int,
+    events: EventLog,
+    idle_ms: int = DEFAULT_IDLE_MS,
+) -> None:
+    """serve_connection if a slot is free (max.connections), else close the stream at once."""
+    if slots.open >= slots.max_connections:
+        slots.refused += 1
+        events.emit(
+            "connection_refused",
+            peer=_peer_name(stream),
+            max_connections=slots.max_connections,
+            refused=slots.refused,
+        )
+        await trio.aclose_forcefully(stream)
+        return
+    slots.open += 1
+    try:
         await serve_connection(
             stream,
             dispatch,
             max_frame_bytes=max_frame_bytes,
             max_in_flight=max_in_flight,
             events=events,
+            idle_ms=idle_ms,
         )
-
-    async with trio.open_nursery() as nursery:
-        await nursery.start(trio.serve_listeners, on_connection, listeners)
-        task_status.started(bound)
+    finally:
+        slots.open -= 1
 
 
 def _peer_name(stream: trio.SocketStream) -> str:

@@ -123,6 +123,8 @@ class Node:
             max_frame_bytes=c.socket_max_frame_bytes,
             max_in_flight=c.request_max_in_flight,
             events=self.events,
+            idle_ms=c.connections_max_idle_ms,
+            max_connections=c.max_connections,
             task_status=task_status,
         )
 

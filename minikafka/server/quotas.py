@@ -13,6 +13,13 @@ quota window (Kafka's `throttle-time` sensor of ClientQuotaManager, recorded in 
 only when a throttle is imposed): the metrics show how long each client was held lately.
 Kafka's broker sensor keeps only the Avg, over the Metrics default window (`metrics.num.samples`
 x `metrics.sample.window.ms`); the Max is what Kafka's clients report (`produce-throttle-time-max`).
+
+A client id's sensors expire after `INACTIVE_SENSOR_EXPIRATION_MS` without a record (Kafka's
+ClientQuotaManager.InactiveSensorExpirationTimeSeconds, 3600; Metrics' ExpireSensorTask looks
+every 30 s): otherwise every client id ever seen would hold its sensors forever (issue 11).
+Here the look is taken, at most every `EXPIRE_CHECK_INTERVAL_MS`, when bytes are recorded or
+the rates are read (the metrics log reads them every interval). A client that comes back
+starts afresh, as in Kafka; its quota window was long over anyway.
 """
 
 from __future__ import annotations
@@ -24,6 +31,10 @@ from minikafka.core.replication_quota import ThrottleClass, class_rate
 from minikafka.core.stats import Avg, Max, MetricConfig, Rate, Sensor, SimpleRate
 
 SIDES = ("leader", "follower")
+INACTIVE_SENSOR_EXPIRATION_MS = (
+    3600 * 1000
+)  # ClientQuotaManager.InactiveSensorExpirationTimeSeconds
+EXPIRE_CHECK_INTERVAL_MS = 30_000  # Metrics' ExpireSensorTask period
 
 
 class ReplicationQuotas:
@@ -79,6 +90,8 @@ class ClientQuotas:
         self._bounds: dict[str, float | None] = {}
         self._throttle_avg: dict[str, Avg] = {}
         self._throttle_max: dict[str, Max] = {}
+        self._last_record_ms: dict[str, int] = {}
+        self._next_expiry_check_ms = 0
 
     def _config(self, bound: float | None) -> MetricConfig:
         return MetricConfig(samples=self.samples, window_ms=self.window_ms, quota=bound)
@@ -97,6 +110,8 @@ class ClientQuotas:
         """Record the bytes; the throttle time (ms) of this response (KIP-13's formula), for
         which the connection is then muted (KIP-219). A throttle is recorded into the client's
         throttle-time stats."""
+        self.expire(now_ms)
+        self._last_record_ms[client_id] = now_ms
         self.set_bound(client_id, bound)
         sensor = self._sensors.get(client_id)
         if sensor is None:
@@ -110,7 +125,29 @@ class ClientQuotas:
             self._throttle_max.setdefault(client_id, Max(cfg)).record(throttle, now_ms)
         return throttle
 
+    def expire(self, now_ms: int) -> None:
+        """Drop the sensors of client ids not recorded for INACTIVE_SENSOR_EXPIRATION_MS (Kafka's
+        Sensor.hasExpired: strictly longer), looking at most every EXPIRE_CHECK_INTERVAL_MS."""
+        if now_ms < self._next_expiry_check_ms:
+            return
+        self._next_expiry_check_ms = now_ms + EXPIRE_CHECK_INTERVAL_MS
+        expired = [
+            cid
+            for cid, last in self._last_record_ms.items()
+            if now_ms - last > INACTIVE_SENSOR_EXPIRATION_MS
+        ]
+        for cid in expired:
+            for sensors in (
+                self._last_record_ms,
+                self._sensors,
+                self._bounds,
+                self._throttle_avg,
+                self._throttle_max,
+            ):
+                sensors.pop(cid, None)
+
     def rates(self, now_ms: int) -> dict[str, float]:
+        self.expire(now_ms)
         return {cid: round(s.peek(now_ms), 1) for cid, s in self._sensors.items()}
 
     def throttle_time_avg(self, now_ms: int) -> dict[str, float | None]:

@@ -17,6 +17,16 @@ Rules:
   ignored (a newer peer may add some); missing fields with a default get the default; missing
   required fields are errors. Lists are capped at `MAX_LIST_LEN` items and strings at
   `MAX_STR_BYTES` bytes, so absurd sizes are refused by msgpack before they are built.
+- Decoding is budgeted by payload size. msgpack expands: one byte 0x90 is an empty list of 56
+  bytes plus its 8-byte slot, so 8 MB of nested empty arrays would build 551 MiB. A per-decode
+  `_DecodeBudget` (msgpack's list and object hooks, called as each container is finished) adds
+  up what the Python objects cost and refuses the payload once that exceeds
+  `DECODE_EXPANSION_MAX` times its size (plus `DECODE_BUDGET_SLACK_BYTES`). Real messages
+  expand about 6x (a 50,000-partition metadata response); the worst a payload can make is then
+  bounded by the budget plus one container (at most `MAX_LIST_LEN` slots). A MemoryError while
+  decoding is the peer's fault too: that connection closes, the node goes on (Kafka bounds the
+  same thing with `socket.request.max.bytes` and its memory pool; its binary protocol cannot
+  expand like this).
 - Encoding checks the same rules and raises `LocalProtocolError` (our bug) rather than send
   something the peer would reject. It is a little more lenient on input types: int subclasses
   (IntEnum error codes) become plain ints, tuples encode as arrays, bytearray/memoryview encode
@@ -34,6 +44,7 @@ both when the type is already known. (wire/correlation.py pairs the two for clie
 from __future__ import annotations
 
 import dataclasses
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -48,6 +59,8 @@ from minikafka.wire.messages import API, API_KEY_OF, SUPPORTED_VERSIONS, ApiKey
 MAX_LIST_LEN = 1_000_000
 MAX_STR_BYTES = 32 * 1024
 MAX_MAP_LEN = 100_000  # config maps and field maps are small; a huge map is an attack
+DECODE_EXPANSION_MAX = 16  # legitimate messages build ~6x their size in Python objects
+DECODE_BUDGET_SLACK_BYTES = 64 * 1024  # small frames: a few empty lists are not an attack
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT16_MIN, INT16_MAX = -(2**15), 2**15 - 1
@@ -207,18 +220,88 @@ def _pack(obj: object) -> bytes:
 _UNPACK_ERRORS = (ValueError, TypeError, msgpack.UnpackException)
 
 
+class _DecodeBudgetExceeded(Exception):
+    pass
+
+
+class _DecodeBudget:
+    """Adds up the bytes of the Python objects msgpack builds for one payload (sys.getsizeof,
+    measured against tracemalloc within a few %) and raises once they exceed the budget.
+
+    Hooks see each container after its elements were built, inner first, so the count stops
+    an expansion one container after the budget is gone. Objects CPython shares are free: None,
+    bools, small ints (-5..256), the empty and one-character strings; map keys are counted once
+    per distinct key (msgpack interns them, so repeated field names cost nothing more).
+    """
+
+    __slots__ = ("left", "_keys")
+
+    def __init__(self, budget_bytes: int) -> None:
+        self.left = budget_bytes
+        self._keys: set[object] = set()
+
+    def list_hook(self, items: list[object]) -> list[object]:
+        self._spend(56 + 8 * len(items) + _scalars_size(items))
+        return items
+
+    def object_hook(self, fields: dict[object, object]) -> dict[object, object]:
+        cost = sys.getsizeof(fields) + _scalars_size(fields.values())
+        keys = self._keys
+        for key in fields:
+            if key not in keys:
+                keys.add(key)
+                cost += sys.getsizeof(key)
+        self._spend(cost)
+        return fields
+
+    def _spend(self, cost: int) -> None:
+        self.left -= cost
+        if self.left < 0:
+            raise _DecodeBudgetExceeded
+
+
+def _scalars_size(values: typing.Iterable[object]) -> int:
+    size = 0
+    for x in values:
+        t = type(x)
+        if t is int:
+            if not -5 <= x <= 256:  # type: ignore[operator]
+                size += sys.getsizeof(x)
+        elif t is str or t is bytes:
+            if len(x) > 1:  # type: ignore[arg-type]
+                size += sys.getsizeof(x)
+        elif t is float:
+            size += 24
+    return size  # containers are counted by their own hook
+
+
 def _unpack(payload: bytes, what: str) -> object:
+    budget_bytes = DECODE_EXPANSION_MAX * len(payload) + DECODE_BUDGET_SLACK_BYTES
+    budget = _DecodeBudget(budget_bytes)
     try:
         return msgpack.unpackb(
             payload,
             raw=False,
             use_list=True,
             strict_map_key=True,
+            list_hook=budget.list_hook,
+            object_hook=budget.object_hook,
             max_str_len=MAX_STR_BYTES,
-            max_array_len=MAX_LIST_LEN,
-            max_map_len=MAX_MAP_LEN,
+            # Every element takes at least one byte: a longer header is a lie that would make
+            # msgpack allocate the slots before finding the payload short.
+            max_array_len=min(MAX_LIST_LEN, len(payload)),
+            max_map_len=min(MAX_MAP_LEN, len(payload)),
             max_ext_len=0,  # no ext types in this protocol
         )
+    except _DecodeBudgetExceeded:
+        raise RemoteProtocolError(
+            f"{what} payload of {len(payload)} bytes expands past {budget_bytes} bytes of "
+            f"objects ({DECODE_EXPANSION_MAX}x its size): refused"
+        ) from None
+    except MemoryError:
+        raise RemoteProtocolError(
+            f"{what} payload of {len(payload)} bytes: out of memory while decoding"
+        ) from None
     except msgpack.StackError:
         raise RemoteProtocolError(f"{what} payload nests too deeply") from None
     except msgpack.FormatError:
