@@ -31,6 +31,7 @@ class _Op:
     done: trio.Event = field(default_factory=trio.Event)
     result: object = None
     error: BaseException | None = None
+    failed: dict[TopicPartition, Exception] = field(default_factory=dict)  # appends, per partition
 
 
 class LogWriter:
@@ -107,16 +108,42 @@ class LogWriter:
                 for op in appends:
                     await self._commit([op])
                 return
+            if len(writes) > 1:
+                # One op of several partitions: a partition whose log cannot be written fails
+                # alone (Kafka's ReplicaManager.appendToLocalLog answers per partition).
+                await self._commit_each(appends[0], writes)
+                return
             appends[0].error = exc
+            appends[0].failed = {w.tp: exc for w in writes}
             if self.on_failed is not None:
                 self.on_failed(writes)
         else:
-            self.commits += 1
-            self.bytes_written += sum(op.size for op in appends)
-            if self.on_committed is not None:
-                self.on_committed(writes)
+            self._committed(appends, writes)
         for op in appends:
             op.done.set()
+
+    async def _commit_each(self, op: _Op, writes: list[AppendWrite]) -> None:
+        ok = []
+        for w in writes:
+            try:
+                await trio.to_thread.run_sync(self.store.append, [w])
+            except Exception as exc:  # noqa: BLE001 - handed to the waiter
+                op.failed[w.tp] = exc
+                if self.on_failed is not None:
+                    self.on_failed([w])
+            else:
+                ok.append(w)
+        if ok:
+            self._committed([op], ok)
+        if not ok:
+            op.error = next(iter(op.failed.values()))
+        op.done.set()
+
+    def _committed(self, appends: list[_Op], writes: list[AppendWrite]) -> None:
+        self.commits += 1
+        self.bytes_written += sum(op.size for op in appends)
+        if self.on_committed is not None:
+            self.on_committed(writes)
 
     async def _submit(self, op: _Op) -> object:
         try:
@@ -129,8 +156,22 @@ class LogWriter:
         return op.result
 
     async def append(self, writes: Sequence[AppendWrite]) -> None:
+        """Append; raises if any partition's write failed (the others may be committed)."""
+        failed = await self.append_each(writes)
+        if failed:
+            raise next(iter(failed.values()))
+
+    async def append_each(self, writes: Sequence[AppendWrite]) -> dict[TopicPartition, Exception]:
+        """Append as one op (queued at once, so offsets stamped in order are written in order);
+        -> the partitions whose write failed, with why (the others are committed)."""
         size = sum(len(b) for w in writes for b in w.batches)
-        await self._submit(_Op("append", writes=writes, size=size))
+        op = _Op("append", writes=writes, size=size)
+        try:
+            await self._submit(op)
+        except Exception:  # noqa: BLE001 - reported per partition below
+            if not op.failed:
+                raise
+        return dict(op.failed)
 
     async def call(self, fn: Callable[[], object]) -> object:
         return await self._submit(_Op("call", call=fn))

@@ -128,32 +128,26 @@ async def handle_produce(
 async def _append_per_partition(
     rm: ReplicaManager, writes: list[AppendWrite]
 ) -> dict[TopicPartition, tuple[ErrorCode, str]]:
-    """Append each partition's writes as an op of its own (the writer still commits them in one
-    transaction, and retries one by one if that fails), so that a partition whose log cannot be
-    written fails alone and the others of the request are served. Returns the failed ones.
+    """Append the request's writes as one writer op (queued at once: offsets stamped in order
+    are written in order); a partition whose log cannot be written fails alone (the writer
+    retries partition by partition) and the others are served. Returns the failed ones.
 
     A StorageError (MDB_MAP_FULL, ENOSPC, ...) is KAFKA_STORAGE_ERROR, retriable, as Kafka's
     ReplicaManager.appendToLocalLog answers a KafkaStorageException; anything else is ours."""
-    by_tp: dict[TopicPartition, list[AppendWrite]] = {}
-    for w in writes:  # a partition named twice keeps its entries in request order
-        by_tp.setdefault(w.tp, []).append(w)
+    try:
+        errors = await rm.writer.append_each(writes)
+    except Exception as exc:  # noqa: BLE001 - the writer stopped: every partition fails
+        errors = {w.tp: exc for w in writes}
     failed: dict[TopicPartition, tuple[ErrorCode, str]] = {}
-
-    async def append(tp: TopicPartition, mine: list[AppendWrite]) -> None:
-        try:
-            await rm.writer.append(mine)
-        except StorageError as exc:
-            failed[tp] = (ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
-        except Exception as exc:  # noqa: BLE001 - a failure fails these partitions only
-            failed[tp] = (ErrorCode.UNKNOWN_SERVER_ERROR, str(exc))
-        else:
-            return
-        rm.events.emit("append_failed", topic=tp.topic, partition=tp.partition, error=failed[tp][1])
+    for tp, exc in errors.items():
+        code = (
+            ErrorCode.KAFKA_STORAGE_ERROR
+            if isinstance(exc, StorageError)
+            else ErrorCode.UNKNOWN_SERVER_ERROR
+        )
+        failed[tp] = (code, str(exc))
+        rm.events.emit("append_failed", topic=tp.topic, partition=tp.partition, error=str(exc))
         rm.metrics.inc("append_failures")
-
-    async with trio.open_nursery() as nursery:
-        for tp, mine in by_tp.items():
-            nursery.start_soon(append, tp, mine)
     return failed
 
 
