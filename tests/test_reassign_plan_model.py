@@ -8,7 +8,7 @@ import pytest
 
 from minikafka.core.types import TopicPartition
 from tools.reassign import plan, plan_model
-from tools.reassign.model import KafkaSettings, MovingPartition
+from tools.reassign.model import KafkaSettings, MovingPartition, settings_from_configs
 from tools.reassign.moves import OngoingReassignment, move_map
 
 MB = 1_000_000
@@ -189,7 +189,7 @@ def test_input_leader_falls_back_to_the_first_current_source_and_ongoing_moves_k
 
 
 def test_kafka_settings_come_from_the_node_configs():
-    s = plan_model.kafka_settings(
+    s = settings_from_configs(
         {
             "replica.fetch.response.max.bytes": "262144",
             "replica.fetch.max.bytes": "65536",
@@ -206,7 +206,7 @@ def test_kafka_settings_come_from_the_node_configs():
         0.25,
     )
     assert (s.window_num, s.window_s) == (5, 2)
-    assert plan_model.kafka_settings({}) == KafkaSettings()  # Kafka's defaults
+    assert settings_from_configs({}) == KafkaSettings()  # Kafka's defaults
 
 
 # ---------------------------------------------------------------------------- the comparison

@@ -18,7 +18,12 @@ from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from tools.reassign import moves, plan_model, runner
 from tools.reassign import progress as prog
-from tools.reassign.model import KAFKA_DEFAULTS, KafkaSettings, MovingPartition
+from tools.reassign.model import (
+    KAFKA_DEFAULTS,
+    KafkaSettings,
+    MovingPartition,
+    settings_from_configs,
+)
 from tools.reassign.units import human_bytes, human_rate
 
 BYTES_IN_WINDOW_S = 10.0
@@ -287,5 +292,5 @@ def inputs_from(
         inbound_sources=sources,
         partitions_led=plan_model.partitions_led(view.leaders),
         precise=typed.replication_quota_precise,
-        kafka=plan_model.kafka_settings(ours),
+        kafka=settings_from_configs(ours),
     )

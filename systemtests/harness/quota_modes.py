@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tools.reassign.model import (
-    KafkaSettings,
     MovingPartition,
     aged_sensors,
     kafka_prediction,
@@ -85,11 +84,6 @@ NODE_CONFIGS: Mapping[str, Mapping[str, str]] = {
 }
 
 
-def kafka_settings(node_configs: Mapping[str, str]) -> KafkaSettings:
-    """The simulation's settings from these node configs (tools/reassign/model.py)."""
-    return settings_from_configs(node_configs)
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Judging:
     """What a case is held to: its predicted move time, and the span and bound of its throttle
@@ -121,7 +115,7 @@ def judging(
         return Judging(predicted_s=traffic.seconds)
     if quota != "kafka":
         raise ValueError(f"quota mode {quota!r}: expected one of {', '.join(QUOTA_MODES)}")
-    settings = kafka_settings(NODE_CONFIGS["kafka"])
+    settings = settings_from_configs(NODE_CONFIGS["kafka"])
     ages = aged_sensors(moving, mode, up_s)
     sim = kafka_prediction(
         moving, throttle=throttle, mode=mode, settings=settings, sensor_age_s=ages

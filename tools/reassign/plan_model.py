@@ -24,7 +24,7 @@ The output:
   K against the largest BytesInPerSec that KIP-73 subtracts from every throttle, taken apart;
 - `simulate`: Kafka's own algorithm (`model.kafka_prediction`), for clusters that run it
   (`replication.quota.precise=false`, minikafka's default), with settings from the node configs
-  (`kafka_settings`, the same construction as systemtests/harness/quota_modes.py's);
+  (`model.settings_from_configs`, as the system tests build theirs);
 - `required_throttle`: the model inverted, the T that finishes within Y seconds:
   max over sensors of K + C / Y.
 """
@@ -47,7 +47,6 @@ from tools.reassign.model import (
     aged_sensors,
     kafka_prediction,
     sensor_loads,
-    settings_from_configs,
     traffic_prediction,
 )
 from tools.reassign.moves import MODE_REASSIGNMENT, MODE_REPLICATION, PartitionMove
@@ -185,11 +184,6 @@ def moving_partitions(
             )
         )
     return out
-
-
-def kafka_settings(node_configs: Mapping[str, str]) -> KafkaSettings:
-    """The simulation's settings from a cluster's node configs (model.settings_from_configs)."""
-    return settings_from_configs(node_configs)
 
 
 # ---------------------------------------------------------------------------- the traffic model
