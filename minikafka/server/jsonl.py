@@ -12,14 +12,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, Protocol
 
-if TYPE_CHECKING:
-    from minikafka.server.metrics import Metrics
+
+class Counters(Protocol):
+    """Where the write errors are counted (the node's Metrics; a protocol, so that metrics.py,
+    which writes through this file, is not imported back)."""
+
+    def inc(self, name: str, amount: int = 1) -> None: ...
 
 
 class JsonlFile:
-    def __init__(self, path: Path, *, metrics: Metrics | None = None) -> None:
+    def __init__(self, path: Path, *, metrics: Counters | None = None) -> None:
         self.path = path
         self.kind = path.stem
         self.metrics = metrics
