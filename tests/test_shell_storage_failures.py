@@ -16,15 +16,23 @@ from minikafka.core.records import iter_batches, make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, is_retriable
 from minikafka.server.config import NodeConfig
+from minikafka.server.fetch_serve import handle_fetch
 from minikafka.server.produce import handle_produce
-from minikafka.storage import AppendWrite, StorageError, StoreConfig
+from minikafka.storage import AppendWrite, LogDirError, StorageError, StoreConfig
 from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
     wait_until,
 )
-from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
+from minikafka.wire.messages import (
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    ProducePartition,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
@@ -241,3 +249,132 @@ async def test_a_full_lmdb_map_is_a_storage_error_and_the_broker_keeps_serving(
         assert leo == len(codes) - 1
         # What was written can still be read back.
         assert len(list(iter_batches(broker.log_bytes("t")))) == leo
+
+
+# ---------------------------------------------------------------- replicas taken offline
+
+
+def disk_fails_for(broker: MemoryBroker, tp: TopicPartition) -> None:
+    """From now on every write of `tp` fails as a full disk does (a LogDirError)."""
+    real = broker.store.append
+
+    def append(writes: Sequence[AppendWrite]) -> object:
+        if any(w.tp == tp for w in writes):
+            raise LogDirError("LMDB: [Errno 28] No space left on device")
+        return real(writes)
+
+    broker.store.append = append  # type: ignore[method-assign]
+
+
+async def consume(broker: MemoryBroker, partition: int) -> int:
+    req = FetchRequest(
+        replica_id=-1,
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        partitions=[
+            FetchPartition(
+                topic="t", partition=partition, fetch_offset=0, partition_max_bytes=1 << 20
+            )
+        ],
+    )
+    resp = (await handle_fetch(broker.rm, req, broker.topics)).response
+    assert isinstance(resp, FetchResponse)
+    return resp.partitions[0].error_code
+
+
+async def test_a_log_dir_error_takes_the_replica_offline_and_only_that_one(
+    autojump_clock, tmp_path
+):
+    """Kafka answers KAFKA_STORAGE_ERROR for an offline partition, to produce, fetch and
+    LeaderAndIsr alike, and keeps serving the others (ReplicaManager, HostedPartition.Offline)."""
+    broker = MemoryBroker(config(1), tmp_path / "b1")
+    async with broker.running():
+        both = [
+            partition_state("t", 0, leader=1, isr=[1], replicas=[1]),
+            partition_state("t", 1, leader=1, isr=[1], replicas=[1]),
+        ]
+        await broker.apply(both)
+        disk_fails_for(broker, TP)
+        assert (await produce(broker, records(2))).partitions[0].error_code == (
+            ErrorCode.KAFKA_STORAGE_ERROR
+        )
+        assert TP in broker.rm.offline and broker.partition("t").offline
+        assert broker.events.counts.get("replica_offline") == 1
+        assert broker.metrics.snapshot()["offline_replicas"] == 1
+        # Offline: refused before any write is tried, by produce and by fetch.
+        broker.store.append = lambda writes: pytest.fail("an offline replica was written")
+        assert (await produce(broker, records(1))).partitions[0].error_code == (
+            ErrorCode.KAFKA_STORAGE_ERROR
+        )
+        assert await consume(broker, 0) == ErrorCode.KAFKA_STORAGE_ERROR
+        newer = [partition_state("t", 0, leader=1, isr=[1], replicas=[1], leader_epoch=2)]
+        [err] = await broker.apply(newer)
+        assert err.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert broker.events.counts.get("replica_offline") == 1  # reported once
+        # The other partition is untouched.
+        assert await consume(broker, 1) == ErrorCode.NONE
+        assert not broker.partition("t", 1).offline
+
+
+async def test_a_plain_storage_refusal_does_not_take_the_replica_offline(autojump_clock, leader):
+    failures = fail_once(leader, lambda writes: True)  # a StorageError, not a LogDirError
+    assert (await produce(leader, records(2))).partitions[0].error_code == (
+        ErrorCode.KAFKA_STORAGE_ERROR
+    )
+    assert failures == [1] and len(leader.rm.offline) == 0
+    assert (await produce(leader, records(2))).partitions[0].error_code == ErrorCode.NONE
+
+
+async def test_a_leader_and_isr_the_store_cannot_hold_gets_per_partition_errors(
+    autojump_clock, tmp_path
+):
+    """Issue 11 point 5: more partitions than the store allows is answered per partition (the
+    controller used to resend the whole request every 0.2 s forever, as the broker closed the
+    connection on the exception)."""
+    broker = MemoryBroker(
+        config(1), tmp_path / "b1", store_config=StoreConfig(sync=False, max_partitions=1)
+    )
+    async with broker.running():
+        errors = await broker.apply(
+            [
+                partition_state("t", 0, leader=1, isr=[1], replicas=[1]),
+                partition_state("t", 1, leader=1, isr=[1], replicas=[1]),
+            ]
+        )
+        codes = [(e.partition, e.error_code) for e in errors]
+        assert codes == [(0, ErrorCode.NONE), (1, ErrorCode.KAFKA_STORAGE_ERROR)]
+        assert TopicPartition("t", 1) in broker.rm.offline
+        assert (await produce(broker, records(1))).partitions[0].error_code == ErrorCode.NONE
+
+
+async def test_a_follower_whose_append_fails_goes_offline_and_its_fetcher_goes_on(
+    autojump_clock, tmp_path
+):
+    network = MemoryNetwork()
+    a = MemoryBroker(config(1), tmp_path / "a", network=network)
+    b = MemoryBroker(config(2), tmp_path / "b", network=network)
+    async with a.running(), b.running():
+        brokers = [a.info, b.info]
+        states = [partition_state("t", p, leader=1, isr=[1, 2], replicas=[1, 2]) for p in (0, 1)]
+        await a.apply(states, brokers)
+        await b.apply(states, brokers)
+        disk_fails_for(b, TP)
+        for p in (0, 1):
+            req = ProduceRequest(
+                acks=1,
+                timeout_ms=1000,
+                partitions=[ProducePartition(topic="t", partition=p, records=records(3))],
+            )
+            await handle_produce(a.rm, req, a.topics)
+        await wait_until(lambda: b.partition("t", 1).log_end_offset == 3)
+        assert TP in b.rm.offline and b.partition("t").log_end_offset == 0
+        assert b.events.counts.get("fetch_append_failed") == 1
+        # The same fetcher keeps replicating the healthy partition.
+        req = ProduceRequest(
+            acks=1,
+            timeout_ms=1000,
+            partitions=[ProducePartition(topic="t", partition=1, records=records(2))],
+        )
+        await handle_produce(a.rm, req, a.topics)
+        await wait_until(lambda: b.partition("t", 1).log_end_offset == 5)

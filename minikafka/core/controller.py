@@ -38,7 +38,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from minikafka.core.controller_alter import alter_one
-from minikafka.core.controller_changes import PartitionChange, fence_changes, unfence_changes
+from minikafka.core.controller_changes import (
+    PartitionChange,
+    fence_changes,
+    offline_changes,
+    unfence_changes,
+)
 from minikafka.core.controller_configs import (
     alter_configs,
     created_topic_configs,
@@ -283,9 +288,16 @@ class ControllerState:
         return ErrorCode.NONE, broker.epoch, self._effects(events, changed, joined=broker_id)
 
     def heartbeat(
-        self, *, broker_id: int, broker_epoch: int, now_ms: int
+        self,
+        *,
+        broker_id: int,
+        broker_epoch: int,
+        now_ms: int,
+        offline: Iterable[TopicPartition] = (),
     ) -> tuple[int, bool, list[Effect]]:
-        """-> (error_code, is_fenced, effects). BrokerHeartbeat: keeps the broker live."""
+        """-> (error_code, is_fenced, effects). BrokerHeartbeat: keeps the broker live.
+        `offline`: the replicas the broker cannot write (it repeats the whole list each time);
+        newly reported ones leave their ISRs and their leaderships (`offline_changes`)."""
         self._observe(now_ms)
         broker = self._brokers.get(broker_id)
         if broker is None:
@@ -293,11 +305,29 @@ class ControllerState:
         if broker_epoch != broker.epoch:
             return ErrorCode.STALE_BROKER_EPOCH, True, []
         broker.last_contact_ms = now_ms
-        if not broker.fenced:
-            return ErrorCode.NONE, False, []
         events: list[Event] = []
-        changed = self._unfence(broker, events)
-        return ErrorCode.NONE, False, self._effects(events, changed, joined=broker_id)
+        changed: set[TopicPartition] = set()
+        new_offline = frozenset(offline) - broker.offline
+        if new_offline:
+            broker.offline |= new_offline
+            events.append(
+                broker.event("replicas_offline", partitions=[str(tp) for tp in sorted(new_offline)])
+            )
+            changes = offline_changes(
+                self._partitions,
+                broker_id,
+                new_offline,
+                live=set(self._live_ids()),
+                unclean_allowed=self._unclean_allowed,
+            )
+            changed |= self._apply(changes, events)
+        joined = None
+        if broker.fenced:
+            changed |= self._unfence(broker, events)
+            joined = broker_id
+        if not events:
+            return ErrorCode.NONE, False, []
+        return ErrorCode.NONE, False, self._effects(events, changed, joined=joined)
 
     def next_deadline_ms(self) -> int | None:
         """The first now_ms at which `on_deadline` fences someone (last + timeout + 1)."""

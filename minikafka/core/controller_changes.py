@@ -114,6 +114,28 @@ def fence_changes(
     return changes
 
 
+def offline_changes(
+    partitions: Mapping[TopicPartition, PartitionRecord],
+    broker_id: int,
+    tps: Set[TopicPartition],
+    *,
+    live: Set[int],
+    unclean_allowed: Callable[[str], bool],
+) -> list[PartitionChange]:
+    """What `broker_id`'s failed replicas of `tps` do to their partitions: the broker leaves
+    their ISRs and, where it led, a new leader is elected among the others, exactly as if the
+    broker were fenced for these partitions alone (Kafka's log-dir failure handling,
+    KafkaController.onReplicasBecomeOffline; KRaft since KIP-858)."""
+    mine = {tp: partitions[tp] for tp in sorted(tps) if tp in partitions}
+    return fence_changes(
+        mine,
+        broker_id,
+        live=live - {broker_id},
+        unclean_allowed=unclean_allowed,
+        reason="replica_offline",
+    )
+
+
 def unfence_changes(
     partitions: Mapping[TopicPartition, PartitionRecord],
     broker_id: int,

@@ -164,6 +164,10 @@ class BrokerRecord:
     fenced: bool = False
     last_contact_ms: int | None = None
     cleanup_pending: bool = False
+    # Replicas this incarnation reported it cannot write (its heartbeat's offline list; KIP-858's
+    # OfflineLogDirs at partition grain). In memory only: every heartbeat repeats the whole list,
+    # and a new incarnation (a restart re-opens its store) starts with none.
+    offline: frozenset[TopicPartition] = frozenset()
 
     def info(self) -> BrokerInfo:
         return BrokerInfo(node_id=self.broker_id, host=self.host, port=self.port)

@@ -25,6 +25,7 @@ from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
 from minikafka.server.metadata_cache import MetadataCache
+from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.produce import handle_produce
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.wire.messages import (
@@ -46,6 +47,7 @@ from minikafka.wire.messages import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     MetadataRequest,
+    OfflineReplica,
     ProduceRequest,
     StopReplicaRequest,
     StopReplicaResponse,
@@ -64,6 +66,7 @@ class ControllerLink:
         self.registered = trio.Event()
         self._epoch_changed = trio.Event()
         self._conn: Connection | None = None
+        self.offline: OfflineReplicas | None = None  # set by the node: reported in heartbeats
 
     async def request(self, body: object, *, timeout_s: float = 30.0) -> object:
         conn = self._conn
@@ -114,14 +117,27 @@ class ControllerLink:
                 await self._epoch_changed.wait()
 
     async def _heartbeat_until_lost(self, conn: Connection) -> None:
-        """Heartbeat; return when the controller wants us to register again."""
+        """Heartbeat; return when the controller wants us to register again. A replica going
+        offline brings the next heartbeat forward: the controller moves its leadership now."""
         c = self.config
+        reported = 0
         while True:
-            await trio.sleep(c.broker_heartbeat_interval_ms / 1000)
+            with trio.move_on_after(c.broker_heartbeat_interval_ms / 1000):
+                if self.offline is None:
+                    await trio.sleep_forever()
+                await self.offline.wait_beyond(reported)
+            offline = sorted(self.offline.tps) if self.offline is not None else []
             resp = await conn.request(
-                BrokerHeartbeatRequest(broker_id=c.node_id, broker_epoch=self.broker_epoch),
+                BrokerHeartbeatRequest(
+                    broker_id=c.node_id,
+                    broker_epoch=self.broker_epoch,
+                    offline_replicas=[
+                        OfflineReplica(topic=tp.topic, partition=tp.partition) for tp in offline
+                    ],
+                ),
                 timeout_s=c.broker_session_timeout_ms / 1000,
             )
+            reported = len(offline)
             assert isinstance(resp, BrokerHeartbeatResponse)
             if resp.error_code in (
                 ErrorCode.STALE_BROKER_EPOCH,

@@ -32,6 +32,7 @@ from minikafka.core.controller_model import (
     SendStopReplica,
     SendUpdateMetadata,
 )
+from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
 from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
@@ -236,7 +237,12 @@ class ControllerService:
             case BrokerHeartbeatRequest():
                 async with self._lock:
                     code, fenced, effects = state.heartbeat(
-                        broker_id=body.broker_id, broker_epoch=body.broker_epoch, now_ms=now_ms()
+                        broker_id=body.broker_id,
+                        broker_epoch=body.broker_epoch,
+                        now_ms=now_ms(),
+                        offline=[
+                            TopicPartition(r.topic, r.partition) for r in body.offline_replicas
+                        ],
                     )
                     await self._commit(effects)
                 return BrokerHeartbeatResponse(error_code=code, is_fenced=fenced)

@@ -333,6 +333,8 @@ def _leader_error(
             if topic in known_topic
             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         )
+    if p.offline:
+        return ErrorCode.KAFKA_STORAGE_ERROR  # Kafka's answer for an offline partition
     return ErrorCode.NONE if p.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 

@@ -75,6 +75,8 @@ class ReplicaFetcherManager:
         self.dynamic: DynamicConfigs | None = None
         self._owner: dict[TopicPartition, tuple[int, int]] = {}
         self._nursery: trio.Nursery | None = None
+        # Set by the replica manager: a failed append may take the replica offline.
+        self.on_append_error: Callable[..., bool] | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -224,7 +226,10 @@ class ReplicaFetcher:
                 )
                 self.planner.observe_leader(tp, pr.high_watermark)
         if writes:
-            await self.m.writer.append(writes)
+            failed = await self.m.writer.append_each(writes)
+            if failed:
+                appended = [a for a in appended if a[0].tp not in failed]
+                self._on_append_failed(failed, t)
             t = now_ms()
             for p, leader_hw, size in appended:
                 p.high_watermark = max(
@@ -247,6 +252,19 @@ class ReplicaFetcher:
                     self.m.metrics.inc(f"follower_{cls.value}_throttled_bytes", size)
                     if p.tp in exempt:  # of which the quota could not have held back
                         self.m.metrics.inc(f"follower_{cls.value}_exempt_bytes", size)
+
+    def _on_append_failed(self, failed: dict[TopicPartition, Exception], t: int) -> None:
+        """A partition whose append failed is fetched again after a backoff, unless the failure
+        took the replica offline (server/offline_replicas.py removes it from its fetcher); the
+        others go on (Kafka's AbstractFetcherThread marks only the failed partition)."""
+        for tp, exc in failed.items():
+            self.m.events.emit(
+                "fetch_append_failed", topic=tp.topic, partition=tp.partition, error=str(exc)
+            )
+            self.m.metrics.inc("append_failures")
+            hook = self.m.on_append_error
+            if hook is None or not hook(tp, exc, during="replica_fetch"):
+                self.planner.delay(tp, t)
 
     def _prepare_append(
         self, p: LocalPartition, pr: FetchPartitionResponse, t: int

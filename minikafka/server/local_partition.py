@@ -31,6 +31,7 @@ class LocalPartition:
         self.epochs: list[EpochEntry] = list(loaded.epochs)
         self.state: PartitionState | None = None  # the controller's last word on it
         self.leader: PartitionLeaderState | None = None  # set while this broker leads it
+        self.offline = False  # its log failed (server/offline_replicas.py): served no more
         self._watchers: set[trio.Event] = set()
         # KIP-73's PartitionBytesInRate: every byte appended here, produced or replicated.
         self.bytes_in = Rate(MetricConfig())

@@ -156,6 +156,7 @@ class Node:
         # Live configs drive the quotas: both sides of replication read them, and every change
         # re-bounds the sensors (keeping their samples).
         rm.dynamic = fetchers.dynamic = self.dynamic
+        link.offline = rm.offline
         fetchers.quotas = rm.replication_quotas
         self.dynamic.subscribe(lambda _snapshot: rm.on_configs_changed())
         rm.on_configs_changed()

@@ -146,6 +146,7 @@ async def _append_per_partition(
             else ErrorCode.UNKNOWN_SERVER_ERROR
         )
         failed[tp] = (code, str(exc))
+        rm.offline.on_error(tp, exc, during="produce")
         rm.events.emit("append_failed", topic=tp.topic, partition=tp.partition, error=str(exc))
         rm.metrics.inc("append_failures")
     return failed
@@ -165,6 +166,8 @@ def _check_leader(
             if topic in known_topic
             else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         )
+    if p.offline:
+        return ErrorCode.KAFKA_STORAGE_ERROR  # Kafka's answer for an offline partition
     return ErrorCode.NONE if p.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 

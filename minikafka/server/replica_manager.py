@@ -41,8 +41,9 @@ from minikafka.server.isr_updates import IsrUpdates
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
+from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
-from minikafka.storage import AppendWrite, LogStore
+from minikafka.storage import AppendWrite, LogStore, StorageError
 from minikafka.wire.messages import (
     BrokerInfo,
     PartitionState,
@@ -93,6 +94,11 @@ class ReplicaManager:
             metrics.inc(counter, 0)  # present (as 0) from the first snapshot on
         self._lock = trio.Lock()
         self.isr_updates = IsrUpdates(self)
+        self.offline = OfflineReplicas(
+            events=events, lookup=self.partitions.get, stop_fetching=fetchers.remove
+        )
+        fetchers.on_append_error = self.offline.on_error
+        metrics.gauge("offline_replicas", lambda: len(self.offline))  # Kafka's OfflineReplicaCount
         writer.on_committed = self._on_committed
         writer.on_failed = self._on_failed
         metrics.gauge("partitions", lambda: len(self.partitions))
@@ -149,6 +155,9 @@ class ReplicaManager:
             for st in states:
                 tp = TopicPartition(st.topic, st.partition)
                 p = self.partitions.get(tp)
+                if tp in self.offline:  # Kafka's makeLeaders/makeFollowers skip offline ones
+                    errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
+                    continue
                 if p is not None and p.state is not None and _is_stale(p.state, st):
                     errors.append(
                         TopicPartitionError(
@@ -168,7 +177,12 @@ class ReplicaManager:
                     )
                     continue
                 if p is None:
-                    p = LocalPartition(await self.writer.create(tp))
+                    try:
+                        p = LocalPartition(await self.writer.create(tp))
+                    except StorageError as exc:  # full disk or map, the store's partition cap
+                        self.offline.mark(tp, str(exc), during="create")
+                        errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
+                        continue
                     self.partitions[tp] = p
                 (leaders if st.leader == self.config.node_id else followers).append((p, st))
                 errors.append(
@@ -231,13 +245,13 @@ class ReplicaManager:
             p.notify()
         if writes:
             try:
-                await self.writer.append(writes)
-            except Exception as exc:  # noqa: BLE001 - the next produce write carries the epoch
-                self.events.emit(
-                    "epoch_write_failed",
-                    partitions=[str(w.tp) for w in writes],
-                    error=str(exc),
-                )
+                failed = await self.writer.append_each(writes)
+            except Exception as exc:  # noqa: BLE001 - the writer stopped
+                failed = {w.tp: exc for w in writes}
+            for tp, exc in failed.items():
+                # The next produce write carries the epoch, unless the log itself failed.
+                self.events.emit("epoch_write_failed", partitions=[str(tp)], error=str(exc))
+                self.offline.on_error(tp, exc, during="become_leader")
 
     async def _make_followers(
         self, items: list[tuple[LocalPartition, PartitionState]], brokers: dict[int, BrokerInfo]
@@ -468,6 +482,10 @@ class ReplicaManager:
 
 def _rounded(measure, side: str, cls: ThrottleClass) -> float:  # noqa: ANN001
     return round(measure(side, cls, now_ms()), 1)
+
+
+def _error(st: PartitionState, code: ErrorCode) -> TopicPartitionError:
+    return TopicPartitionError(topic=st.topic, partition=st.partition, error_code=code)
 
 
 def _is_stale(current: PartitionState, new: PartitionState) -> bool:

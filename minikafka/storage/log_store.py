@@ -46,6 +46,12 @@ class StorageError(MiniKafkaError):
     """A storage operation failed or was refused; nothing of it was written."""
 
 
+class LogDirError(StorageError):
+    """The disk or the LMDB environment failed (MDB_MAP_FULL, ENOSPC, EIO ...): Kafka's
+    KafkaStorageException, which takes the replicas it hit offline (log-dir failure). A refusal
+    of the store's own rules (an append off the log end) is a plain StorageError instead."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoreConfig:
     map_size_bytes: int = 1 << 36  # 64 GiB address space, sparse
@@ -128,14 +134,15 @@ class EnvLease:
 
     @contextmanager
     def txn(self, *, write: bool) -> Iterator[lmdb.Transaction]:
-        """One transaction: committed on success, aborted on any exception (lmdb's -> StorageError)."""
+        """One transaction: committed on success, aborted on any exception (lmdb's and the OS's
+        -> LogDirError)."""
         if self._key is None:
             raise StorageError("the store is closed")
         try:
             with self.env.begin(write=write, buffers=not write) as txn:
                 yield txn
-        except lmdb.Error as exc:
-            raise StorageError(f"LMDB: {exc}") from exc
+        except (lmdb.Error, OSError) as exc:
+            raise LogDirError(f"LMDB: {exc}") from exc
 
 
 class _DropGate:

@@ -372,9 +372,18 @@ class BrokerRegistrationResponse:
 
 
 @dataclass(**MSG)
+class OfflineReplica:
+    topic: str
+    partition: int
+
+
+@dataclass(**MSG)
 class BrokerHeartbeatRequest:
     broker_id: int
     broker_epoch: int
+    # Every replica this broker cannot write, in every heartbeat (KIP-858's OfflineLogDirs at
+    # partition grain; server/offline_replicas.py).
+    offline_replicas: list[OfflineReplica] = field(default_factory=list)
 
 
 @dataclass(**MSG)
