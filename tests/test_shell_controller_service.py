@@ -9,6 +9,7 @@ import trio
 
 from minikafka.core.controller import ControllerState
 from minikafka.core.controller_model import ControllerConfig
+from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
@@ -107,3 +108,50 @@ def test_a_failed_controller_save_leaves_memory_and_disk_agreeing():
     assert store.doc is not None
     assert state.to_doc()["topics"] == store.doc["topics"] == []
     assert service.events.counts["controller_save_failed"] == 1
+
+
+def test_the_partition_caps_are_node_settings_the_controller_and_the_store_honour(tmp_path):
+    """max.topic.partitions / max.broker.partitions (KIP-578's name) reach the controller's
+    placement checks and the broker's store: a config we accept is a config we honour."""
+    from minikafka.server.node import Node
+
+    config = NodeConfig(node_id=100, roles=("broker", "controller"), data_dir=tmp_path)
+    config = config.with_settings({"max.topic.partitions": "3", "max.broker.partitions": "2"})
+    service = ControllerService(
+        config=config,
+        store=CountingStore(),  # type: ignore[arg-type]
+        events=EventLog(None, node_id=100),
+        rng=random.Random(1),
+    )
+    state = ControllerState(
+        controller_id=100, config=service._controller_config(), rng=random.Random(1)
+    )
+    for broker_id in (1, 2):
+        state.register_broker(
+            broker_id=broker_id, incarnation_id=f"i{broker_id}", host="h", port=1, now_ms=0
+        )
+    service.state = state
+
+    async def create(name: str, partitions: int) -> int:
+        req = CreateTopicsRequest(
+            topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=2)],
+            validate_only=True,
+        )
+        return (await service.dispatch(req)).topics[0].error_code
+
+    async def main() -> None:
+        assert await create("four", 4) == ErrorCode.INVALID_PARTITIONS  # > 3 per topic
+        assert await create("two", 2) == ErrorCode.NONE  # 2 replicas on each broker
+        assert await create("three", 3) == ErrorCode.POLICY_VIOLATION  # 3 > 2 per broker
+
+    trio.run(main)
+    node = Node(config)
+    try:
+        assert node.store is not None
+        for p in range(2):
+            node.store.create_partition(TopicPartition("t", p))
+        with pytest.raises(StorageError, match="max.broker.partitions"):
+            node.store.create_partition(TopicPartition("t", 2))
+    finally:
+        node.store.close()
+        node.dir_lock.close()

@@ -122,6 +122,9 @@ OPTIONS: dict[str, _Option] = {
             _parse_choice("random", "rotate"),
         ),
         _Option("metrics.port", "metrics_port", _parse_int(-1, 65535)),
+        # KIP-578's proposed name; also the LMDB databases a broker's store may open.
+        _Option("max.broker.partitions", "max_broker_partitions", _parse_int(1, 100_000)),
+        _Option("max.topic.partitions", "max_topic_partitions", _parse_int(1, 1_000_000)),
     ]
 }
 
@@ -177,6 +180,10 @@ class NodeConfig:
     replica_fetch_partition_order: str = "random"
     # Prometheus text on http://host:metrics.port/metrics; 0 = any free port, -1 = off (ours).
     metrics_port: int = 0
+    # Bounded work (issue 11): the replicas one broker may host (its store opens that many LMDB
+    # databases; more makes every read transaction slower) and the partitions of one topic.
+    max_broker_partitions: int = 8192
+    max_topic_partitions: int = 50_000
     # Inter-node routes, {(dst host, dst port): (via host, via port)} (ours, see module docstring).
     routes: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
 

@@ -88,6 +88,8 @@ class ControllerService:
             unclean_leader_election=c.unclean_leader_election_enable,
             default_num_partitions=c.num_partitions,
             default_replication_factor=c.default_replication_factor,
+            max_partitions_per_topic=c.max_topic_partitions,
+            max_partitions_per_broker=c.max_broker_partitions,
         )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:

@@ -63,7 +63,11 @@ class Node:
             config.data_dir / "events.jsonl", node_id=config.node_id, metrics=self.metrics
         )
         self.rng = random.Random(f"{config.seed}/{config.node_id}")
-        store_config = StoreConfig(map_size_bytes=config.lmdb_map_size_bytes, sync=config.log_sync)
+        store_config = StoreConfig(
+            map_size_bytes=config.lmdb_map_size_bytes,
+            sync=config.log_sync,
+            max_partitions=config.max_broker_partitions,
+        )
         self.store = LogStore(config.data_dir / "lmdb", store_config) if config.is_broker else None
         self.meta_store = (
             MetadataStore(config.data_dir / "lmdb", store_config) if config.is_controller else None

@@ -290,7 +290,10 @@ class LogStore:
         """Create an empty log at offset 0, or load it unchanged if it exists already."""
         with self._write_lock:
             if tp not in self._dbs and len(self._dbs) >= self._config.max_partitions:
-                raise StorageError(f"{tp}: max_partitions={self._config.max_partitions} reached")
+                raise StorageError(
+                    f"{tp}: this store holds at most {self._config.max_partitions} partitions "
+                    "(max.broker.partitions)"
+                )
             with self._lease.txn(write=True) as txn:
                 db = self._env.open_db(_db_name(tp), txn=txn, create=True)
                 if txn.get(_db_name(tp), db=self._meta_db) is None:
