@@ -155,3 +155,41 @@ def test_the_partition_caps_are_node_settings_the_controller_and_the_store_honou
     finally:
         node.store.close()
         node.dir_lock.close()
+
+
+def test_an_overflowing_broker_channel_replaces_its_backlog_with_the_full_state():
+    """Issue 11 point 5: a broker that cannot be reached made the controller queue requests
+    until the queue raised and the controller died. Now the backlog is bounded: on overflow it
+    is replaced by what the broker's registration would tell it (all partitions, its own)."""
+    from minikafka.server.controller_service import BrokerChannel
+    from minikafka.wire.messages import LeaderAndIsrRequest, UpdateMetadataRequest
+
+    service = service_with_brokers(CountingStore())
+    state = service.state
+    assert state is not None
+    state.create_topics([CreatableTopic(name="t", num_partitions=4, replication_factor=1)], 0)
+    info = state.broker_info(1)
+    assert info is not None
+    channel = BrokerChannel(service, info, max_queued=5)
+    for i in range(12):  # never sent: nothing runs the channel
+        channel.send(f"request {i}")
+    queued = []
+    while True:
+        try:
+            queued.append(channel._recv.receive_nowait())
+        except trio.WouldBlock:
+            break
+    # Sends 0-4 fill it; 5 overflows (2 left), 6-8 fit; 9 overflows again; 10 and 11 fit.
+    assert [type(r).__name__ for r in queued[:2]] == [
+        "UpdateMetadataRequest",
+        "LeaderAndIsrRequest",
+    ]
+    assert queued[2:] == ["request 10", "request 11"]
+    update, lai = queued[0], queued[1]
+    assert isinstance(update, UpdateMetadataRequest) and isinstance(lai, LeaderAndIsrRequest)
+    assert len(update.partitions) == 4
+    assert {s.partition for s in lai.partitions} == {
+        s.partition for s in state.partition_states() if 1 in s.replicas
+    }
+    assert lai.broker_epoch == state.broker_epoch(1)
+    assert service.events.counts["controller_channel_overflow"] == 2

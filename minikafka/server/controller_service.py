@@ -162,24 +162,9 @@ class ControllerService:
             case Event(name=name, fields=fields):
                 self.events.emit(name, **fields)
             case SendLeaderAndIsr():
-                req = LeaderAndIsrRequest(
-                    controller_id=self.config.node_id,
-                    controller_epoch=c.controller_epoch,
-                    broker_epoch=effect.broker_epoch,
-                    partitions=list(effect.partitions),
-                    live_leaders=c.live_brokers(),
-                )
-                self._channel(effect.broker_id).send(req)
+                self._channel(effect.broker_id).send(self._leader_and_isr(effect))
             case SendUpdateMetadata():
-                configs = effect.configs
-                req = UpdateMetadataRequest(
-                    controller_id=self.config.node_id,
-                    controller_epoch=c.controller_epoch,
-                    brokers=c.live_brokers(),
-                    partitions=list(effect.partitions),
-                    configs=[] if configs is None else configs.to_wire(),
-                    configs_version=-1 if configs is None else configs.version,
-                )
+                req = self._update_metadata(effect)
                 for broker_id in effect.broker_ids:
                     self._channel(broker_id).send(req)
             case SendStopReplica():
@@ -198,6 +183,53 @@ class ControllerService:
                     ],
                 )
                 self._channel(effect.broker_id).send(req)
+
+    def _leader_and_isr(self, effect: SendLeaderAndIsr) -> LeaderAndIsrRequest:
+        assert self.state is not None
+        return LeaderAndIsrRequest(
+            controller_id=self.config.node_id,
+            controller_epoch=self.state.controller_epoch,
+            broker_epoch=effect.broker_epoch,
+            partitions=list(effect.partitions),
+            live_leaders=self.state.live_brokers(),
+        )
+
+    def _update_metadata(self, effect: SendUpdateMetadata) -> UpdateMetadataRequest:
+        assert self.state is not None
+        configs = effect.configs
+        return UpdateMetadataRequest(
+            controller_id=self.config.node_id,
+            controller_epoch=self.state.controller_epoch,
+            brokers=self.state.live_brokers(),
+            partitions=list(effect.partitions),
+            configs=[] if configs is None else configs.to_wire(),
+            configs_version=-1 if configs is None else configs.version,
+        )
+
+    def full_state_requests(self, broker_id: int) -> list[object]:
+        """What tells `broker_id` everything, as its registration does: UpdateMetadata with every
+        partition and the configs, then LeaderAndIsr for the replicas it hosts (if live). A
+        channel that overflowed sends these instead of its backlog."""
+        assert self.state is not None
+        states = tuple(self.state.partition_states())
+        requests: list[object] = [
+            self._update_metadata(
+                SendUpdateMetadata(
+                    broker_ids=(broker_id,),
+                    partitions=states,
+                    configs=self.state.pushed_configs(),
+                )
+            )
+        ]
+        epoch = self.state.broker_epoch(broker_id)
+        mine = tuple(s for s in states if broker_id in s.replicas)
+        if epoch is not None and not self.state.is_fenced(broker_id) and mine:
+            requests.append(
+                self._leader_and_isr(
+                    SendLeaderAndIsr(broker_id=broker_id, broker_epoch=epoch, partitions=mine)
+                )
+            )
+        return requests
 
     def _channel(self, broker_id: int) -> BrokerChannel:
         assert self.state is not None and self._nursery is not None
@@ -297,13 +329,37 @@ class ControllerService:
 
 
 class BrokerChannel:
-    def __init__(self, service: ControllerService, broker: BrokerInfo) -> None:
+    """Kafka's queue is unbounded; this one holds `max_queued` requests. A broker that cannot be
+    reached for long makes it overflow: the backlog is then dropped and replaced by the requests
+    that tell the broker everything (`full_state_requests`), which supersede it, so memory stays
+    bounded and nothing the broker must learn is lost."""
+
+    def __init__(
+        self, service: ControllerService, broker: BrokerInfo, *, max_queued: int = 10_000
+    ) -> None:
         self.service = service
         self.broker = broker
-        self._send, self._recv = trio.open_memory_channel[object](100_000)
+        self._send, self._recv = trio.open_memory_channel[object](max_queued)
 
     def send(self, request: object) -> None:
-        self._send.send_nowait(request)
+        try:
+            self._send.send_nowait(request)
+        except trio.WouldBlock:
+            self._resync()
+
+    def _resync(self) -> None:
+        dropped = 1  # the request that did not fit
+        while True:
+            try:
+                self._recv.receive_nowait()
+            except trio.WouldBlock:
+                break
+            dropped += 1
+        for request in self.service.full_state_requests(self.broker.node_id):
+            self._send.send_nowait(request)
+        self.service.events.emit(
+            "controller_channel_overflow", broker=self.broker.node_id, dropped=dropped
+        )
 
     def close(self) -> None:
         self._send.close()
