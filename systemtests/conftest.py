@@ -77,7 +77,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the cases of the quota mode `--quota-mode` leaves out."""
+    """Deselect the soak unless `-m` names it, and the cases of the quota mode `--quota-mode`
+    leaves out."""
+    if "soak" not in (config.getoption("-m") or ""):
+        soak = [item for item in items if item.get_closest_marker("soak") is not None]
+        if soak:
+            config.hook.pytest_deselected(items=soak)
+            items[:] = [item for item in items if item.get_closest_marker("soak") is None]
     chosen = config.getoption("--quota-mode")
     if chosen == "both":
         return

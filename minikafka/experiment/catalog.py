@@ -273,6 +273,29 @@ def _throttle_of_one(seed: int, duration: float | None) -> list[ExperimentSpec]:
     return variants
 
 
+def _mixed_faults(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # The soak's run (systemtests/test_soak.py): every 3 s the seed picks a kill, a pause or a
+    # network partition of a partition's leader, a follower, a random broker or the controller,
+    # for 3 s, then quiet for 3 s. acks=all: nothing acknowledged may be lost, nothing stored
+    # twice, whatever the mix.
+    d = duration or 24.0
+    targets = [
+        *(Target("leader", p) for p in range(6)),
+        *(Target("follower", p) for p in range(6)),
+        Target("random"),
+        Target("controller"),
+    ]
+    faults = plan_schedule(
+        kinds=("kill", "pause", "partition"), targets=targets, duration_s=d, interval_s=3.0,
+        seed=seed, brokers=(1, 2, 3),
+    )  # fmt: skip
+    return [
+        ExperimentSpec(
+            name="mixed-faults", seed=seed, duration_s=d, faults=tuple(faults), fault_proxy=True
+        )
+    ]
+
+
 CATALOG: dict[str, Entry] = {
     e.name: e
     for e in (
@@ -283,6 +306,7 @@ CATALOG: dict[str, Entry] = {
         Entry(name="reassign-leader-fails", question="What happens to a throttled move whose leader fails mid-move: KIP-73 lists versus KIP-542?", build=_reassign_leader_fails),
         Entry(name="isr-thrash", question="Does throttling in-sync replicas make the ISR thrash, and does KAFKA-4313's exemption stop it?", build=_isr_thrash),
         Entry(name="partition-order", question="How spread out are the per-partition catch-up times of a throttled re-replication under KIP-73's shuffled fetch order versus Kafka's rotation?", build=_partition_order),
+        Entry(name="mixed-faults", question="Under a seeded mix of kills, pauses and network partitions of leaders, followers and the controller, is anything acknowledged lost or stored twice?", build=_mixed_faults),
         Entry(name="throttle-of-one", question="Does a move under a throttle of 1 B/s ever finish, with the throttle on the leader side versus the follower side?", build=_throttle_of_one),
     )
 }  # fmt: skip
