@@ -1088,3 +1088,34 @@ def test_a_new_incarnation_starts_with_no_offline_replicas():
     # Reported again after the restart: it is news again, and acted on again.
     _, _, effects = heartbeat_offline(c, epochs, 1, [0], now=3)
     assert events(effects, "replicas_offline")
+
+
+def test_turning_unclean_election_on_for_a_topic_elects_its_leaderless_partitions_at_once():
+    """Kafka's controller runs the election when the topic config changes
+    (KafkaController.processTopicUncleanLeaderElectionEnable), not at the next fence/unfence."""
+    from minikafka.wire.admin_messages import AlterableConfig, AlterConfigsResource
+
+    c = make(unclean_leader_election=False)
+    epochs = register(c)
+    create(c, name="m", assignments=[[1, 2]])
+    create(c, name="u", assignments=[[1, 2]])
+    keep_alive(c, epochs, [1, 3], 3000)
+    c.on_deadline(TIMEOUT + 1)  # fences 2: both ISRs are [1]
+    keep_alive(c, epochs, [2, 3], 3000 + TIMEOUT)  # 2 is back (unfenced), out of sync
+    keep_alive(c, epochs, [2, 3], 3000 + 2 * TIMEOUT)
+    c.on_deadline(3000 + TIMEOUT + 1)  # fences 1, the last ISR member: both offline
+    assert {s.topic: s.leader for s in c.partition_states()} == {"m": -1, "u": -1}
+    enable = AlterConfigsResource(
+        resource_type="topics",
+        resource_name="u",
+        configs=[AlterableConfig(name="unclean.leader.election.enable", op="set", value="true")],
+    )
+    _, effects = c.alter_configs([enable], validate_only=True)
+    assert effects == [] and {s.topic: s.leader for s in c.partition_states()}["u"] == -1
+    responses, effects = c.alter_configs([enable])
+    assert [r.error_code for r in responses] == [ErrorCode.NONE]
+    leaders = {s.topic: (s.leader, s.isr) for s in c.partition_states()}
+    assert leaders == {"m": (-1, [1]), "u": (2, [2])}
+    [elected] = events(effects, "leader_elected")
+    assert elected.fields["unclean"] and elected.fields["reason"] == "unclean_enabled"
+    assert {s.topic for s in lai(effects)[2].partitions} == {"u"}

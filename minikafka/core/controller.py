@@ -41,6 +41,7 @@ from minikafka.core.controller_alter import alter_one
 from minikafka.core.controller_changes import (
     PartitionChange,
     fence_changes,
+    leaderless_changes,
     offline_changes,
     unfence_changes,
 )
@@ -456,14 +457,30 @@ class ControllerState:
         """IncrementalAlterConfigs: one response per resource, in order.
 
         A change emits `config_changed` events and pushes the whole new snapshot to every live
-        broker; `validate_only` answers as if applied and changes nothing.
+        broker; `validate_only` answers as if applied and changes nothing. A topic whose
+        unclean.leader.election.enable turns true gets an unclean election at once for its
+        leaderless partitions (Kafka's controller does on that change:
+        KafkaController.processTopicUncleanLeaderElectionEnable), not at the next fence.
         """
         responses, after, events = alter_configs(
             self._configs, resources, topic_exists=self._topics.__contains__
         )
         if validate_only or after is self._configs:
             return responses, []
-        return responses, [*events, *self._push_configs(after)]
+        pushed = self._push_configs(after)
+        elections: list[Event] = []
+        changed = self._apply(
+            leaderless_changes(
+                self._partitions,
+                live=set(self._live_ids()),
+                unclean_allowed=self._unclean_allowed,
+                reason="unclean_enabled",
+                only=lambda tp, _record: self._unclean_allowed(tp.topic),
+            ),
+            elections,
+        )
+        tail = self._effects(elections, changed) if changed else []
+        return responses, [*events, *pushed, *tail]
 
     def describe_configs(
         self, resources: Sequence[DescribeConfigsResource]

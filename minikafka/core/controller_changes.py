@@ -144,10 +144,28 @@ def unfence_changes(
     unclean_allowed: Callable[[str], bool],
 ) -> list[PartitionChange]:
     """Leaders for the leaderless partitions that `broker_id` (now in `live`) replicates."""
+    return leaderless_changes(
+        partitions,
+        live=live,
+        unclean_allowed=unclean_allowed,
+        reason="broker_unfenced",
+        only=lambda _tp, record: broker_id in record.replicas,
+    )
+
+
+def leaderless_changes(
+    partitions: Mapping[TopicPartition, PartitionRecord],
+    *,
+    live: Set[int],
+    unclean_allowed: Callable[[str], bool],
+    reason: str,
+    only: Callable[[TopicPartition, PartitionRecord], bool] = lambda _tp, _record: True,
+) -> list[PartitionChange]:
+    """Leaders, where one can now be elected, for the leaderless partitions `only` selects."""
     changes: list[PartitionChange] = []
     for tp in sorted(partitions):
         before = partitions[tp]
-        if before.leader != NO_LEADER or broker_id not in before.replicas:
+        if before.leader != NO_LEADER or not only(tp, before):
             continue
         result = elect_leader(
             replicas=before.replicas,
@@ -161,11 +179,7 @@ def unfence_changes(
         if after is not None:
             changes.append(
                 PartitionChange(
-                    tp=tp,
-                    before=before,
-                    after=after,
-                    reason="broker_unfenced",
-                    unclean=result.unclean,
+                    tp=tp, before=before, after=after, reason=reason, unclean=result.unclean
                 )
             )
     return changes
