@@ -541,6 +541,31 @@ async def test_a_topic_max_message_bytes_overrides_the_broker_setting(autojump_c
     assert leader.log_bytes("t", 1) == b""
 
 
+async def test_a_topic_max_message_bytes_is_honoured_only_up_to_what_a_fetch_can_carry(
+    autojump_clock, tmp_path
+):
+    """A topic may raise max.message.bytes above the broker's message.max.bytes, but never
+    above socket.max.frame.bytes less the 1 MiB of header room: a batch larger than a fetch
+    response can carry would be stored and never read (issue 11 point 3)."""
+    frame = 2 * 1024 * 1024
+    cfg = replace(config(1), socket_max_frame_bytes=frame, message_max_bytes=1000)
+    broker = MemoryBroker(cfg, tmp_path / "b1")
+    async with broker.running():
+        await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])
+        broker.set_configs({("topics", "t"): {"max.message.bytes": str(10 * frame)}})
+        room = frame - 1024 * 1024
+        fits = make_batch([(1000, None, bytes(room - 200))])
+        too_big = make_batch([(1000, None, bytes(room + 200))])
+        assert len(fits) <= room < len(too_big)
+        resp = await produce(broker, produce_req({("t", 0): fits}))
+        assert (
+            resp.partitions[0].error_code == ErrorCode.NONE
+        )  # above message.max.bytes: the topic's
+        resp = await produce(broker, produce_req({("t", 0): too_big}))
+        assert resp.partitions[0].error_code == ErrorCode.MESSAGE_TOO_LARGE
+        assert "socket.max.frame.bytes" in (resp.partitions[0].error_message or "")
+
+
 async def test_a_record_count_that_disagrees_with_the_payload_is_refused(autojump_clock, leader):
     good = records(2)
     lying = bytearray(good)

@@ -34,6 +34,7 @@ from minikafka.core.records import check_payload, iter_batches, restamp
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
 from minikafka.server.clock import now_ms
+from minikafka.server.config import FRAME_HEADROOM_BYTES
 from minikafka.server.listener import Reply
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
@@ -181,8 +182,13 @@ def _min_insync_replicas(rm: ReplicaManager, topic: str) -> int:
 
 
 def _max_bytes(rm: ReplicaManager, topic: str) -> int:
+    """The topic's max.message.bytes, else the broker's message.max.bytes; a topic's value is
+    honoured up to what a fetch response can carry (socket.max.frame.bytes less the headers'
+    room, as config.check_caps holds the broker's to), so every accepted batch can be read."""
     own = rm.dynamic.topic_overrides(topic).max_message_bytes if rm.dynamic is not None else None
-    return rm.config.message_max_bytes if own is None else own
+    if own is None:
+        return rm.config.message_max_bytes
+    return min(own, rm.config.socket_max_frame_bytes - FRAME_HEADROOM_BYTES)
 
 
 def _stamp(
@@ -197,7 +203,8 @@ def _stamp(
         if b.size > max_bytes:
             raise _TooLarge(
                 f"a record batch of {b.size} bytes is larger than the {max_bytes} bytes "
-                "accepted (max.message.bytes of the topic, else message.max.bytes)"
+                "accepted (max.message.bytes of the topic, else message.max.bytes; at most "
+                "socket.max.frame.bytes less 1 MiB, so that a fetch can carry it)"
             )
         check_payload(b)
     base = offset = p.next_offset
