@@ -122,6 +122,8 @@ OPTIONS: dict[str, _Option] = {
             _parse_choice("random", "rotate"),
         ),
         _Option("metrics.port", "metrics_port", _parse_int(-1, 65535)),
+        _Option("log.jsonl.max.bytes", "log_jsonl_max_bytes", _parse_int(1024, 1 << 40)),
+        _Option("log.jsonl.max.files", "log_jsonl_max_files", _parse_int(1, 100)),
     ]
 }
 
@@ -177,6 +179,11 @@ class NodeConfig:
     replica_fetch_partition_order: str = "random"
     # Prometheus text on http://host:metrics.port/metrics; 0 = any free port, -1 = off (ours).
     metrics_port: int = 0
+    # The node's own JSON-lines logs (events, metrics, replicas; server/jsonl.py) roll over at
+    # this size and keep this many files each, the live one included (log4j's MaxFileSize and
+    # MaxBackupIndex + 1 in Kafka's log4j.properties; ours): at most 3 x 500 MiB by default.
+    log_jsonl_max_bytes: int = 100 * MiB
+    log_jsonl_max_files: int = 5
     # Inter-node routes, {(dst host, dst port): (via host, via port)} (ours, see module docstring).
     routes: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
 
