@@ -242,7 +242,8 @@ class LocalCluster:
         return rows
 
     def log_path(self, node_id: int, kind: LogKind | str) -> Path:
-        """The path of a node's `events`, `metrics` (JSON lines) or `out` (stdout+stderr) log."""
+        """The path of a node's `events`, `metrics` (JSON lines) or `out` (stdout+stderr) log:
+        the live file (`minikafka.server.jsonl.jsonl_parts` lists it with its rotated parts)."""
         if kind not in LOG_FILES:
             raise ConfigError(f"log kind must be one of {', '.join(LOG_FILES)}; got {kind!r}")
         return self._proc(node_id).node.data_dir / LOG_FILES[kind]

@@ -66,6 +66,7 @@ def test_parts_are_listed_oldest_first_and_only_numbered_siblings_count(tmp_path
     for name in ["m.jsonl", "m.jsonl.1", "m.jsonl.10", "m.jsonl.2", "m.jsonl.tmp", "m.jsonl.01"]:
         (tmp_path / name).write_text("")
     (tmp_path / "events.jsonl.1").write_text("")
+    (tmp_path / "m.jsonl.3").mkdir()  # not a file: nothing a reader could read
     assert [p.name for p in jsonl_parts(tmp_path / "m.jsonl")] == [
         "m.jsonl.10", "m.jsonl.2", "m.jsonl.1", "m.jsonl",
     ]  # fmt: skip
@@ -208,6 +209,25 @@ def test_the_event_log_writes_through_the_rotation_it_is_given(tmp_path):
     assert all(len(p.read_bytes()) <= 1024 for p in parts)
     last = [ln for p in parts for ln in p.read_text().splitlines()][-1]
     assert '"i":99' in last
+
+
+def test_a_node_gives_its_logs_the_caps_of_its_config(tmp_path):
+    from minikafka.server.node import Node
+
+    config = NodeConfig(node_id=1, roles=("controller",), data_dir=tmp_path).with_settings(
+        {"log.jsonl.max.bytes": "1024", "log.jsonl.max.files": "2"}
+    )
+    node = Node(config)
+    try:
+        assert node.log_rotation == Rotation(max_bytes=1024, max_files=2)
+        for i in range(100):
+            node.events.emit("something", i=i)
+    finally:
+        for closable in (node.meta_store, node.events, node.dir_lock):
+            closable.close()
+    parts = jsonl_parts(tmp_path / "events.jsonl")
+    assert [p.name for p in parts] == ["events.jsonl.1", "events.jsonl"]
+    assert all(len(p.read_bytes()) <= 1024 for p in parts)
 
 
 # ---------------------------------------------------------------------------- the configs

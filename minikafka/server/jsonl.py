@@ -94,15 +94,13 @@ def backup_indexes(path: Path) -> list[int]:
 
 
 def jsonl_parts(path: Path | str) -> list[Path]:
-    """Every file of the log `path` that exists, oldest first: `path.N` ... `path.1`, `path`.
-    What every reader of a node log reads instead of `path` alone (lines in order across them).
-    A roll between this listing and the reads shifts the names: read logs of a stopped node,
-    or accept a duplicated or missed part."""
+    """Every regular file of the log `path`, oldest first: `path.N` ... `path.1`, `path`: what
+    every reader of a node log reads instead of `path` alone (lines in order across them). A
+    roll between this listing and the reads shifts the names: read logs of a stopped node, or
+    accept a duplicated or missed part."""
     path = Path(path)
     parts = [_part(path, i) for i in sorted(backup_indexes(path), reverse=True)]
-    if path.is_file():
-        parts.append(path)
-    return parts
+    return [p for p in [*parts, path] if p.is_file()]
 
 
 # ---------------------------------------------------------------------------- the writer
