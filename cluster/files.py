@@ -13,6 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from minikafka.server.jsonl import jsonl_parts
+
 _TAIL_CHUNK = 8192
 
 
@@ -66,3 +68,14 @@ def tail_lines(path: Path, n: int, start: int = 0) -> list[str]:
             data = f.read(step) + data
     lines = data.decode("utf-8", errors="replace").splitlines()
     return lines[-n:]
+
+
+def tail_log(path: Path, n: int) -> list[str]:
+    """The last `n` lines of a node log across its rotated parts (minikafka/server/jsonl.py):
+    a file that has just rolled over holds few lines, the rest are in `<name>.1` and older."""
+    out: list[str] = []
+    for part in reversed(jsonl_parts(path)):
+        if len(out) >= n:
+            break
+        out = tail_lines(part, n - len(out)) + out
+    return out

@@ -31,7 +31,7 @@ from cluster.clusterfile import (
     write_record,
 )
 from cluster.fault_proxy import PROXY_DIR, proxy_config
-from cluster.files import strictly_inside, tail_lines
+from cluster.files import strictly_inside, tail_log
 from cluster.managed import Progress, StopOutcome, now_iso
 from cluster.processes import (
     NODE_COMMAND,
@@ -242,7 +242,8 @@ class LocalCluster:
         return rows
 
     def log_path(self, node_id: int, kind: LogKind | str) -> Path:
-        """The path of a node's `events`, `metrics` (JSON lines) or `out` (stdout+stderr) log."""
+        """The path of a node's `events`, `metrics` (JSON lines) or `out` (stdout+stderr) log:
+        the live file (`minikafka.server.jsonl.jsonl_parts` lists it with its rotated parts)."""
         if kind not in LOG_FILES:
             raise ConfigError(f"log kind must be one of {', '.join(LOG_FILES)}; got {kind!r}")
         return self._proc(node_id).node.data_dir / LOG_FILES[kind]
@@ -250,14 +251,15 @@ class LocalCluster:
     def tail_logs(
         self, node_ids: Iterable[int] | None = None, kind: LogKind | str = "events", lines: int = 20
     ) -> list[str]:
-        """The last `lines` lines of each node's log, each prefixed with `[node <id>] `."""
+        """The last `lines` lines of each node's log (across its rotated parts), each prefixed
+        with `[node <id>] `."""
         if isinstance(lines, bool) or not isinstance(lines, int) or lines < 0:
             raise ConfigError(f"lines must be a non-negative integer, got {lines!r}")
         ids = list(self._procs) if node_ids is None else list(node_ids)
         out = []
         for node_id in ids:
             path = self.log_path(node_id, kind)
-            out += [f"[node {node_id}] {line}" for line in tail_lines(path, lines)]
+            out += [f"[node {node_id}] {line}" for line in tail_log(path, lines)]
         return out
 
     # -- control ----------------------------------------------------------------------------

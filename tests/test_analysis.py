@@ -394,3 +394,35 @@ def test_cli_exit_codes_and_default_out_dir(spark: Any, tmp_path: Path) -> None:
     ]  # fmt: skip
     assert "burst_move  fail" in bad.stdout and "throttle violated" in bad.stdout
     assert spark.sparkContext._jsc is not None  # the CLI left the test's session running
+
+
+def split_into_parts(path: Path, parts: int) -> None:
+    """Cut a node log into `parts` files as the node's writer rolls them (`name.N` ... `name`)."""
+    lines = path.read_text().splitlines(keepends=True)
+    size = -(-len(lines) // parts)
+    chunks = [lines[i : i + size] for i in range(0, len(lines), size)]
+    for back, chunk in enumerate(reversed(chunks)):
+        part = path if back == 0 else path.with_name(f"{path.name}.{back}")
+        part.write_text("".join(chunk))
+
+
+@pytest.mark.spark
+def test_logs_that_rolled_over_give_the_same_report(
+    spark: Any, report: Report, tmp_path: Path
+) -> None:
+    from tools.analysis import analyze
+
+    rolled = tmp_path / "clean_move"
+    shutil.copytree(RUNS / "clean_move", rolled)
+    for log in [*rolled.glob("nodes/*/metrics.jsonl"), *rolled.glob("nodes/*/events.jsonl")]:
+        split_into_parts(log, 3)
+    assert len(load_run(rolled).metrics_files) == 9
+    again = analyze([rolled], out_dir=tmp_path / "out", spark=spark)
+    (case,) = again.cases
+    whole = report.case("clean_move")
+    assert {k: v for k, v in case.items() if k != "run_dir"} == {
+        k: v for k, v in whole.items() if k != "run_dir"
+    }
+    assert len(again.per_second) == len(
+        [r for r in report.per_second if r["case_id"] == "clean_move"]
+    )

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from minikafka.cli.common import dir_option, emit, friendly_errors, json_option
+from minikafka.server.jsonl import jsonl_parts
 
 COLUMNS = [
     ("node", "node"),
@@ -25,19 +26,22 @@ COLUMNS = [
 
 
 def latest_snapshot(path: Path) -> dict[str, object] | None:
-    """The last complete line of a metrics.jsonl (reads only the file's tail)."""
-    if not path.exists():
-        return None
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        size = f.tell()
-        f.seek(max(0, size - (1 << 20)))
-        lines = f.read().splitlines()
-    for line in reversed(lines):
+    """The last complete line of a metrics.jsonl (reads only the file's tail); in the newest
+    rotated part if the file has just rolled over and holds none yet (server/jsonl.py)."""
+    for part in reversed(jsonl_parts(path)):
         try:
-            return json.loads(line)
-        except ValueError:
-            continue
+            with open(part, "rb") as f:
+                f.seek(0, 2)
+                size = f.tell()
+                f.seek(max(0, size - (1 << 20)))
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            continue  # rolled away since the listing
+        for line in reversed(lines):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
     return None
 
 

@@ -11,7 +11,8 @@
 (The throttled bytes are read by the PySpark analysis, which judges the throttle bound.)
 
 Times are made relative to the run's start (`t0`, wall seconds), like the history's. A line that
-is not JSON (a node killed mid-write leaves at most one) is skipped.
+is not JSON (a node killed mid-write leaves at most one) is skipped. A log that rolled over is
+read across its parts, oldest first (`events.jsonl.2`, `.1`, then `events.jsonl`).
 """
 
 from __future__ import annotations
@@ -21,18 +22,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from minikafka.server.jsonl import jsonl_parts
+
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.exists():
-        return
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                doc = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(doc, dict):
-                yield doc
+    """The objects of a log and of its rotated parts, oldest part first (server/jsonl.py)."""
+    for part in jsonl_parts(path):
+        try:
+            f = open(part, encoding="utf-8")  # noqa: SIM115
+        except FileNotFoundError:
+            continue  # rolled away since the listing (a live node's log)
+        with f:
+            for line in f:
+                try:
+                    doc = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(doc, dict):
+                    yield doc
 
 
 def _node_dirs(run_dir: Path) -> list[tuple[int, Path]]:

@@ -125,6 +125,8 @@ OPTIONS: dict[str, _Option] = {
         # KIP-578's proposed name; also the LMDB databases a broker's store may open.
         _Option("max.broker.partitions", "max_broker_partitions", _parse_int(1, 100_000)),
         _Option("max.topic.partitions", "max_topic_partitions", _parse_int(1, 1_000_000)),
+        _Option("log.jsonl.max.bytes", "log_jsonl_max_bytes", _parse_int(1024, 1 << 40)),
+        _Option("log.jsonl.max.files", "log_jsonl_max_files", _parse_int(1, 100)),
     ]
 }
 
@@ -184,6 +186,11 @@ class NodeConfig:
     # databases; more makes every read transaction slower) and the partitions of one topic.
     max_broker_partitions: int = 8192
     max_topic_partitions: int = 50_000
+    # The node's own JSON-lines logs (events, metrics, replicas; server/jsonl.py) roll over at
+    # this size and keep this many files each, the live one included (log4j's MaxFileSize and
+    # MaxBackupIndex + 1 in Kafka's log4j.properties; ours): at most 3 x 500 MiB by default.
+    log_jsonl_max_bytes: int = 100 * MiB
+    log_jsonl_max_files: int = 5
     # Inter-node routes, {(dst host, dst port): (via host, via port)} (ours, see module docstring).
     routes: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
 

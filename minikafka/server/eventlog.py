@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import IO
 
 from minikafka.server.clock import now_ms
-from minikafka.server.jsonl import JsonlFile
+from minikafka.server.jsonl import DEFAULT_ROTATION, JsonlFile, Rotation
 from minikafka.server.metrics import Metrics
 
 
@@ -25,9 +25,12 @@ class EventLog:
         node_id: int,
         echo: IO[str] | None = None,
         metrics: Metrics | None = None,
+        rotation: Rotation = DEFAULT_ROTATION,
     ) -> None:
-        # A failed write never stops the node (server/jsonl.py).
-        self._file = JsonlFile(path, metrics=metrics) if path is not None else None
+        # A failed write never stops the node, and the file rolls over at its cap (server/jsonl.py).
+        self._file = (
+            JsonlFile(path, metrics=metrics, rotation=rotation) if path is not None else None
+        )
         self._node_id = node_id
         self._echo = echo
         self.counts: dict[str, int] = {}

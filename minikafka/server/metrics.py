@@ -15,7 +15,7 @@ from pathlib import Path
 import trio
 
 from minikafka.server.clock import now_ms
-from minikafka.server.jsonl import JsonlFile
+from minikafka.server.jsonl import DEFAULT_ROTATION, JsonlFile, Rotation
 
 
 class Metrics:
@@ -42,11 +42,13 @@ async def run_metrics_log(
     *,
     node_id: int,
     interval_ms: int,
+    rotation: Rotation = DEFAULT_ROTATION,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Append one JSON line per interval: totals, and rates (`<counter>_per_s`) since the last."""
     task_status.started()
-    out = JsonlFile(path, metrics=metrics)  # a failed write never stops the node
+    # A failed write never stops the node, and the file rolls over at its cap (server/jsonl.py).
+    out = JsonlFile(path, metrics=metrics, rotation=rotation)
     last = dict(metrics.counters)
     last_ms = now_ms()
     try:

@@ -26,6 +26,7 @@ from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetcher import ReplicaFetcherManager
+from minikafka.server.jsonl import Rotation
 from minikafka.server.listener import run_listener
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metadata_cache import MetadataCache
@@ -59,8 +60,15 @@ class Node:
         # held until `run` ends or the process dies (minikafka/storage/dir_lock.py).
         self.dir_lock = lock_data_dir(config.data_dir)
         self.metrics = Metrics()
+        # Every JSON-lines log of the node rolls over at the same caps (server/jsonl.py).
+        self.log_rotation = Rotation(
+            max_bytes=config.log_jsonl_max_bytes, max_files=config.log_jsonl_max_files
+        )
         self.events = EventLog(
-            config.data_dir / "events.jsonl", node_id=config.node_id, metrics=self.metrics
+            config.data_dir / "events.jsonl",
+            node_id=config.node_id,
+            metrics=self.metrics,
+            rotation=self.log_rotation,
         )
         self.rng = random.Random(f"{config.seed}/{config.node_id}")
         store_config = StoreConfig(
@@ -100,6 +108,7 @@ class Node:
                         c.data_dir / "metrics.jsonl",
                         node_id=c.node_id,
                         interval_ms=c.metrics_interval_ms,
+                        rotation=self.log_rotation,
                     )
                 )
                 if c.metrics_port >= 0:
@@ -176,6 +185,7 @@ class Node:
                 node_id=c.node_id,
                 interval_ms=c.metrics_interval_ms,
                 metrics=self.metrics,
+                rotation=self.log_rotation,
             )
         )
         self.broker = Broker(

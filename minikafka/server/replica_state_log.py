@@ -24,7 +24,7 @@ from pathlib import Path
 
 import trio
 
-from minikafka.server.jsonl import JsonlFile
+from minikafka.server.jsonl import DEFAULT_ROTATION, JsonlFile, Rotation
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.metrics import Metrics
 
@@ -56,9 +56,11 @@ async def run_replica_state_log(
     node_id: int,
     interval_ms: int,
     metrics: Metrics | None = None,
+    rotation: Rotation = DEFAULT_ROTATION,
 ) -> None:
     """Append one line per interval with the rows of `partitions` (the replica manager's map)."""
-    out = JsonlFile(path, metrics=metrics)  # a failed write never stops the node
+    # A failed write never stops the node, and the file rolls over at its cap (server/jsonl.py).
+    out = JsonlFile(path, metrics=metrics, rotation=rotation)
     try:
         while True:
             await trio.sleep(interval_ms / 1000)

@@ -21,6 +21,8 @@ The PySpark analysis (tools/analysis) reads exactly this layout, and nothing els
                                              (`*_exempt_bytes`) are left out (default true)
                        (tools/analysis/runs.py `ThrottleCheck` is the reference for these rules)
       nodes/node-<id>/events.jsonl, metrics.jsonl   each node's own logs, copied at the end
+                       (with replicas.jsonl and node.out), each with its rotated parts
+                       `<name>.N` ... `<name>.1`, oldest first (minikafka/server/jsonl.py)
       clients/produced.jsonl   one line per acknowledged batch:
                                {"ts" (wall s, ack time), "topic", "partition", "offset" (base),
                                 "count", "latency_ms"}
@@ -51,6 +53,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from minikafka.errors import ConfigError
+from minikafka.server.jsonl import jsonl_parts
 
 THROTTLE_MODES = ("lists", "kip542")
 THROTTLE_JUDGED = ("move", "run")
@@ -280,15 +283,22 @@ class RunFolder:
         return path
 
     def collect_node_logs(self, node_dirs: Mapping[int, Path]) -> list[Path]:
-        """Copy each node's logs (`NODE_LOGS`) into nodes/node-<id>/."""
+        """Copy each node's logs (`NODE_LOGS`) with their rotated parts into nodes/node-<id>/,
+        under the same names: the copies are bounded by the nodes' caps (`log.jsonl.max.bytes`
+        x `log.jsonl.max.files` per log). Parts an earlier collection left that the node no
+        longer has are removed, so that a collection made twice reads as the node's logs."""
         copied = []
         for node_id, data_dir in sorted(node_dirs.items()):
             dest = self.path / "nodes" / f"node-{node_id}"
             dest.mkdir(parents=True, exist_ok=True)
             for name in NODE_LOGS:
-                src = Path(data_dir) / name
-                if src.exists():
-                    copied.append(Path(shutil.copy2(src, dest / name)))
+                parts = jsonl_parts(Path(data_dir) / name)
+                kept = {p.name for p in parts}
+                for stale in jsonl_parts(dest / name):
+                    if stale.name not in kept:
+                        stale.unlink()
+                for src in parts:
+                    copied.append(Path(shutil.copy2(src, dest / src.name)))
         return copied
 
     def write_results(self, results: Mapping[str, Any]) -> Path:

@@ -7,6 +7,7 @@ A run folder is what one system-test case or experiment leaves behind:
                          bytes to move, target produce rate, predicted move time, and
                          optionally how the throttle is judged (`ThrottleCheck`)
       nodes/node-<id>/events.jsonl, nodes/node-<id>/metrics.jsonl   copies of each node's logs
+                         (each with its rotated parts `<name>.N` ... `<name>.1`, all read)
       clients/produced.jsonl   one line per acknowledged batch: ts (ack time), latency_ms, ...
       clients/consumed.jsonl   (optional, not read)
       timeline.jsonl     what the driver did and when: throttle_set, move_start, move_end, ...
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from minikafka.errors import ConfigError
+from minikafka.server.jsonl import jsonl_parts
 
 THROTTLE_MODES = ("lists", "kip542")
 JUDGED = ("move", "run")  # ThrottleCheck.judged
@@ -180,12 +182,12 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunCase:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{case_file}: expected a JSON object with at least a string 'case'")
     fields = _case_fields(raw, case_file)
-    metrics = sorted(str(p) for p in path.glob("nodes/*/metrics.jsonl") if p.is_file())
+    metrics = node_log_files(path, "metrics.jsonl")
     if not metrics:
         raise ConfigError(
             f"{run_dir}: no nodes/node-<id>/metrics.jsonl (a run folder holds {LAYOUT})"
         )
-    events = sorted(str(p) for p in path.glob("nodes/*/events.jsonl") if p.is_file())
+    events = node_log_files(path, "events.jsonl")
     produced = path / "clients" / "produced.jsonl"
     timeline = path / "timeline.jsonl"
     return RunCase(
@@ -197,6 +199,14 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunCase:
         timeline_file=str(timeline) if timeline.is_file() else None,
         **fields,
     )
+
+
+def node_log_files(run_dir: Path, name: str) -> tuple[str, ...]:
+    """Every file of the nodes' log `name` in a run folder, node by node, each node's rotated
+    parts oldest first (`name.N` ... `name.1`, `name`; minikafka/server/jsonl.py): the list
+    Spark reads, so that a log that rolled over is read whole."""
+    nodes = sorted(d for d in run_dir.glob("nodes/*") if d.is_dir())
+    return tuple(str(p) for d in nodes for p in jsonl_parts(d / name))
 
 
 def _case_fields(raw: Mapping[str, Any], where: Path) -> dict[str, Any]:

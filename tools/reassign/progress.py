@@ -3,7 +3,8 @@ the figures the planner reads from a local cluster's files.
 
 No API tells how far a new replica has got (a follower answers no ListOffsets), and this tool
 adds nothing to the server, so progress comes from what the nodes write (README "What each node
-writes"), for a cluster whose directory is at hand:
+writes"), for a cluster whose directory is at hand (each log read across its rotated parts,
+minikafka/server/jsonl.py):
 
 - the controller's events.jsonl: each partition's latest `reassignment_started` with the file's
   target gives its destinations (`adding`) and the time its copy started;
@@ -33,6 +34,7 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.core.types import TopicPartition
+from minikafka.server.jsonl import jsonl_parts
 from tools.reassign.moves import OngoingReassignment
 from tools.reassign.runner import (
     IN_PROGRESS,
@@ -67,20 +69,26 @@ class LocalFiles:
 
 
 def reverse_lines(path: Path) -> Iterator[bytes]:
-    """The lines of a file, last first, reading backwards in chunks (metrics logs grow long)."""
-    with open(path, "rb") as f:
-        f.seek(0, 2)
-        pos = f.tell()
-        tail = b""
-        while pos > 0:
-            step = min(CHUNK, pos)
-            pos -= step
-            f.seek(pos)
-            lines = (f.read(step) + tail).split(b"\n")
-            tail = lines[0]
-            yield from (line for line in reversed(lines[1:]) if line)
-        if tail:
-            yield tail
+    """The lines of a node log, last first, across its rotated parts (newest part first;
+    minikafka/server/jsonl.py), reading each backwards in chunks (metrics logs grow long)."""
+    for part in reversed(jsonl_parts(path)):
+        try:
+            f = open(part, "rb")  # noqa: SIM115
+        except FileNotFoundError:
+            continue  # rolled away since the listing
+        with f:
+            f.seek(0, 2)
+            pos = f.tell()
+            tail = b""
+            while pos > 0:
+                step = min(CHUNK, pos)
+                pos -= step
+                f.seek(pos)
+                lines = (f.read(step) + tail).split(b"\n")
+                tail = lines[0]
+                yield from (line for line in reversed(lines[1:]) if line)
+            if tail:
+                yield tail
 
 
 def _parse(line: bytes) -> dict | None:
@@ -93,8 +101,6 @@ def _parse(line: bytes) -> dict | None:
 
 def snapshot_at(path: Path, ts: float | None = None) -> dict | None:
     """The last complete metrics line with `ts` <= the given wall-clock time (None: the last)."""
-    if not path.exists():
-        return None
     for line in reverse_lines(path):
         doc = _parse(line)
         if doc is not None and (ts is None or float(doc.get("ts", 0.0)) <= ts):
@@ -104,8 +110,6 @@ def snapshot_at(path: Path, ts: float | None = None) -> dict | None:
 
 def recent_snapshots(path: Path, seconds: float) -> list[dict]:
     """The metrics lines of the last `seconds` seconds of the file (by its own last `ts`)."""
-    if not path.exists():
-        return []
     out: list[dict] = []
     for line in reverse_lines(path):
         doc = _parse(line)
@@ -137,15 +141,20 @@ class MoveEvent:
 
 
 def _events(path: Path | None, *names: str) -> Iterator[dict]:
-    if path is None or not path.exists():
+    if path is None:
         return
     needles = [name.encode() for name in names]
-    with open(path, "rb") as f:
-        for line in f:
-            if any(n in line for n in needles):  # cheap filter before parsing
-                doc = _parse(line)
-                if doc is not None and doc.get("event") in names:
-                    yield doc
+    for part in jsonl_parts(path):  # oldest first: the latest event of a kind is read last
+        try:
+            f = open(part, "rb")  # noqa: SIM115
+        except FileNotFoundError:
+            continue  # rolled away since the listing
+        with f:
+            for line in f:
+                if any(n in line for n in needles):  # cheap filter before parsing
+                    doc = _parse(line)
+                    if doc is not None and doc.get("event") in names:
+                        yield doc
 
 
 def _tp(event: Mapping[str, object]) -> TopicPartition:
