@@ -669,3 +669,21 @@ def test_random_walk_invariants(seed):
         if not listing:  # no move left: nothing claims the throttle, and it is gone
             assert claims == []
             assert k.c.config_snapshot().configs("brokers", "1") == {}
+
+
+def test_a_move_past_the_per_broker_cap_is_refused_partition_by_partition():
+    """max.broker.partitions holds for moves as for creation (issue 11): broker 4 hosts nothing
+    and may host 1; the first move onto it is accepted, the second refused, the state kept."""
+    cl = Cluster()
+    cl.c.config = ControllerConfig(max_partitions_per_broker=1)
+    before = cl.state(1)
+    responses, _ = cl.move({0: [1, 4], 1: [2, 4]})
+    assert responses[0] == (ErrorCode.NONE, None)
+    code, message = responses[1]
+    assert code == ErrorCode.POLICY_VIOLATION
+    assert "broker 4" in message and "max.broker.partitions" in message
+    assert cl.state(1) == before
+    assert [(r.topic, r.partition) for r in cl.c.list_partition_reassignments()] == [("t", 0)]
+    # A move among brokers already hosting the partition adds nothing: allowed at the cap.
+    responses, _ = cl.move({1: [3, 2]})
+    assert responses == [(ErrorCode.NONE, None)]

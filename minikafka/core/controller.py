@@ -513,6 +513,7 @@ class ControllerState:
             throttle_configs,
             registered=self._brokers,
             live=set(self._live_ids()),
+            max_per_broker=self.config.max_partitions_per_broker,
         )
         if result.error_code != ErrorCode.NONE:
             return result.error_code, result.error_message, [], []

@@ -125,6 +125,9 @@ class Reassignments:
         self.throttles = ThrottleClaims()
         self.stops: dict[int, dict[TopicPartition, int]] = {}  # broker -> tp -> leader epoch
         self._unclaimed: dict[ThrottleKey, str] = {}  # released, for the controller to remove
+        # The request being applied: replicas per broker, and the cap (see `alter`).
+        self._hosted: Counter[int] | None = None
+        self._max_per_broker: int | None = None
 
     # ------------------------------------------------------------------------ requests
 
@@ -136,9 +139,18 @@ class Reassignments:
         *,
         registered: Container[int],
         live: Set[int],
+        max_per_broker: int | None = None,
     ) -> ReassignResult:
         """AlterPartitionReassignments: one response per item, in order; items are independent
-        except that a partition named twice is refused (INVALID_REQUEST) both times."""
+        except that a partition named twice is refused (INVALID_REQUEST) both times. A move
+        that would give a broker more than `max_per_broker` replicas (moving ones count on both
+        sides, as at creation) is refused with POLICY_VIOLATION (issue 11)."""
+        self._hosted = (
+            Counter(b for p in partitions.values() for b in p.replicas)
+            if max_per_broker is not None
+            else None
+        )
+        self._max_per_broker = max_per_broker
         try:
             throttles = normalise_throttles(throttle_configs)
         except ConfigError as exc:
@@ -165,6 +177,7 @@ class Reassignments:
             )
         if group is not None:
             self._maybe_release(group)
+        self._hosted = None
         return result
 
     def _alter_one(
@@ -200,6 +213,20 @@ class Reassignments:
         original = current.original if current is not None else before.replicas
         return self._start(tp, before, current, original, target, group, live, result)
 
+    def _over_cap(self, tp: TopicPartition, new: set[int]) -> str | None:
+        """Why adding replicas on `new` breaks the per-broker cap, or None (then counted)."""
+        hosted, cap = self._hosted, self._max_per_broker
+        if hosted is None or cap is None:
+            return None
+        for broker in sorted(new):
+            if hosted[broker] + 1 > cap:
+                return (
+                    f"moving {tp} would give broker {broker} {hosted[broker] + 1} partition "
+                    f"replicas; the controller allows at most {cap} (max.broker.partitions)"
+                )
+        hosted.update(new)
+        return None
+
     def _start(
         self,
         tp: TopicPartition,
@@ -225,6 +252,9 @@ class Reassignments:
                 f"reassigning {tp} to {list(target)} would leave no in-sync replica "
                 f"(ISR {list(before.isr)}): expected a target that keeps one"
             )
+        over = self._over_cap(tp, set(after.replicas) - set(before.replicas))
+        if over is not None:
+            return ErrorCode.POLICY_VIOLATION, over
         previous = None if current is None else current.throttle_id
         throttle_id = group if group is not None else previous
         result.events.append(

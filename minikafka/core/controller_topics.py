@@ -127,7 +127,7 @@ def _broker_cap_error(
             return (
                 f"Placing {len(replicas)} partition(s) would give broker {broker} "
                 f"{hosted.get(broker, 0) + n} partition replicas; the controller allows at "
-                f"most {cap} per broker (max_partitions_per_broker)."
+                f"most {cap} per broker (max.broker.partitions)."
             )
     return None
 
