@@ -21,6 +21,8 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from minikafka.client.membership import prove_membership
+from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, ProtocolError
 from minikafka.server.clock import now_ms, wait_out
@@ -171,8 +173,11 @@ async def open_connection(
     client_id: str,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     connect_timeout_s: float = 10.0,
+    credential: ClusterCredential | None = None,
 ) -> AsyncIterator[Connection]:
-    """Connect and run the reader for the duration of the block."""
+    """Connect and run the reader for the duration of the block. With a `credential` (the
+    cluster's own nodes), first prove membership of the cluster (client/membership.py): BrokerError
+    CLUSTER_AUTHORIZATION_FAILED if the server refuses."""
     label = f"{host}:{port}"
     try:
         with trio.fail_after(connect_timeout_s):
@@ -183,6 +188,8 @@ async def open_connection(
     async with trio.open_nursery() as nursery:
         nursery.start_soon(conn.run_reader)
         try:
+            if credential is not None:
+                await prove_membership(conn, credential)
             yield conn
         finally:
             nursery.cancel_scope.cancel()
@@ -193,11 +200,14 @@ async def hold_connection(
     address: tuple[str, int],
     client_id: str,
     *,
+    credential: ClusterCredential | None = None,
     task_status: trio.TaskStatus[tuple[Connection, trio.CancelScope]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Open a connection inside the caller's nursery (`nursery.start`) and keep it open until the
     returned cancel scope is cancelled: for long-lived connections owned by a pool."""
     with trio.CancelScope() as scope:
-        async with open_connection(address[0], address[1], client_id=client_id) as conn:
+        async with open_connection(
+            address[0], address[1], client_id=client_id, credential=credential
+        ) as conn:
             task_status.started((conn, scope))
             await trio.sleep_forever()

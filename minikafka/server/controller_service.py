@@ -20,6 +20,7 @@ LeaderAndIsr and UpdateMetadata, and like them is dropped if that incarnation is
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import trio
 
@@ -310,10 +311,14 @@ class BrokerChannel:
                         if conn is None or conn.broken:
                             if scope is not None:
                                 scope.cancel()
+                            c = self.service.config
                             conn, scope = await nursery.start(
-                                hold_connection,
-                                self.service.config.route(self.broker.host, self.broker.port),
-                                f"controller-{self.service.config.node_id}",
+                                partial(
+                                    hold_connection,
+                                    c.route(self.broker.host, self.broker.port),
+                                    f"controller-{c.node_id}",
+                                    credential=c.credential,  # issue 11: prove membership
+                                )
                             )
                         await conn.request(request, timeout_s=30)
                         break

@@ -21,6 +21,7 @@ import trio
 
 from minikafka.errors import ErrorCode
 from minikafka.server.broker import Broker, ControllerLink
+from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
@@ -54,6 +55,9 @@ from minikafka.wire.messages import (
 
 class Node:
     def __init__(self, config: NodeConfig) -> None:
+        # A node answers the control plane only from its cluster's own nodes (issue 11): without
+        # the cluster's id and secret it refuses to start, before touching its data dir.
+        config.require_cluster_identity()
         self.config = config
         # Before anything else in the data dir: one node per data dir (DataDirInUse otherwise),
         # held until `run` ends or the process dies (minikafka/storage/dir_lock.py).
@@ -63,6 +67,9 @@ class Node:
             config.data_dir / "events.jsonl", node_id=config.node_id, metrics=self.metrics
         )
         self.rng = random.Random(f"{config.seed}/{config.node_id}")
+        self.gate = ClusterGate(
+            cluster_id=config.cluster_id, secret=config.cluster_secret, events=self.events
+        )
         store_config = StoreConfig(map_size_bytes=config.lmdb_map_size_bytes, sync=config.log_sync)
         self.store = LogStore(config.data_dir / "lmdb", store_config) if config.is_broker else None
         self.meta_store = (
@@ -125,6 +132,7 @@ class Node:
             events=self.events,
             idle_ms=c.connections_max_idle_ms,
             max_connections=c.max_connections,
+            gate=self.gate,
             task_status=task_status,
         )
 
