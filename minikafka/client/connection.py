@@ -16,12 +16,12 @@ client that waits too never has a request sitting unread in a muted connection.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import trio
 
-from minikafka.client.membership import prove_membership
+from minikafka.client.membership import try_prove_membership
 from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, ProtocolError
@@ -185,15 +185,49 @@ async def open_connection(
     except (OSError, trio.TooSlowError) as exc:
         raise _network_error(label, exc) from None
     conn = Connection(stream, client_id=client_id, max_frame_bytes=max_frame_bytes, label=label)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(conn.run_reader)
-        try:
-            if credential is not None:
-                await prove_membership(conn, credential)
-            yield conn
-        finally:
-            nursery.cancel_scope.cancel()
-            await conn.aclose()
+    async with running(conn, credential):
+        yield conn
+
+
+@asynccontextmanager
+async def running(
+    conn: Connection,
+    credential: ClusterCredential | None = None,
+    *background: Callable[[], Awaitable[object]],
+) -> AsyncIterator[Connection]:
+    """Run `conn`'s reader (and `background` tasks) for the block, after proving membership if
+    there is a `credential`; then close the connection. What the block raises comes out as
+    itself, not wrapped in the nursery's ExceptionGroup, so callers' `except BrokerError` work."""
+    refused: BrokerError | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            for task in background:
+                nursery.start_soon(task)
+            nursery.start_soon(conn.run_reader)
+            try:
+                refused = await try_prove_membership(conn, credential)
+                if refused is None:
+                    yield conn
+            finally:
+                nursery.cancel_scope.cancel()
+                # Shielded: an unshielded await in the cancelled nursery raised Cancelled, which
+                # replaced what the block raised and was then absorbed by the nursery, so an
+                # error inside `async with open_connection(...)` used to vanish silently.
+                with trio.CancelScope(shield=True):
+                    await conn.aclose()
+    except BaseExceptionGroup as group:
+        raise _sole(group) from None
+    if refused is not None:
+        raise refused
+
+
+def _sole(group: BaseExceptionGroup) -> BaseException:
+    """The one exception a group holds (the tasks here never raise, so only the block's), or
+    the group itself if it holds several."""
+    if len(group.exceptions) != 1:
+        return group
+    inner = group.exceptions[0]
+    return _sole(inner) if isinstance(inner, BaseExceptionGroup) else inner
 
 
 async def hold_connection(

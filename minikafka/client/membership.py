@@ -62,3 +62,17 @@ async def prove_membership(
             ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
             f"{label} did not prove that it belongs to cluster {cred.cluster_id!r}",
         )
+
+
+async def try_prove_membership(
+    conn: Connection, credential: ClusterCredential | None
+) -> BrokerError | None:
+    """`prove_membership` if there is a credential: the refusal (returned, for the caller to
+    raise outside its nursery, unwrapped), or None if proven or there is nothing to prove."""
+    if credential is None:
+        return None
+    try:
+        await prove_membership(conn, credential)
+    except BrokerError as exc:
+        return exc
+    return None

@@ -165,7 +165,9 @@ class MembershipSession:
         server_proof = proof(
             self._secret, "server", self._cluster_id, node_id, nonce, req.client_nonce
         )
-        return ClusterAuthenticateResponse(error_code=ErrorCode.NONE, server_proof=server_proof), None
+        return ClusterAuthenticateResponse(
+            error_code=ErrorCode.NONE, server_proof=server_proof
+        ), None
 
     def refused(self, body: object) -> str | None:
         """Why this connection may not send `body`, or None if it may."""

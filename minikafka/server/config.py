@@ -248,13 +248,14 @@ class NodeConfig:
 
     def require_cluster_identity(self) -> None:
         """ConfigError (one line) unless the node knows its cluster's id and secret."""
-        for name, value in (("cluster.id", self.cluster_id), ("cluster.secret", self.cluster_secret)):
-            if not value:
-                setting = "cluster.secret.file" if name == "cluster.secret" else name
-                raise ConfigError(
-                    f"{setting} is not set: a node needs its cluster's id and secret file "
-                    "(`minikafka cluster up` makes both and passes them to every node)"
-                )
+        missing = "cluster.id" if not self.cluster_id else None
+        if missing is None and not self.cluster_secret:
+            missing = "cluster.secret.file"
+        if missing is not None:
+            raise ConfigError(
+                f"{missing} is not set: a node needs its cluster's id and secret file "
+                "(`minikafka cluster up` makes both and passes them to every node)"
+            )
 
     def route(self, host: str, port: int) -> tuple[str, int]:
         """Where to dial to reach the peer at (host, port): its route, or the address itself."""

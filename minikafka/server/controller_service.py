@@ -20,6 +20,7 @@ LeaderAndIsr and UpdateMetadata, and like them is dropped if that incarnation is
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 import trio
@@ -69,9 +70,16 @@ RETRY_BACKOFF_S = 0.2
 
 class ControllerService:
     def __init__(
-        self, *, config: NodeConfig, store: MetadataStore, events: EventLog, rng: random.Random
+        self,
+        *,
+        config: NodeConfig,
+        store: MetadataStore,
+        events: EventLog,
+        rng: random.Random,
+        hold: Callable[..., Awaitable[None]] = hold_connection,
     ) -> None:
         self.config = config
+        self.hold = hold  # hold_connection's signature; tests pass in-memory streams
         self.store = store
         self.events = events
         self.rng = rng
@@ -314,7 +322,7 @@ class BrokerChannel:
                             c = self.service.config
                             conn, scope = await nursery.start(
                                 partial(
-                                    hold_connection,
+                                    self.service.hold,
                                     c.route(self.broker.host, self.broker.port),
                                     f"controller-{c.node_id}",
                                     credential=c.credential,  # issue 11: prove membership

@@ -39,8 +39,7 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from minikafka.client.connection import Connection, open_connection
-from minikafka.client.membership import prove_membership
+from minikafka.client.connection import Connection, open_connection, running
 from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.dynamic_config import validate_changes
 from minikafka.core.types import TopicPartition
@@ -181,26 +180,33 @@ class MemoryNetwork:
         conn = Connection(
             client_stream, client_id=client_id, max_frame_bytes=max_frame_bytes, label=label
         )
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                partial(
-                    serve_connection,
-                    server_stream,
-                    dispatch,
-                    max_frame_bytes=max_frame_bytes,
-                    max_in_flight=64,
-                    events=self.events,
-                    gate=gate,
-                )
-            )
-            nursery.start_soon(conn.run_reader)
-            try:
-                if credential is not None:
-                    await prove_membership(conn, credential)
-                yield conn
-            finally:
-                nursery.cancel_scope.cancel()
-                await conn.aclose()
+        serve = partial(
+            serve_connection,
+            server_stream,
+            dispatch,
+            max_frame_bytes=max_frame_bytes,
+            max_in_flight=64,
+            events=self.events,
+            gate=gate,
+        )
+        async with running(conn, credential, serve):
+            yield conn
+
+    async def hold(
+        self,
+        address: tuple[str, int],
+        client_id: str,
+        *,
+        credential: ClusterCredential | None = None,
+        task_status: trio.TaskStatus[
+            tuple[Connection, trio.CancelScope]
+        ] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """`hold_connection` over this network (for a ControllerService's broker channels)."""
+        with trio.CancelScope() as scope:
+            async with self.connect(*address, client_id=client_id, credential=credential) as conn:
+                task_status.started((conn, scope))
+                await trio.sleep_forever()
 
 
 class MemoryBroker:
