@@ -191,6 +191,11 @@ class LocalCluster:
         return self._record.created_at
 
     @property
+    def cluster_id(self) -> str:
+        """The cluster's id, made by `up` (its secret is in `cluster.secret`, mode 0600)."""
+        return self._record.cluster_id
+
+    @property
     def cluster_file(self) -> Path:
         return cluster_file(self.base_dir)
 

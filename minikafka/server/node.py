@@ -264,7 +264,9 @@ async def serve_until_signalled(config: NodeConfig) -> None:
     node = Node(config)
     async with trio.open_nursery() as nursery:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            await nursery.start(node.run)
+            # start_soon, not start: a broker still waiting to register (controller down, or
+            # refused as another cluster's) must stop on SIGTERM too, not only once it is ready.
+            nursery.start_soon(node.run)
             async for signum in signals:
                 node.events.emit("signal", signal=signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()
