@@ -11,6 +11,10 @@ throttled until then, and no request is sent on this connection before that (Kaf
 NetworkClient: `ClusterConnectionStates.throttle`, the node is not ready while throttled).
 Requests already sent are not affected. The broker mutes the connection for the same time, so a
 client that waits too never has a request sitting unread in a muted connection.
+
+Cluster membership (issue 11): a node opening a connection to a peer passes its `credential`,
+and the connection proves membership before the block starts (client/membership.py); clients
+pass none. Whatever the block raises comes out of `open_connection` as itself.
 """
 
 from __future__ import annotations
