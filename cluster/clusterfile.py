@@ -6,6 +6,8 @@ people and other tools (addresses, controller, bootstrap). A cluster with a faul
 `fault_proxy` (control address, link ports, pid); older files without the key have none. Writes are atomic, and updates are
 read-modify-write under an flock on `<base_dir>/.cluster.lock`, so two commands changing
 different nodes (say a nemesis restarting one node while a user pauses another) both land.
+`cluster_id` is the cluster's identity (cluster/secret.py; its secret is in another file, mode
+0600: cluster.json stays readable by everyone).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class ClusterRecord:
     state: ClusterState
     created_at: str
     proxy_pid: int | None = None  # the fault proxy's process, if the spec has one
+    cluster_id: str = ""  # issue 11: every node gets it (cluster/secret.py); "" in older files
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_command", tuple(self.node_command))
@@ -106,6 +109,7 @@ def record_to_json(record: ClusterRecord) -> dict[str, Any]:
         "name": spec.name,
         "state": record.state,
         "created_at": record.created_at,
+        "cluster_id": record.cluster_id,
         "base_dir": str(spec.base_dir),
         "seed": spec.seed,
         "node_configs": dict(spec.node_configs),
@@ -156,6 +160,7 @@ def record_from_json(data: Any, path: Path) -> ClusterRecord:
             state=data["state"],
             created_at=str(data["created_at"]),
             proxy_pid=None if proxy is None else _pid(proxy.get("pid")),
+            cluster_id=str(data.get("cluster_id") or ""),
         )
     except (KeyError, TypeError, AttributeError, ConfigError) as e:
         raise ClusterError(f"cluster file {path} is damaged ({type(e).__name__}: {e})") from e

@@ -8,6 +8,10 @@ the cluster, inject faults (kill, pause, resume, restart) and tail the node logs
 brokers before the controller, as Kafka's controlled shutdown expects, and keeps the data dirs
 unless asked to wipe them.
 
+Each `up` gives the cluster a fresh identity (cluster/secret.py): a cluster id, recorded in the
+cluster file and passed to every node, and a secret in `<base_dir>/cluster.secret` (mode 0600)
+that the nodes read, so that only they can send each other control-plane requests (issue 11).
+
 A spec with a fault proxy (`plan_cluster(..., fault_proxy=True)`) gets its proxy process started
 before the nodes (their routes point at it) and stopped after them; `fault_proxy()` is the
 client of its control port (partitions, latency, bandwidth, resets: minikafka/faults).
@@ -42,6 +46,7 @@ from cluster.processes import (
     wait_all_ready,
 )
 from cluster.proxy_process import ProxyProcess
+from cluster.secret import new_cluster_id, remove_cluster_secret, write_cluster_secret
 from cluster.spec import ClusterSpec, NodeSpec
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.faults.control import FaultProxyClient
@@ -127,12 +132,14 @@ class LocalCluster:
             raise ConfigError(f"ready timeout must be positive, got {ready_timeout_s!r}")
         _refuse_if_running(spec.base_dir)
         spec.base_dir.mkdir(parents=True, exist_ok=True)
+        write_cluster_secret(spec.base_dir)  # mode 0600; nodes get its path (issue 11)
         record = ClusterRecord(
             spec=spec,
             node_command=command,
             pids={node.node_id: None for node in spec.nodes},
             state="starting",
             created_at=now_iso(),
+            cluster_id=new_cluster_id(spec.name),
         )
         write_record(record)
         cluster = cls(record)
@@ -148,6 +155,7 @@ class LocalCluster:
             if cluster._proxy is not None:
                 cluster._proxy.stop(CLEANUP_TIMEOUT_S)
             remove_record(spec.base_dir)
+            remove_cluster_secret(spec.base_dir)
             raise
         cluster._set_state("running")
         _note(
@@ -181,6 +189,11 @@ class LocalCluster:
     @property
     def created_at(self) -> str:
         return self._record.created_at
+
+    @property
+    def cluster_id(self) -> str:
+        """The cluster's id, made by `up` (its secret is in `cluster.secret`, mode 0600)."""
+        return self._record.cluster_id
 
     @property
     def cluster_file(self) -> Path:
@@ -286,6 +299,7 @@ class LocalCluster:
             if self._proxy is not None:
                 shutil.rmtree(self._proxy.directory, ignore_errors=True)
             remove_record(self.base_dir)
+            remove_cluster_secret(self.base_dir)
             _rmdir_if_empty(self.base_dir)
             self._record = self._record.with_state("stopped")
         else:
@@ -384,7 +398,8 @@ class LocalCluster:
         return self._procs[node_id]
 
     def _argv(self, node: NodeSpec) -> list[str]:
-        return node_argv(self._record.spec, node, self._record.node_command)
+        record = self._record
+        return node_argv(record.spec, node, record.node_command, cluster_id=record.cluster_id)
 
 
 def _refuse_if_running(base_dir: Path) -> None:

@@ -5,7 +5,8 @@ proxy: own session, out file with a header per start, adopting a recorded pid on
 command line names the marker, SIGTERM plus SIGCONT then SIGKILL). What is a node's own:
 
 - the command line is `node_argv` (the node contract) and its marker is the node's data dir, so
-  a recycled pid whose command line does not name that dir is never signalled;
+  a recycled pid whose command line does not name that dir is never signalled; it names the
+  cluster id and the secret file's path, never the secret;
 - stdout and stderr are appended to `<data_dir>/node.out`;
 - a node is ready once `<data_dir>/node.json` exists and names the node's pid (a file left by an
   earlier run names an older pid and is ignored); `wait_all_ready` waits for several at once and
@@ -32,6 +33,7 @@ from cluster.managed import (
     poll_until,
     proc_state,
 )
+from cluster.secret import secret_path
 from cluster.spec import ClusterSpec, NodeSpec
 from minikafka.errors import ClusterError
 
@@ -42,9 +44,16 @@ NOTE_EVERY_S = 5.0
 
 
 def node_argv(
-    spec: ClusterSpec, node: NodeSpec, node_command: Sequence[str] | None = None
+    spec: ClusterSpec,
+    node: NodeSpec,
+    node_command: Sequence[str] | None = None,
+    *,
+    cluster_id: str = "",
 ) -> list[str]:
-    """The full command line that starts `node` (the node contract, see the module docstring)."""
+    """The full command line that starts `node` (the node contract, see the module docstring).
+
+    With a `cluster_id`, the node also gets it and the path of the cluster's secret file (never
+    the secret itself: command lines are public, cluster/secret.py)."""
     argv = list(NODE_COMMAND if node_command is None else node_command)
     if not argv:
         raise ClusterError("the node command is empty")
@@ -53,6 +62,9 @@ def node_argv(
     argv += ["--data-dir", str(node.data_dir), "--seed", str(spec.seed)]
     for key, value in spec.node_configs.items():
         argv += ["--set", f"{key}={value}"]
+    if cluster_id:
+        argv += ["--set", f"cluster.id={cluster_id}"]
+        argv += ["--set", f"cluster.secret.file={secret_path(spec.base_dir)}"]
     return argv + route_args(spec, node)
 
 

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from cluster.secret import write_cluster_secret
 from minikafka.server.config import NodeConfig
 from minikafka.server.node import Node
 from minikafka.storage import DataDirInUse, lock_data_dir
 from minikafka.storage.dir_lock import LOCK_FILE
+from minikafka.testing.memory_node import with_cluster_identity
 
 
 def test_a_second_lock_on_the_same_dir_is_refused_naming_the_holder(tmp_path: Path) -> None:
@@ -71,7 +73,9 @@ def test_the_os_releases_the_lock_of_a_sigkilled_node(tmp_path: Path) -> None:
 
 def test_a_node_on_a_locked_data_dir_refuses_before_touching_it(tmp_path: Path) -> None:
     data_dir = tmp_path / "node-1"
-    config = NodeConfig(node_id=1, roles=("broker", "controller"), data_dir=data_dir)
+    config = with_cluster_identity(
+        NodeConfig(node_id=1, roles=("broker", "controller"), data_dir=data_dir)
+    )
     with lock_data_dir(data_dir):
         with pytest.raises(DataDirInUse):
             Node(config)
@@ -82,6 +86,8 @@ def test_the_node_command_on_a_locked_data_dir_exits_with_one_line(tmp_path: Pat
     data_dir = tmp_path / "node-1"
     argv = [sys.executable, "-m", "minikafka", "broker", "--node-id", "1"]
     argv += ["--listen", "127.0.0.1:0", "--controller", "127.0.0.1:9", "--data-dir", str(data_dir)]
+    secret = write_cluster_secret(tmp_path)  # a node without its cluster's identity would not start
+    argv += ["--set", "cluster.id=c1", "--set", f"cluster.secret.file={secret}"]
     with lock_data_dir(data_dir):
         # Without the lock the broker would run (retrying its controller) until the timeout.
         done = subprocess.run(argv, capture_output=True, text=True, timeout=30)

@@ -213,11 +213,12 @@ def test_the_event_log_writes_through_the_rotation_it_is_given(tmp_path):
 
 def test_a_node_gives_its_logs_the_caps_of_its_config(tmp_path):
     from minikafka.server.node import Node
+    from minikafka.testing.memory_node import with_cluster_identity
 
     config = NodeConfig(node_id=1, roles=("controller",), data_dir=tmp_path).with_settings(
         {"log.jsonl.max.bytes": "1024", "log.jsonl.max.files": "2"}
     )
-    node = Node(config)
+    node = Node(with_cluster_identity(config))
     try:
         assert node.log_rotation == Rotation(max_bytes=1024, max_files=2)
         for i in range(100):

@@ -114,6 +114,7 @@ def test_the_partition_caps_are_node_settings_the_controller_and_the_store_honou
     """max.topic.partitions / max.broker.partitions (KIP-578's name) reach the controller's
     placement checks and the broker's store: a config we accept is a config we honour."""
     from minikafka.server.node import Node
+    from minikafka.testing.memory_node import with_cluster_identity
 
     config = NodeConfig(node_id=100, roles=("broker", "controller"), data_dir=tmp_path)
     config = config.with_settings({"max.topic.partitions": "3", "max.broker.partitions": "2"})
@@ -145,7 +146,7 @@ def test_the_partition_caps_are_node_settings_the_controller_and_the_store_honou
         assert await create("three", 3) == ErrorCode.POLICY_VIOLATION  # 3 > 2 per broker
 
     trio.run(main)
-    node = Node(config)
+    node = Node(with_cluster_identity(config))
     try:
         assert node.store is not None
         for p in range(2):

@@ -457,9 +457,10 @@ def test_the_store_opens_lmdb_with_the_sync_setting(tmp_path: Path, sync: bool) 
 def test_the_log_sync_node_setting_reaches_lmdb(tmp_path: Path, value: str) -> None:
     from minikafka.server.config import NodeConfig
     from minikafka.server.node import Node
+    from minikafka.testing.memory_node import with_cluster_identity
 
     config = NodeConfig(node_id=1, roles=("broker", "controller"), data_dir=tmp_path)
-    config = config.with_settings({"log.sync": value})
+    config = with_cluster_identity(config.with_settings({"log.sync": value}))
     node = Node(config)
     try:
         sync = value == "true"

@@ -11,16 +11,22 @@ throttled until then, and no request is sent on this connection before that (Kaf
 NetworkClient: `ClusterConnectionStates.throttle`, the node is not ready while throttled).
 Requests already sent are not affected. The broker mutes the connection for the same time, so a
 client that waits too never has a request sitting unread in a muted connection.
+
+Cluster membership (issue 11): a node opening a connection to a peer passes its `credential`,
+and the connection proves membership before the block starts (client/membership.py); clients
+pass none. Whatever the block raises comes out of `open_connection` as itself.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import trio
 
+from minikafka.client.membership import try_prove_membership
+from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, ProtocolError
 from minikafka.server.clock import now_ms, wait_out
@@ -171,8 +177,11 @@ async def open_connection(
     client_id: str,
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     connect_timeout_s: float = 10.0,
+    credential: ClusterCredential | None = None,
 ) -> AsyncIterator[Connection]:
-    """Connect and run the reader for the duration of the block."""
+    """Connect and run the reader for the duration of the block. With a `credential` (the
+    cluster's own nodes), first prove membership of the cluster (client/membership.py): BrokerError
+    CLUSTER_AUTHORIZATION_FAILED if the server refuses."""
     label = f"{host}:{port}"
     try:
         with trio.fail_after(connect_timeout_s):
@@ -180,24 +189,63 @@ async def open_connection(
     except (OSError, trio.TooSlowError) as exc:
         raise _network_error(label, exc) from None
     conn = Connection(stream, client_id=client_id, max_frame_bytes=max_frame_bytes, label=label)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(conn.run_reader)
-        try:
-            yield conn
-        finally:
-            nursery.cancel_scope.cancel()
-            await conn.aclose()
+    async with running(conn, credential):
+        yield conn
+
+
+@asynccontextmanager
+async def running(
+    conn: Connection,
+    credential: ClusterCredential | None = None,
+    *background: Callable[[], Awaitable[object]],
+) -> AsyncIterator[Connection]:
+    """Run `conn`'s reader (and `background` tasks) for the block, after proving membership if
+    there is a `credential`; then close the connection. What the block raises comes out as
+    itself, not wrapped in the nursery's ExceptionGroup, so callers' `except BrokerError` work."""
+    refused: BrokerError | None = None
+    try:
+        async with trio.open_nursery() as nursery:
+            for task in background:
+                nursery.start_soon(task)
+            nursery.start_soon(conn.run_reader)
+            try:
+                refused = await try_prove_membership(conn, credential)
+                if refused is None:
+                    yield conn
+            finally:
+                nursery.cancel_scope.cancel()
+                # Shielded: an unshielded await in the cancelled nursery raised Cancelled, which
+                # replaced what the block raised and was then absorbed by the nursery, so an
+                # error inside `async with open_connection(...)` used to vanish silently.
+                with trio.CancelScope(shield=True):
+                    await conn.aclose()
+    except BaseExceptionGroup as group:
+        raise _sole(group) from None
+    if refused is not None:
+        raise refused
+
+
+def _sole(group: BaseExceptionGroup) -> BaseException:
+    """The one exception a group holds (the tasks here never raise, so only the block's), or
+    the group itself if it holds several."""
+    if len(group.exceptions) != 1:
+        return group
+    inner = group.exceptions[0]
+    return _sole(inner) if isinstance(inner, BaseExceptionGroup) else inner
 
 
 async def hold_connection(
     address: tuple[str, int],
     client_id: str,
     *,
+    credential: ClusterCredential | None = None,
     task_status: trio.TaskStatus[tuple[Connection, trio.CancelScope]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Open a connection inside the caller's nursery (`nursery.start`) and keep it open until the
     returned cancel scope is cancelled: for long-lived connections owned by a pool."""
     with trio.CancelScope() as scope:
-        async with open_connection(address[0], address[1], client_id=client_id) as conn:
+        async with open_connection(
+            address[0], address[1], client_id=client_id, credential=credential
+        ) as conn:
             task_status.started((conn, scope))
             await trio.sleep_forever()

@@ -7,9 +7,13 @@ forwarded CreateTopics, IncrementalAlterConfigs, DescribeConfigs, AlterPartition
 ListPartitionReassignments (KIP-590 style forwarding: clients may send admin requests to any
 broker). UpdateMetadata may carry the controller's dynamic
 config snapshot, which goes to the `DynamicConfigs` holder (server/dynamic_configs.py).
-Requests from a controller carry its epoch: an older epoch than one already seen is refused with
-STALE_CONTROLLER_EPOCH, and LeaderAndIsr/StopReplica meant for an older incarnation of this broker
-with STALE_BROKER_EPOCH.
+Requests from a controller carry its epoch: an older epoch than one already accepted is refused
+with STALE_CONTROLLER_EPOCH, and LeaderAndIsr/StopReplica meant for an older incarnation of this
+broker with STALE_BROKER_EPOCH. The controller epoch is remembered only once a request has passed
+every check (issue 11: a refused request, say one with a forged huge epoch, must not make the real
+controller's next request look stale). Only the cluster's own nodes reach this dispatch with a
+control request: the listener's ClusterGate refuses the others first (server/cluster_gate.py), and
+the controller link proves this broker's membership on every connection it opens.
 """
 
 from __future__ import annotations
@@ -80,14 +84,23 @@ class ControllerLink:
         host, port = c.route(c.controller_host, c.controller_port)  # maybe via the fault proxy
         while True:
             try:
-                async with open_connection(host, port, client_id=f"broker-{c.node_id}") as conn:
+                async with open_connection(
+                    host, port, client_id=f"broker-{c.node_id}", credential=c.credential
+                ) as conn:
                     self._conn = conn
                     while True:
                         await self._register(conn)
                         await self._heartbeat_until_lost(conn)
             except MiniKafkaError as exc:
                 self._conn = None
-                self.events.emit("controller_unreachable", error=str(exc))
+                refused = (
+                    isinstance(exc, BrokerError)
+                    and exc.code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                )
+                # Refused: another cluster's controller on that port, or the wrong secret. Say so
+                # plainly, never register, and keep trying (the operator may fix the files).
+                event = "controller_refused_membership" if refused else "controller_unreachable"
+                self.events.emit(event, error=str(exc))
                 await trio.sleep(backoff_s)
 
     async def _register(self, conn: Connection) -> None:
@@ -167,10 +180,12 @@ class Broker:
         self.controller_epoch = -1
 
     def _stale_controller(self, epoch: int) -> bool:
-        if epoch < self.controller_epoch:
-            return True
-        self.controller_epoch = epoch
-        return False
+        """Whether `epoch` is older than the newest controller epoch accepted. Only a check: the
+        epoch is remembered by `_accept_controller`, after every other check passed."""
+        return epoch < self.controller_epoch
+
+    def _accept_controller(self, epoch: int) -> None:
+        self.controller_epoch = max(self.controller_epoch, epoch)
 
     async def dispatch(self, body: object, *, client_id: str = "") -> object | None:
         """The response to a broker API request (for Produce and Fetch a listener `Reply`, which
@@ -189,6 +204,7 @@ class Broker:
             case UpdateMetadataRequest():
                 if self._stale_controller(body.controller_epoch):
                     return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+                self._accept_controller(body.controller_epoch)
                 self.cache.controller_id = body.controller_id
                 self.cache.update(brokers=body.brokers, partitions=body.partitions)
                 self.rm.apply_metadata(body.partitions)
@@ -198,8 +214,11 @@ class Broker:
                 if self._stale_controller(body.controller_epoch):
                     return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
                 await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)
+                if self._stale_controller(body.controller_epoch):  # a newer one came meanwhile
+                    return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
                 if body.broker_epoch != self.link.broker_epoch:
                     return StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+                self._accept_controller(body.controller_epoch)
                 return StopReplicaResponse(
                     error_code=ErrorCode.NONE,
                     partitions=await self.rm.apply_stop_replica(body.partitions),
@@ -238,8 +257,11 @@ class Broker:
         if self._stale_controller(body.controller_epoch):
             return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)
+        if self._stale_controller(body.controller_epoch):  # a newer one came meanwhile
+            return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         if body.broker_epoch != self.link.broker_epoch:
             return LeaderAndIsrResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+        self._accept_controller(body.controller_epoch)
         self.cache.controller_id = body.controller_id
         self.cache.update(brokers=None, partitions=body.partitions)
         for b in body.live_leaders:

@@ -9,14 +9,24 @@ Routes (`--route DST_HOST:DST_PORT=VIA_HOST:VIA_PORT`, ours) send this node's co
 another node through a fault-injecting proxy (minikafka/faults): every place a node dials a peer
 (controller link, replica fetchers, the controller's broker channels) asks `route()` first.
 Clients never get routes, so only inter-node traffic crosses the proxy.
+
+Cluster membership (issue 11): `cluster.id` names the node's cluster and `cluster.secret.file`
+the file holding the secret its nodes share (`minikafka cluster up` makes both; the file must be
+readable by its owner only). The secret is read when the setting is applied, kept out of every
+repr and log, and proves the node's connections to its peers (core/cluster_auth.py). A node
+without both refuses to start (`require_cluster_identity`).
 """
 
 from __future__ import annotations
 
+import os
+import re
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
+from minikafka.core.cluster_auth import MIN_SECRET_BYTES, ClusterCredential
 from minikafka.errors import ConfigError
 
 MiB = 1024 * 1024
@@ -52,6 +62,47 @@ def _parse_choice(*choices: str) -> Callable[[str, str], str]:
         return value
 
     return parse
+
+
+_CLUSTER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+def _parse_cluster_id(name: str, text: str) -> str:
+    value = text.strip()
+    if not _CLUSTER_ID.fullmatch(value):
+        raise ConfigError(
+            f"{name}={text!r}: expected 1 to 100 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+def _parse_path(name: str, text: str) -> str:
+    value = text.strip()
+    if not value:
+        raise ConfigError(f"{name}={text!r}: expected a file path")
+    return str(Path(value).expanduser().absolute())
+
+
+def read_cluster_secret(path: str) -> bytes:
+    """The secret in `path` (surrounding whitespace stripped). ConfigError (one line) if the file
+    is missing, readable by group or others, or holds fewer than MIN_SECRET_BYTES bytes."""
+    what = f"cluster.secret.file {path}"
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        raise ConfigError(f"{what}: cannot open it ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        mode = os.fstat(f.fileno()).st_mode
+        if mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ConfigError(
+                f"{what} is open to group or others (mode {stat.S_IMODE(mode):04o}): "
+                f"expected mode 0600 (chmod 600 {path})"
+            )
+        secret = f.read(1 << 16).strip()
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ConfigError(f"{what}: expected a secret of at least {MIN_SECRET_BYTES} bytes")
+    return secret
 
 
 _BIG = 1 << 62
@@ -127,6 +178,8 @@ OPTIONS: dict[str, _Option] = {
         _Option("max.topic.partitions", "max_topic_partitions", _parse_int(1, 1_000_000)),
         _Option("log.jsonl.max.bytes", "log_jsonl_max_bytes", _parse_int(1024, 1 << 40)),
         _Option("log.jsonl.max.files", "log_jsonl_max_files", _parse_int(1, 100)),
+        _Option("cluster.id", "cluster_id", _parse_cluster_id),
+        _Option("cluster.secret.file", "cluster_secret_file", _parse_path),
     ]
 }
 
@@ -193,6 +246,30 @@ class NodeConfig:
     log_jsonl_max_files: int = 5
     # Inter-node routes, {(dst host, dst port): (via host, via port)} (ours, see module docstring).
     routes: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
+    # The cluster's identity (issue 11, see the module docstring); the secret is never shown.
+    cluster_id: str = ""
+    cluster_secret_file: str = ""
+    cluster_secret: bytes = field(default=b"", repr=False)
+
+    @property
+    def credential(self) -> ClusterCredential | None:
+        """What this node's connections to its peers prove membership with (None: no secret)."""
+        if not self.cluster_id or not self.cluster_secret:
+            return None
+        return ClusterCredential(
+            cluster_id=self.cluster_id, node_id=self.node_id, secret=self.cluster_secret
+        )
+
+    def require_cluster_identity(self) -> None:
+        """ConfigError (one line) unless the node knows its cluster's id and secret."""
+        missing = "cluster.id" if not self.cluster_id else None
+        if missing is None and not self.cluster_secret:
+            missing = "cluster.secret.file"
+        if missing is not None:
+            raise ConfigError(
+                f"{missing} is not set: a node needs its cluster's id and secret file "
+                "(`minikafka cluster up` makes both and passes them to every node)"
+            )
 
     def route(self, host: str, port: int) -> tuple[str, int]:
         """Where to dial to reach the peer at (host, port): its route, or the address itself."""
@@ -215,6 +292,8 @@ class NodeConfig:
                 known = ", ".join(sorted(OPTIONS))
                 raise ConfigError(f"unknown config {name!r}; known configs: {known}")
             changes[option.attr] = option.parse(name, text)
+        if "cluster_secret_file" in changes:
+            changes["cluster_secret"] = read_cluster_secret(str(changes["cluster_secret_file"]))
         result = replace(self, **changes)
         result.check_caps()
         return result

@@ -20,6 +20,8 @@ LeaderAndIsr and UpdateMetadata, and like them is dropped if that incarnation is
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
+from functools import partial
 
 import trio
 
@@ -69,9 +71,16 @@ RETRY_BACKOFF_S = 0.2
 
 class ControllerService:
     def __init__(
-        self, *, config: NodeConfig, store: MetadataStore, events: EventLog, rng: random.Random
+        self,
+        *,
+        config: NodeConfig,
+        store: MetadataStore,
+        events: EventLog,
+        rng: random.Random,
+        hold: Callable[..., Awaitable[None]] = hold_connection,
     ) -> None:
         self.config = config
+        self.hold = hold  # hold_connection's signature; tests pass in-memory streams
         self.store = store
         self.events = events
         self.rng = rng
@@ -374,10 +383,14 @@ class BrokerChannel:
                         if conn is None or conn.broken:
                             if scope is not None:
                                 scope.cancel()
+                            c = self.service.config
                             conn, scope = await nursery.start(
-                                hold_connection,
-                                self.service.config.route(self.broker.host, self.broker.port),
-                                f"controller-{self.service.config.node_id}",
+                                partial(
+                                    self.service.hold,
+                                    c.route(self.broker.host, self.broker.port),
+                                    f"controller-{c.node_id}",
+                                    credential=c.credential,  # issue 11: prove membership
+                                )
                             )
                         await conn.request(request, timeout_s=30)
                         break

@@ -148,6 +148,7 @@ class ReplicaFetcher:
                         *self.m.config.route(self.leader.host, self.leader.port),
                         client_id=f"replica-fetcher-{self.m.config.node_id}-{self.index}",
                         max_frame_bytes=self.m.config.socket_max_frame_bytes,
+                        credential=self.m.config.credential,  # a follower's fetch: issue 11
                     ) as conn:
                         await self._fetch_loop(conn)
                 except MiniKafkaError as exc:

@@ -27,6 +27,12 @@ Bounded work per peer (issue 11):
   `connection_refused` (Kafka's Acceptor instead stops accepting until one closes, leaving the
   peer waiting in the kernel's backlog; closing says at once that the broker is full). The
   limit counts every connection, the cluster's own included: keep it well above the nodes'.
+
+The control plane answers only the cluster's own nodes (issue 11): with a `ClusterGate`
+(server/cluster_gate.py) each request is screened in the read loop, in arrival order, before any
+handler runs; the gate answers the membership handshake itself and refuses a control-plane
+request from a connection that has not proven membership. Every node passes one; only tests of
+the pump itself serve without.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import trio
 from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import RemoteProtocolError
 from minikafka.server.clock import now_ms, wait_out
+from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.eventlog import EventLog
 from minikafka.wire.codec import RequestHeader, decode_request, encode_response
 from minikafka.wire.framing import FrameDecoder, frame_header
@@ -80,8 +87,10 @@ async def serve_connection(
     max_in_flight: int,
     events: EventLog,
     idle_ms: int = DEFAULT_IDLE_MS,
+    gate: ClusterGate | None = None,
 ) -> None:
     peer = _peer_name(stream)
+    session = gate.session() if gate is not None else None
     last_active = trio.current_time()  # something received or a response written
     decoder = FrameDecoder(max_frame_bytes)
     send_lock = trio.Lock()
@@ -113,6 +122,13 @@ async def serve_connection(
         finally:
             in_flight.release()
 
+    async def send_answer(header: RequestHeader, response: object) -> None:
+        nonlocal last_active
+        payload = encode_response(header.correlation_id, response)
+        async with send_lock:
+            await stream.send_all(frame_header(len(payload)) + payload)
+            last_active = trio.current_time()
+
     async def read_requests(nursery: trio.Nursery) -> None:
         nonlocal last_active
         try:
@@ -127,6 +143,11 @@ async def serve_connection(
                         return  # clean EOF: in-flight requests finish, then we close
                     continue
                 header, body = decode_request(payload)
+                if gate is not None and session is not None:
+                    answer = gate.screen(session, body, peer)
+                    if answer is not None:  # the handshake, or a refusal: no handler runs
+                        await send_answer(header, answer)
+                        continue
                 await in_flight.acquire()
                 # Muted (KIP-219): this request waits, unprocessed, until the throttle ends. The
                 # check comes after every await, so a mute that began meanwhile counts. Nothing
@@ -169,6 +190,7 @@ async def run_listener(
     events: EventLog,
     idle_ms: int = DEFAULT_IDLE_MS,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    gate: ClusterGate | None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on host:port (0 = any free port) and report the bound port through task_status."""
@@ -186,6 +208,7 @@ async def run_listener(
             max_in_flight=max_in_flight,
             events=events,
             idle_ms=idle_ms,
+            gate=gate,
         )
 
     async with trio.open_nursery() as nursery:
@@ -202,6 +225,7 @@ async def serve_admitted(
     max_in_flight: int,
     events: EventLog,
     idle_ms: int = DEFAULT_IDLE_MS,
+    gate: ClusterGate | None = None,
 ) -> None:
     """serve_connection if a slot is free (max.connections), else close the stream at once."""
     if slots.open >= slots.max_connections:
@@ -223,6 +247,7 @@ async def serve_admitted(
             max_in_flight=max_in_flight,
             events=events,
             idle_ms=idle_ms,
+            gate=gate,
         )
     finally:
         slots.open -= 1

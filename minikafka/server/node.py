@@ -21,6 +21,7 @@ import trio
 
 from minikafka.errors import ErrorCode
 from minikafka.server.broker import Broker, ControllerLink
+from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
@@ -55,6 +56,9 @@ from minikafka.wire.messages import (
 
 class Node:
     def __init__(self, config: NodeConfig) -> None:
+        # A node answers the control plane only from its cluster's own nodes (issue 11): without
+        # the cluster's id and secret it refuses to start, before touching its data dir.
+        config.require_cluster_identity()
         self.config = config
         # Before anything else in the data dir: one node per data dir (DataDirInUse otherwise),
         # held until `run` ends or the process dies (minikafka/storage/dir_lock.py).
@@ -71,6 +75,9 @@ class Node:
             rotation=self.log_rotation,
         )
         self.rng = random.Random(f"{config.seed}/{config.node_id}")
+        self.gate = ClusterGate(
+            cluster_id=config.cluster_id, secret=config.cluster_secret, events=self.events
+        )
         store_config = StoreConfig(
             map_size_bytes=config.lmdb_map_size_bytes,
             sync=config.log_sync,
@@ -138,6 +145,7 @@ class Node:
             events=self.events,
             idle_ms=c.connections_max_idle_ms,
             max_connections=c.max_connections,
+            gate=self.gate,
             task_status=task_status,
         )
 
@@ -271,7 +279,9 @@ async def serve_until_signalled(config: NodeConfig) -> None:
     node = Node(config)
     async with trio.open_nursery() as nursery:
         with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-            await nursery.start(node.run)
+            # start_soon, not start: a broker still waiting to register (controller down, or
+            # refused as another cluster's) must stop on SIGTERM too, not only once it is ready.
+            nursery.start_soon(node.run)
             async for signum in signals:
                 node.events.emit("signal", signal=signal.Signals(signum).name)
                 nursery.cancel_scope.cancel()

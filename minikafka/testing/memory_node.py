@@ -8,6 +8,13 @@
   by its advertised (host, port) over `trio.testing.memory_stream_pair`, each connection served
   by the real `serve_connection`; so replica fetchers replicate between in-process brokers
   exactly as over TCP. `cut()`/`heal()` make a broker unreachable.
+- Cluster membership (issue 11): a `MemoryNetwork` is one cluster with a generated id and
+  secret. Every route is served behind a `ClusterGate` (the broker's own, logging to its event
+  log), and a MemoryBroker on the network takes the network's identity when its config has none,
+  so its fetchers prove membership as a real node's do. `credential(node_id)` gives a test the
+  identity of a node of the cluster; a connection opened without one is a client's.
+- Control requests: a MemoryBroker serves LeaderAndIsr, UpdateMetadata and StopReplica through
+  the real `Broker` dispatch (server/broker.py) with its FakeControllerLink as the link.
 - Dynamic configs: each MemoryBroker holds a `DynamicConfigs` wired as server/node.py wires a
   node's (the replica manager and the fetchers read it; every change re-bounds the replication
   sensors, keeping their samples). `set_configs(...)` plays the controller's UpdateMetadata push:
@@ -22,18 +29,23 @@ long polls runs in milliseconds.
 from __future__ import annotations
 
 import random
+import secrets
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
 import trio
 import trio.testing
 
-from minikafka.client.connection import Connection, open_connection
+from minikafka.client.connection import Connection, open_connection, running
+from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.dynamic_config import validate_changes
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
+from minikafka.server.broker import Broker
+from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
@@ -42,6 +54,7 @@ from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.listener import Dispatcher, serve_connection
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.log_writer import LogWriter
+from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.metrics import Metrics
 from minikafka.server.produce import handle_produce
 from minikafka.server.replica_manager import ReplicaManager
@@ -55,10 +68,13 @@ from minikafka.wire.messages import (
     BrokerInfo,
     ConfigEntity,
     FetchRequest,
+    LeaderAndIsrRequest,
     ListOffsetsRequest,
     PartitionState,
     ProduceRequest,
+    StopReplicaRequest,
     TopicPartitionError,
+    UpdateMetadataRequest,
 )
 
 TEST_STORE = StoreConfig(map_size_bytes=1 << 26, sync=False)
@@ -72,6 +88,9 @@ class FakeControllerLink:
         self.broker_epoch = broker_epoch
         self.accept = accept
         self.requests: list[object] = []
+
+    async def wait_for_epoch(self, epoch: int, timeout_s: float) -> None:
+        await trio.lowlevel.checkpoint()  # the fake's epoch never changes by itself
 
     @property
     def alter_partitions(self) -> list[AlterPartitionRequest]:
@@ -109,14 +128,28 @@ class FakeControllerLink:
 class MemoryNetwork:
     """Routes `connect(host, port, ...)` to in-process brokers over memory streams."""
 
-    def __init__(self) -> None:
-        self.routes: dict[tuple[str, int], Dispatcher] = {}
+    def __init__(self, *, cluster_id: str = "memory-cluster", secret: bytes | None = None) -> None:
+        self.routes: dict[tuple[str, int], tuple[Dispatcher, ClusterGate]] = {}
         self.down: set[tuple[str, int]] = set()
         self.events = EventLog(None, node_id=-1)  # the serving side's bad_request etc.
         self.connections = 0
+        self.cluster_id = cluster_id
+        self.secret = secrets.token_hex(32).encode() if secret is None else secret
 
-    def add(self, address: tuple[str, int], dispatch: Dispatcher) -> None:
-        self.routes[address] = dispatch
+    def credential(self, node_id: int) -> ClusterCredential:
+        """The identity of node `node_id` of this network's cluster."""
+        return ClusterCredential(cluster_id=self.cluster_id, node_id=node_id, secret=self.secret)
+
+    def gate(self, events: EventLog | None = None) -> ClusterGate:
+        """A door to this cluster's control plane, logging refusals to `events`."""
+        return ClusterGate(
+            cluster_id=self.cluster_id, secret=self.secret, events=events or self.events
+        )
+
+    def add(
+        self, address: tuple[str, int], dispatch: Dispatcher, gate: ClusterGate | None = None
+    ) -> None:
+        self.routes[address] = (dispatch, gate if gate is not None else self.gate())
 
     def cut(self, address: tuple[str, int]) -> None:
         """New connections to `address` fail (existing ones are not touched)."""
@@ -134,34 +167,46 @@ class MemoryNetwork:
         client_id: str,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         connect_timeout_s: float = 10.0,
+        credential: ClusterCredential | None = None,
     ) -> AsyncIterator[Connection]:
         label = f"{host}:{port}"
-        dispatch = self.routes.get((host, port))
-        if dispatch is None or (host, port) in self.down:
+        route = self.routes.get((host, port))
+        if route is None or (host, port) in self.down:
             await trio.lowlevel.checkpoint()
             raise BrokerError(ErrorCode.NETWORK_EXCEPTION, f"connection to {label} refused")
+        dispatch, gate = route
         self.connections += 1
         client_stream, server_stream = trio.testing.memory_stream_pair()
         conn = Connection(
             client_stream, client_id=client_id, max_frame_bytes=max_frame_bytes, label=label
         )
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(
-                partial(
-                    serve_connection,
-                    server_stream,
-                    dispatch,
-                    max_frame_bytes=max_frame_bytes,
-                    max_in_flight=64,
-                    events=self.events,
-                )
-            )
-            nursery.start_soon(conn.run_reader)
-            try:
-                yield conn
-            finally:
-                nursery.cancel_scope.cancel()
-                await conn.aclose()
+        serve = partial(
+            serve_connection,
+            server_stream,
+            dispatch,
+            max_frame_bytes=max_frame_bytes,
+            max_in_flight=64,
+            events=self.events,
+            gate=gate,
+        )
+        async with running(conn, credential, serve):
+            yield conn
+
+    async def hold(
+        self,
+        address: tuple[str, int],
+        client_id: str,
+        *,
+        credential: ClusterCredential | None = None,
+        task_status: trio.TaskStatus[
+            tuple[Connection, trio.CancelScope]
+        ] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """`hold_connection` over this network (for a ControllerService's broker channels)."""
+        with trio.CancelScope() as scope:
+            async with self.connect(*address, client_id=client_id, credential=credential) as conn:
+                task_status.started((conn, scope))
+                await trio.sleep_forever()
 
 
 class MemoryBroker:
@@ -177,6 +222,9 @@ class MemoryBroker:
         seed: int = 0,
         store_config: StoreConfig = TEST_STORE,
     ) -> None:
+        if network is not None and config.credential is None:
+            # One cluster per network: a node without an identity takes the network's.
+            config = replace(config, cluster_id=network.cluster_id, cluster_secret=network.secret)
         self.config = config
         self.events = EventLog(None, node_id=config.node_id)
         self.metrics = Metrics()
@@ -210,8 +258,16 @@ class MemoryBroker:
         self.fetchers.quotas = self.rm.replication_quotas
         self.dynamic.subscribe(lambda _snapshot: self.rm.on_configs_changed())
         self.rm.on_configs_changed()
+        self.broker = Broker(
+            config=config,
+            rm=self.rm,
+            link=self.controller,  # type: ignore[arg-type]
+            cache=MetadataCache(),
+            events=self.events,
+            dynamic=self.dynamic,
+        )
         if network is not None:
-            network.add(self.address, self.dispatch)
+            network.add(self.address, self.dispatch, network.gate(self.events))
 
     @property
     def address(self) -> tuple[str, int]:
@@ -271,6 +327,10 @@ class MemoryBroker:
                 return await handle_fetch(self.rm, body, self.topics, client_id)
             case ListOffsetsRequest():
                 return handle_list_offsets(self.rm, body, self.topics)
+            case LeaderAndIsrRequest() | UpdateMetadataRequest() | StopReplicaRequest():
+                if isinstance(body, LeaderAndIsrRequest):
+                    self.topics.update(st.topic for st in body.partitions)
+                return await self.broker.dispatch(body, client_id=client_id)
         raise BrokerError(ErrorCode.INVALID_REQUEST, f"not served here: {type(body).__name__}")
 
     async def apply(
@@ -292,6 +352,12 @@ class MemoryBroker:
             partition_max_bytes=1 << 30,
         )
         return self.store.read([spec], 1 << 30)[0]
+
+
+def with_cluster_identity(config: NodeConfig, *, cluster_id: str = "test-cluster") -> NodeConfig:
+    """`config` with a cluster id and a freshly generated secret, for a node run in process
+    (a real Node refuses to start without them; issue 11)."""
+    return replace(config, cluster_id=cluster_id, cluster_secret=secrets.token_hex(32).encode())
 
 
 def partition_state(

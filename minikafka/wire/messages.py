@@ -35,6 +35,12 @@ from minikafka.wire.admin_messages import (  # noqa: F401 - re-exported: one imp
     ReassignablePartition,
     ReassignablePartitionResponse,
 )
+from minikafka.wire.auth_messages import (  # noqa: F401 - re-exported
+    ClusterAuthenticateRequest,
+    ClusterAuthenticateResponse,
+    ClusterHandshakeRequest,
+    ClusterHandshakeResponse,
+)
 
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
@@ -47,9 +53,11 @@ class ApiKey(IntEnum):
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
+    CLUSTER_HANDSHAKE = 17  # Kafka's SaslHandshake
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     OFFSET_FOR_LEADER_EPOCH = 23
+    CLUSTER_AUTHENTICATE = 36  # Kafka's SaslAuthenticate
     DESCRIBE_CONFIGS = 32
     INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION_REASSIGNMENTS = 45
@@ -486,6 +494,8 @@ API: dict[ApiKey, tuple[type, type]] = {
     ApiKey.ALTER_PARTITION: (AlterPartitionRequest, AlterPartitionResponse),
     ApiKey.BROKER_REGISTRATION: (BrokerRegistrationRequest, BrokerRegistrationResponse),
     ApiKey.BROKER_HEARTBEAT: (BrokerHeartbeatRequest, BrokerHeartbeatResponse),
+    ApiKey.CLUSTER_HANDSHAKE: (ClusterHandshakeRequest, ClusterHandshakeResponse),
+    ApiKey.CLUSTER_AUTHENTICATE: (ClusterAuthenticateRequest, ClusterAuthenticateResponse),
 }
 
 API_KEY_OF: dict[type, ApiKey] = {req: key for key, (req, _resp) in API.items()}
