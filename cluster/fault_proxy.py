@@ -1,7 +1,8 @@
 """The fault proxy of a local cluster, as planned: its control port and one port per link.
 
 Pure planning and validation (the process is cluster/proxy_process.py, the proxy itself
-minikafka/faults). A directed link (src, dst) exists for every pair of distinct nodes that talk:
+minikafka/faults; what a cluster spec makes of it, its proxy config and its nodes' routes, is in
+cluster/spec.py). A directed link (src, dst) exists for every pair of distinct nodes that talk:
 broker -> broker (replica fetchers), broker -> controller (registration, heartbeats,
 AlterPartition, forwarded admin requests) and controller -> broker (LeaderAndIsr,
 UpdateMetadata, StopReplica). A combined controller+broker node has no link to itself. Node src
@@ -14,16 +15,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from minikafka.errors import ConfigError
-from minikafka.faults.config import ProxyConfig, ProxyLink
 from minikafka.faults.links import LinkId
 
-if TYPE_CHECKING:
-    from cluster.spec import ClusterSpec, NodeSpec
-
 PROXY_DIR = "fault-proxy"  # under the cluster's base dir: spec file, ready file, output
+
+
+class _Node(Protocol):
+    """What the checks read of a node (cluster/spec.py NodeSpec), named here so that this
+    module needs nothing of spec.py, which builds on it."""
+
+    node_id: int
+    roles: tuple[str, ...]
+    host: str
+    port: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -72,7 +79,7 @@ def talking_pairs(layout: Iterable[tuple[int, Sequence[str]]]) -> list[LinkId]:
     ]
 
 
-def check_fault_proxy(proxy: FaultProxySpec, nodes: Sequence[NodeSpec]) -> None:
+def check_fault_proxy(proxy: FaultProxySpec, nodes: Sequence[_Node]) -> None:
     """ConfigError unless the proxy's links are exactly the talking pairs, on distinct ports."""
     if not isinstance(proxy, FaultProxySpec):
         raise ConfigError(f"fault_proxy must be a FaultProxySpec or None, got {proxy!r}")
@@ -90,36 +97,3 @@ def check_fault_proxy(proxy: FaultProxySpec, nodes: Sequence[NodeSpec]) -> None:
     taken = {(node.host, node.port) for node in nodes}
     if len(set(ports)) != len(ports) or any((proxy.host, p) in taken for p in ports):
         raise ConfigError("fault proxy ports must be distinct and not used by a node")
-
-
-def proxy_config(spec: ClusterSpec) -> ProxyConfig:
-    """What the proxy process serves for `spec` (the spec file it is started with)."""
-    proxy = spec.fault_proxy
-    if proxy is None:
-        raise ConfigError(f"cluster {spec.name} has no fault proxy")
-    return ProxyConfig(
-        host=proxy.host,
-        control_port=proxy.control_port,
-        links=tuple(
-            ProxyLink(
-                src=src,
-                dst=dst,
-                port=port,
-                target_host=spec.node(dst).host,
-                target_port=spec.node(dst).port,
-            )
-            for (src, dst), port in proxy.links.items()
-        ),
-    )
-
-
-def route_args(spec: ClusterSpec, node: NodeSpec) -> list[str]:
-    """The `--route DST=VIA` options of `node`: one per link it opens, none without a proxy."""
-    proxy = spec.fault_proxy
-    if proxy is None:
-        return []
-    args = []
-    for (src, dst), port in proxy.links.items():
-        if src == node.node_id:
-            args += ["--route", f"{spec.node(dst).address}={proxy.host}:{port}"]
-    return args

@@ -34,7 +34,7 @@ from cluster.clusterfile import (
     update_record,
     write_record,
 )
-from cluster.fault_proxy import PROXY_DIR, proxy_config
+from cluster.fault_proxy import PROXY_DIR
 from cluster.files import strictly_inside, tail_log
 from cluster.managed import Progress, StopOutcome, now_iso
 from cluster.processes import (
@@ -47,7 +47,7 @@ from cluster.processes import (
 )
 from cluster.proxy_process import ProxyProcess
 from cluster.secret import new_cluster_id, remove_cluster_secret, write_cluster_secret
-from cluster.spec import ClusterSpec, NodeSpec
+from cluster.spec import ClusterSpec, NodeSpec, proxy_config
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.faults.control import FaultProxyClient
 

@@ -23,7 +23,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from cluster.fault_proxy import route_args
 from cluster.managed import (
     KILL_WAIT_S,
     POLL_S,
@@ -34,7 +33,7 @@ from cluster.managed import (
     proc_state,
 )
 from cluster.secret import secret_path
-from cluster.spec import ClusterSpec, NodeSpec
+from cluster.spec import ClusterSpec, NodeSpec, route_args
 from minikafka.errors import ClusterError
 
 NODE_COMMAND: tuple[str, ...] = (sys.executable, "-m", "minikafka", "node")

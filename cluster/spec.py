@@ -25,6 +25,7 @@ from types import MappingProxyType
 from cluster.fault_proxy import FaultProxySpec, check_fault_proxy, talking_pairs
 from cluster.ports import MAX_PORTS, free_ports
 from minikafka.errors import ConfigError
+from minikafka.faults.config import ProxyConfig, ProxyLink
 
 BROKER = "broker"
 CONTROLLER = "controller"
@@ -232,3 +233,36 @@ def _check_name(name: str) -> None:
 def _check_seed(seed: int) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed must be an integer from 0 to 2**63-1, got {seed!r}")
+
+
+def proxy_config(spec: ClusterSpec) -> ProxyConfig:
+    """What the proxy process serves for `spec` (the spec file it is started with)."""
+    proxy = spec.fault_proxy
+    if proxy is None:
+        raise ConfigError(f"cluster {spec.name} has no fault proxy")
+    return ProxyConfig(
+        host=proxy.host,
+        control_port=proxy.control_port,
+        links=tuple(
+            ProxyLink(
+                src=src,
+                dst=dst,
+                port=port,
+                target_host=spec.node(dst).host,
+                target_port=spec.node(dst).port,
+            )
+            for (src, dst), port in proxy.links.items()
+        ),
+    )
+
+
+def route_args(spec: ClusterSpec, node: NodeSpec) -> list[str]:
+    """The `--route DST=VIA` options of `node`: one per link it opens, none without a proxy."""
+    proxy = spec.fault_proxy
+    if proxy is None:
+        return []
+    args = []
+    for (src, dst), port in proxy.links.items():
+        if src == node.node_id:
+            args += ["--route", f"{spec.node(dst).address}={proxy.host}:{port}"]
+    return args

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from minikafka.cli import reassign as cli
+from minikafka.cli import reassign_inputs as inputs
 from minikafka.cli import reassign_plan, reassign_plan_inputs
 from minikafka.cli.main import main
 from minikafka.core.types import TopicPartition
@@ -163,21 +164,21 @@ def test_plan_options(tmp_path):
 
 def test_the_seed_comes_from_the_option_then_the_environment(monkeypatch):
     monkeypatch.setenv("MINIKAFKA_SEED", "7")
-    assert cli.parse_seed(None) == 7
-    assert cli.parse_seed("3") == 3
+    assert inputs.parse_seed(None) == 7
+    assert inputs.parse_seed("3") == 3
     monkeypatch.delenv("MINIKAFKA_SEED")
-    assert 0 <= cli.parse_seed(None) < 1 << 31
+    assert 0 <= inputs.parse_seed(None) < 1 << 31
 
 
 def test_check_action_returns_the_action_when_everything_fits():
     assert cli.check_action({"list": True}) == "list"
     options = {"verify": True, "reassignment_json_file": "f", "watch": True, "timeout": "9"}
     assert cli.check_action(options) == "verify"
-    assert cli.parse_throttle(" 2000000 ") == 2_000_000
-    assert cli.parse_mode(None) == "replication"
-    assert cli.parse_positive("1e3", "--x", example="1") == 1000.0
+    assert inputs.parse_throttle(" 2000000 ") == 2_000_000
+    assert inputs.parse_mode(None) == "replication"
+    assert inputs.parse_positive("1e3", "--x", example="1") == 1000.0
     with pytest.raises(ConfigError):
-        cli.parse_positive("inf", "--x", example="1")
+        inputs.parse_positive("inf", "--x", example="1")
 
 
 # ---------------------------------------------------------------------------- --execute

@@ -15,7 +15,8 @@ from cluster.clusterfile import (
     record_to_json,
     write_record,
 )
-from cluster.fault_proxy import FaultProxySpec, proxy_config, talking_pairs
+from cluster.fault_proxy import FaultProxySpec, talking_pairs
+from cluster.spec import proxy_config
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.faults.control import FaultProxyClient
 from minikafka.server.config import parse_routes

@@ -90,7 +90,7 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
 @friendly_errors
 def run_cmd(name: str | None, **opts: Any) -> None:
     """Run catalog experiment NAME (see `experiment list`), or a custom one from the options."""
-    from minikafka.cli.reassign import parse_seed
+    from minikafka.cli.reassign_inputs import parse_seed
     from minikafka.experiment.runner import run_experiment
 
     if opts["cluster_dir"] is not None and name is not None:

@@ -24,11 +24,9 @@ throttles. The work is in tools/reassign (moves, plan: arithmetic; runner, progr
 from __future__ import annotations
 
 import json
-import math
-import os
 import random
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +39,22 @@ from minikafka.cli.common import (
     resolve_bootstrap,
     table,
 )
+from minikafka.cli.reassign_inputs import (
+    CLIENT_ID,
+    DEFAULT_INTERVAL_S,
+    DEFAULT_TIMEOUT_S,
+    parse_mode,
+    parse_seed,
+    parse_throttle,
+    print_json,
+    read_file,
+    read_reassignment,
+    tp_list,
+)
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import open_client, parse_bootstrap
-from minikafka.core.types import TopicPartition
-from minikafka.errors import ClusterError, ConfigError
+from minikafka.client.cluster_client import open_client
+from minikafka.errors import ConfigError
 from tools.reassign import moves, runner
-from tools.reassign import progress as prog
 from tools.reassign.units import human_bytes
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
@@ -74,9 +82,6 @@ ONE_OF = (
     "expected exactly one of --generate, --execute, --verify, --cancel or --list, or the plan "
     "subcommand (see minikafka reassign --help)"
 )
-DEFAULT_TIMEOUT_S = 600.0
-DEFAULT_INTERVAL_S = 1.0
-CLIENT_ID = "minikafka-reassign"
 # --execute's and plan's --throttle-mode (parse_mode reads it).
 THROTTLE_MODE_HELP = (
     "replication (KIP-73: replica lists + rates, default) or reassignment (KIP-542 rates)."
@@ -146,88 +151,6 @@ def check_action(options: Mapping[str, Any]) -> str:
     if options.get("throttle_mode") is not None and options.get("throttle") is None:
         raise ConfigError("--throttle-mode needs --throttle B/s: expected both")
     return action
-
-
-def parse_throttle(text: str) -> int:
-    value = text.strip()
-    if not (value.isascii() and value.isdigit()) or int(value) < 1:
-        raise ConfigError(f"--throttle {text!r}: expected {moves.THROTTLE_FORM}, e.g. 2000000")
-    return int(value)
-
-
-def parse_mode(text: str | None) -> str:
-    if text is None:
-        return moves.MODE_REPLICATION
-    if text not in moves.MODES:
-        raise ConfigError(f"--throttle-mode {text!r}: expected one of {', '.join(moves.MODES)}")
-    return text
-
-
-def parse_positive(text: str, flag: str, *, example: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value > 0 and math.isfinite(value)):
-        raise ConfigError(f"{flag} {text!r}: expected a number > 0, e.g. {example}")
-    return value
-
-
-def parse_seed(text: str | None) -> int:
-    """--seed, else $MINIKAFKA_SEED, else a random one (printed, so it can be replayed)."""
-    if text is None:
-        text = os.environ.get("MINIKAFKA_SEED")
-        if text is None:
-            return random.SystemRandom().randrange(1 << 31)
-    if not (text.isascii() and text.isdigit()):
-        raise ConfigError(f"seed {text!r} (--seed or $MINIKAFKA_SEED): expected an integer >= 0")
-    return int(text)
-
-
-def read_file(path: str, what: str, form: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = getattr(exc, "strerror", None) or type(exc).__name__
-        raise ConfigError(
-            f"cannot read the {what} {path!r} ({why}): expected a file {form}"
-        ) from None
-
-
-def read_reassignment(path: str) -> dict[TopicPartition, list[int]]:
-    return moves.parse_reassignment_json(
-        read_file(path, "reassignment file", moves.REASSIGNMENT_FORM)
-    )
-
-
-def local_files(bootstrap: str | None, cluster_dir: Path) -> prog.LocalFiles | None:
-    """The nodes' files when the cluster in --dir is the one we talk to (None otherwise)."""
-    from cluster import LocalCluster
-
-    try:
-        lc = LocalCluster.load(cluster_dir)
-    except (ClusterError, ConfigError, OSError, ValueError):
-        return None
-    if bootstrap and not set(parse_bootstrap(bootstrap)) & set(parse_bootstrap(lc.bootstrap())):
-        return None
-    brokers = [n.node_id for n in lc.spec.nodes if n.is_broker]
-    controller = next((n.node_id for n in lc.spec.nodes if n.is_controller), None)
-    return prog.LocalFiles(
-        metrics={b: lc.log_path(b, "metrics") for b in brokers},
-        controller_events=None if controller is None else lc.log_path(controller, "events"),
-        node_configs=dict(lc.spec.node_configs),
-    )
-
-
-# ---------------------------------------------------------------------------- formatting
-
-
-def tp_list(tps: Sequence[TopicPartition]) -> str:
-    return ",".join(str(tp) for tp in tps)
-
-
-def print_json(doc: Any) -> None:
-    click.echo(json.dumps(doc, default=str))
 
 
 # ---------------------------------------------------------------------------- the command

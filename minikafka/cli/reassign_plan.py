@@ -43,7 +43,12 @@ from typing import Any
 import click
 
 from minikafka.cli.common import table
-from minikafka.cli.reassign import parse_mode, parse_positive, parse_throttle, read_reassignment
+from minikafka.cli.reassign_inputs import (
+    parse_mode,
+    parse_positive,
+    parse_throttle,
+    read_reassignment,
+)
 from minikafka.cli.reassign_plan_inputs import Inputs, gather
 from minikafka.errors import ConfigError
 from tools.reassign import moves, plan, plan_model

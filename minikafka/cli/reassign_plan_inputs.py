@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from minikafka.cli.common import resolve_bootstrap
-from minikafka.cli.reassign import CLIENT_ID, local_files
+from minikafka.cli.reassign_inputs import CLIENT_ID, local_files
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.types import TopicPartition

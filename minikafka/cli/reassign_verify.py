@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from minikafka.cli.common import resolve_bootstrap, table
-from minikafka.cli.reassign import (
+from minikafka.cli.reassign_inputs import (
     CLIENT_ID,
     DEFAULT_INTERVAL_S,
     DEFAULT_TIMEOUT_S,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from minikafka.core.cluster_auth import NONCE_BYTES, ClusterCredential, proof
 from minikafka.errors import BrokerError, ErrorCode
@@ -21,10 +21,16 @@ from minikafka.wire.messages import (
     ClusterHandshakeResponse,
 )
 
-if TYPE_CHECKING:
-    from minikafka.client.connection import Connection
-
 AUTH_TIMEOUT_S = 10.0
+
+
+class Connection(Protocol):
+    """What the handshake needs of a client/connection.py Connection (named structurally, so
+    that connection.py, which runs the handshake when it opens, is not imported back)."""
+
+    label: str
+
+    async def request(self, body: object, *, timeout_s: float = ...) -> object: ...
 
 
 async def prove_membership(
