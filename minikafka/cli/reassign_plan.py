@@ -137,27 +137,17 @@ def _quota_kwargs(inputs: Inputs) -> dict[str, Any]:
     }
 
 
-def burst_bytes(inputs: Inputs, throttle: float) -> float:
-    """What a replication quota admits at once: its SimpleRate treats the first window as
-    full-sized, so an idle sensor lets T x window size through before it reads "exceeded"
-    (REFERENCE.md sections 2 "Overshoot" and 3). A broker with no more than that to move may
-    finish at full speed: B / T is then only an upper bound."""
-    return throttle * float(inputs.configs["replication.quota.window.size.seconds"][0])
-
-
-def in_first_window(inputs: Inputs, prediction: plan.MovePrediction) -> list[int]:
-    burst = burst_bytes(inputs, prediction.throttle)
-    return [b.broker for b in prediction.brokers if 0 < b.bytes_to_move <= burst]
+def _window_size_s(inputs: Inputs) -> float:
+    return float(inputs.configs["replication.quota.window.size.seconds"][0])
 
 
 def _window_total(inputs: Inputs) -> float:
-    c = inputs.configs
-    return c["replication.quota.window.num"][0] * c["replication.quota.window.size.seconds"][0]
+    return inputs.configs["replication.quota.window.num"][0] * _window_size_s(inputs)
 
 
 def _broker_table(inputs: Inputs, prediction: plan.MovePrediction) -> list[str]:
     seconds = {b.broker: b.seconds for b in prediction.brokers}
-    bursts = in_first_window(inputs, prediction)
+    bursts = prediction.within_first_window(_window_size_s(inputs))
 
     def shown(b: int) -> str:
         s = seconds.get(b, 0.0)
@@ -175,7 +165,7 @@ def _broker_table(inputs: Inputs, prediction: plan.MovePrediction) -> list[str]:
     ]
     lines = table(rows, ["broker", "copies_in", "sends_out", "bytes_in/s", "seconds"]).splitlines()
     if bursts:
-        burst = human_bytes(burst_bytes(inputs, prediction.throttle))
+        burst = human_bytes(prediction.burst_bytes(_window_size_s(inputs)))
         lines.append(
             f"<=: at most throttle x window size = {burst} to move, which the quota admits at "
             "once in its first window (REFERENCE.md section 2, Overshoot): likely sooner"
@@ -199,7 +189,8 @@ def _summary(inputs: Inputs, prediction: plan.MovePrediction) -> str:
             f"{human_rate(prediction.max_bytes_in)}"
         )
     slowest = "" if prediction.slowest is None else f" (broker {prediction.slowest} is the slowest)"
-    bound = "at most " if prediction.slowest in in_first_window(inputs, prediction) else ""
+    first = prediction.within_first_window(_window_size_s(inputs))
+    bound = "at most " if prediction.slowest in first else ""
     return f"At {t} the move takes {bound}{human_seconds(prediction.max_seconds)}{slowest}"
 
 
@@ -250,8 +241,8 @@ def at_throttle(
     doc = {
         "prediction": {
             **prediction.to_json(),
-            "burst_bytes": burst_bytes(inputs, throttle),
-            "within_first_window": in_first_window(inputs, prediction),
+            "burst_bytes": prediction.burst_bytes(_window_size_s(inputs)),
+            "within_first_window": prediction.within_first_window(_window_size_s(inputs)),
         },
         "check": check_doc,
         "ok": check.ok,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.errors import ConfigError
+from tools.reassign.units import human_bytes, human_rate
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 
@@ -37,17 +38,6 @@ RULE_CLIENT_ROOM = "T < N - IN/R"
 RULE_WINDOW = "replica.fetch.response.max.bytes < T x window total"
 RULE_WINDOW_NETWORK = "replica.fetch.response.max.bytes < window total x N / #brokers"
 RULE_SHARE = "T <= X% of N"
-
-
-def _bytes(n: float) -> str:
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def _rate(n: float) -> str:
-    return f"{_bytes(n)}/s"
 
 
 def _seconds(s: float | None) -> str:
@@ -103,6 +93,18 @@ class MovePrediction:
         """What the throttle leaves for copying old data: T - max(BytesInPerSec)."""
         return self.throttle - self.max_bytes_in
 
+    def burst_bytes(self, window_size_s: float) -> float:
+        """What a replication quota admits at once: its SimpleRate treats the first window as
+        full-sized, so an idle sensor lets T x window size through before it reads "exceeded"
+        (REFERENCE.md sections 2 "Overshoot" and 3). A broker with no more than that to move
+        may finish at full speed: B / T is then only an upper bound."""
+        return self.throttle * window_size_s
+
+    def within_first_window(self, window_size_s: float) -> list[int]:
+        """The brokers whose whole move fits in that first burst."""
+        burst = self.burst_bytes(window_size_s)
+        return [b.broker for b in self.brokers if 0 < b.bytes_to_move <= burst]
+
     @property
     def finishes(self) -> bool:
         return all(b.seconds is not None for b in self.brokers)
@@ -124,21 +126,21 @@ class MovePrediction:
         who = "" if self.max_bytes_in_broker is None else f" (broker {self.max_bytes_in_broker})"
         out = [
             "MoveTime = bytes to move / (throttle - max(BytesInPerSec))  [KIP-73]",
-            f"throttle {_rate(self.throttle)}, max bytes in {_rate(self.max_bytes_in)}{who}: "
-            f"{_rate(max(self.catch_up_rate, 0.0))} left to copy existing data",
+            f"throttle {human_rate(self.throttle)}, max bytes in {human_rate(self.max_bytes_in)}{who}: "
+            f"{human_rate(max(self.catch_up_rate, 0.0))} left to copy existing data",
         ]
         for b in self.brokers:
             out.append(
-                f"  broker {b.broker}: {_bytes(b.bytes_to_move)} to copy -> {_seconds(b.seconds)}"
+                f"  broker {b.broker}: {human_bytes(b.bytes_to_move)} to copy -> {_seconds(b.seconds)}"
             )
         if self.finishes:
             slowest = "" if self.slowest is None else f" (broker {self.slowest} is the slowest)"
             out.append(f"the move takes {_seconds(self.max_seconds)}{slowest}")
         else:
             out.append(
-                f"the move never finishes: the throttle {_rate(self.throttle)} is not above max "
-                f"bytes in {_rate(self.max_bytes_in)}, so keeping up with new data uses all of it; "
-                f"set a throttle above {_rate(self.max_bytes_in)}"
+                f"the move never finishes: the throttle {human_rate(self.throttle)} is not above max "
+                f"bytes in {human_rate(self.max_bytes_in)}, so keeping up with new data uses all of it; "
+                f"set a throttle above {human_rate(self.max_bytes_in)}"
             )
         return out
 
@@ -227,8 +229,8 @@ class ThrottleCheck:
     def lines(self) -> list[str]:
         if self.ok:
             return [
-                f"throttle {_rate(self.throttle)} passes IN < T < N - IN/R on every broker and "
-                f"{_bytes(self.fetch_response_max_bytes)} responses fit the "
+                f"throttle {human_rate(self.throttle)} passes IN < T < N - IN/R on every broker and "
+                f"{human_bytes(self.fetch_response_max_bytes)} responses fit the "
                 f"{self.window_total_s:g} s quota window"
             ]
         return [f"[{f.rule}] {f.message}" for f in self.failures]
@@ -282,7 +284,7 @@ def check_throttle(
     for b, bytes_in in inbound.items():
         if not bytes_in < t:
             why = (
-                f"broker {b}: throttle {_rate(t)} is not above its bytes in {_rate(bytes_in)}, "
+                f"broker {b}: throttle {human_rate(t)} is not above its bytes in {human_rate(bytes_in)}, "
                 "so keeping the throttled replicas up with new data uses the whole throttle "
                 "and the move never finishes"
             )
@@ -290,8 +292,8 @@ def check_throttle(
         room = n - bytes_in / r
         if not t < room:
             why = (
-                f"broker {b}: throttle {_rate(t)} is not below network {_rate(n)} - bytes in "
-                f"{_rate(bytes_in)} / RF {r} = {_rate(room)}, so if leaders rebalance onto "
+                f"broker {b}: throttle {human_rate(t)} is not below network {human_rate(n)} - bytes in "
+                f"{human_rate(bytes_in)} / RF {r} = {human_rate(room)}, so if leaders rebalance onto "
                 "it its clients' inbound traffic no longer fits beside replication"
             )
             failures.append(_failure(RULE_CLIENT_ROOM, b, why))
@@ -299,8 +301,8 @@ def check_throttle(
     f = fetch_response_max_bytes
     if not f < t * window:
         why = (
-            f"replica.fetch.response.max.bytes {_bytes(f)} is not below throttle x window "
-            f"total = {_rate(t)} x {window:g} s = {_bytes(t * window)}, so a follower's first "
+            f"replica.fetch.response.max.bytes {human_bytes(f)} is not below throttle x window "
+            f"total = {human_rate(t)} x {window:g} s = {human_bytes(t * window)}, so a follower's first "
             "response exceeds what the whole quota window allows and overshoots the "
             "throttle; lower it or raise the throttle"
         )
@@ -308,9 +310,9 @@ def check_throttle(
     brokers = num_brokers if num_brokers is not None else len(inbound)
     if brokers >= 1 and not f < window * n / brokers:
         why = (
-            f"replica.fetch.response.max.bytes {_bytes(f)} is not below window total x "
-            f"network / #brokers = {window:g} s x {_rate(n)} / {brokers} = "
-            f"{_bytes(window * n / brokers)}, so the first responses of all leaders cannot "
+            f"replica.fetch.response.max.bytes {human_bytes(f)} is not below window total x "
+            f"network / #brokers = {window:g} s x {human_rate(n)} / {brokers} = "
+            f"{human_bytes(window * n / brokers)}, so the first responses of all leaders cannot "
             "reach a follower within the window"
         )
         failures.append(_failure(RULE_WINDOW_NETWORK, None, why))
@@ -361,18 +363,18 @@ class ThrottlePlan:
             RULE_SHARE,
             None,
             (
-                f"finishing in {_seconds(self.deadline_s)} needs {_rate(self.required_throttle)}, "
+                f"finishing in {_seconds(self.deadline_s)} needs {human_rate(self.required_throttle)}, "
                 f"more than {self.max_fraction:.0%} of the network = "
-                f"{_rate(self.allowed_throttle)}, at which the move takes "
+                f"{human_rate(self.allowed_throttle)}, at which the move takes "
                 f"{_seconds(self.at_allowed.max_seconds)}"
             ),
         )
 
     def lines(self) -> list[str]:
         out = [
-            f"to finish in {_seconds(self.deadline_s)}: throttle {_rate(self.required_throttle)} "
+            f"to finish in {_seconds(self.deadline_s)}: throttle {human_rate(self.required_throttle)} "
             f"({self.required_throttle} B/s)",
-            f"{self.max_fraction:.0%} of the network: throttle {_rate(self.allowed_throttle)}, "
+            f"{self.max_fraction:.0%} of the network: throttle {human_rate(self.allowed_throttle)}, "
             f"the move takes {_seconds(self.at_allowed.max_seconds)}",
         ]
         share = self.share_failure()
