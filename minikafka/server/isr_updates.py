@@ -9,27 +9,49 @@ and proposed again by the next check.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
 import trio
 
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.clock import now_ms
+from minikafka.server.config import NodeConfig
+from minikafka.server.eventlog import EventLog
 from minikafka.server.local_partition import LocalPartition
+from minikafka.server.metrics import Metrics
 from minikafka.wire.messages import (
     AlterPartitionItem,
     AlterPartitionRequest,
     AlterPartitionResponse,
 )
 
-if TYPE_CHECKING:
-    from minikafka.server.replica_manager import ReplicaManager
+
+class ControllerLinkLike(Protocol):
+    """What the ISR updates (and the replica manager) need of the broker's controller link
+    (server/broker.py ControllerLink)."""
+
+    broker_epoch: int
+
+    async def request(self, body: object, *, timeout_s: float) -> object: ...
 
 
 class IsrUpdates:
-    def __init__(self, rm: ReplicaManager) -> None:
-        self.rm = rm
+    def __init__(
+        self,
+        *,
+        config: NodeConfig,
+        events: EventLog,
+        metrics: Metrics,
+        partitions: Mapping[TopicPartition, LocalPartition],
+        controller: ControllerLinkLike,
+    ) -> None:
+        self.config = config
+        self.events = events
+        self.metrics = metrics
+        self.partitions = partitions  # the replica manager's, live
+        self.controller = controller
         self._send, self._recv = trio.open_memory_channel[TopicPartition](10_000)
 
     def maybe_expand(self, p: LocalPartition) -> None:
@@ -42,7 +64,7 @@ class IsrUpdates:
     def _propose(self, p: LocalPartition, new_isr: list[int], why: str) -> None:
         assert p.leader is not None
         p.leader.propose_isr(new_isr)
-        self.rm.events.emit(
+        self.events.emit(
             "isr_change_proposed",
             topic=p.tp.topic,
             partition=p.tp.partition,
@@ -60,11 +82,11 @@ class IsrUpdates:
     ) -> None:
         """Kafka's isr-expiration task: every replica.lag.time.max.ms / 2."""
         task_status.started()
-        lag_max = self.rm.config.replica_lag_time_max_ms
+        lag_max = self.config.replica_lag_time_max_ms
         while True:
             await trio.sleep(max(lag_max // 2, 1) / 1000)
             t = now_ms()
-            for p in list(self.rm.partitions.values()):
+            for p in list(self.partitions.values()):
                 if p.leader is None:
                     continue
                 proposal = p.leader.shrink_proposal(t, lag_max)
@@ -84,7 +106,7 @@ class IsrUpdates:
                 except trio.WouldBlock:
                     break
             await self._send_alter_partition(
-                [self.rm.partitions[tp] for tp in tps if tp in self.rm.partitions]
+                [self.partitions[tp] for tp in tps if tp in self.partitions]
             )
 
     async def _send_alter_partition(self, parts: list[LocalPartition]) -> None:
@@ -104,21 +126,21 @@ class IsrUpdates:
         if not items:
             return
         try:
-            resp = await self.rm.controller.request(
+            resp = await self.controller.request(
                 AlterPartitionRequest(
-                    broker_id=self.rm.config.node_id,
-                    broker_epoch=self.rm.controller.broker_epoch,
+                    broker_id=self.config.node_id,
+                    broker_epoch=self.controller.broker_epoch,
                     partitions=items,
                 ),
                 timeout_s=10,
             )
         except MiniKafkaError as exc:
-            self.rm.events.emit("alter_partition_failed", error=str(exc))
+            self.events.emit("alter_partition_failed", error=str(exc))
             resp = AlterPartitionResponse(error_code=ErrorCode.NETWORK_EXCEPTION)
         assert isinstance(resp, AlterPartitionResponse)
         answers = {(a.topic, a.partition): a for a in resp.partitions}
         for item in items:
-            p = self.rm.partitions.get(TopicPartition(item.topic, item.partition))
+            p = self.partitions.get(TopicPartition(item.topic, item.partition))
             if p is None or p.leader is None or p.leader.leader_epoch != item.leader_epoch:
                 continue
             a = answers.get((item.topic, item.partition))
@@ -134,8 +156,8 @@ class IsrUpdates:
                     accepted=True, isr=list(a.isr), partition_epoch=a.partition_epoch
                 )
                 shrink = len(a.isr) < len(old_isr)
-                self.rm.metrics.inc("isr_shrinks" if shrink else "isr_expands")
-                self.rm.events.emit(
+                self.metrics.inc("isr_shrinks" if shrink else "isr_expands")
+                self.events.emit(
                     "isr_shrink" if shrink else "isr_expand",
                     topic=item.topic,
                     partition=item.partition,
@@ -149,7 +171,7 @@ class IsrUpdates:
             else:
                 code = a.error_code if a is not None else resp.error_code
                 p.leader.on_alter_partition_result(accepted=False)
-                self.rm.events.emit(
+                self.events.emit(
                     "isr_change_rejected",
                     topic=item.topic,
                     partition=item.partition,

@@ -37,7 +37,7 @@ from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetcher import ReplicaFetcherManager
-from minikafka.server.isr_updates import IsrUpdates
+from minikafka.server.isr_updates import ControllerLinkLike, IsrUpdates
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
@@ -93,7 +93,13 @@ class ReplicaManager:
         ):
             metrics.inc(counter, 0)  # present (as 0) from the first snapshot on
         self._lock = trio.Lock()
-        self.isr_updates = IsrUpdates(self)
+        self.isr_updates = IsrUpdates(
+            config=config,
+            events=events,
+            metrics=metrics,
+            partitions=self.partitions,
+            controller=controller,
+        )
         self.offline = OfflineReplicas(
             events=events, lookup=self.partitions.get, stop_fetching=fetchers.remove
         )
@@ -492,12 +498,3 @@ def _is_stale(current: PartitionState, new: PartitionState) -> bool:
     if new.leader_epoch != current.leader_epoch:
         return new.leader_epoch < current.leader_epoch
     return new.partition_epoch < current.partition_epoch
-
-
-class ControllerLinkLike:
-    """What the replica manager needs of the broker's controller link (see server/broker.py)."""
-
-    broker_epoch: int
-
-    async def request(self, body: object, *, timeout_s: float) -> object:  # pragma: no cover
-        raise NotImplementedError
