@@ -4,14 +4,32 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The exact versions, with their hashes, that development and CI install: the [dev] extra
+# (analysis included) resolved by pip-compile. A plain pip requirements file, so a fresh machine
+# with nothing but pip installs it; `make lock` re-resolves it after pyproject.toml changes.
+LOCK := requirements-dev.lock
+PIP_TOOLS := pip-tools==7.6.2
 
-.PHONY: setup demo test test-fast lint bench clean
+.PHONY: setup demo test test-fast lint bench clean lock
 
-$(STAMP): pyproject.toml
+# The lock's packages (hash-checked: pip refuses a file whose hash is not in the lock, and a
+# dependency the lock does not name), then minikafka itself, editable, taking nothing more.
+$(STAMP): pyproject.toml $(LOCK)
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --require-hashes -r $(LOCK)
+	$(PY) -m pip install -q --no-deps -e .
+	$(PY) -m pip check
 	touch $(STAMP)
+
+# Re-resolve the lock from pyproject.toml, keeping every pin it already has that still fits
+# (`make lock PIP_COMPILE_FLAGS=--upgrade` for the newest of everything). pip-tools runs from a
+# venv of its own, so it never enters the lock or the project's venv.
+lock:
+	test -x .lock-venv/bin/pip-compile || \
+		(python3 -m venv .lock-venv && .lock-venv/bin/pip install -q $(PIP_TOOLS))
+	CUSTOM_COMPILE_COMMAND="make lock" .lock-venv/bin/pip-compile -q --generate-hashes \
+		--extra dev --strip-extras --no-emit-index-url --no-emit-find-links \
+		$(PIP_COMPILE_FLAGS) -o $(LOCK) pyproject.toml
 
 setup: $(STAMP)
 
@@ -34,4 +52,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/cluster_bench.py
 
 clean:
-	rm -rf .minikafka .pytest_cache .ruff_cache .hypothesis
+	rm -rf .minikafka .pytest_cache .ruff_cache .hypothesis .lock-venv

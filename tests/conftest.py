@@ -13,6 +13,18 @@ import trio
 from minikafka.testing.memory_node import run_sync_inline
 
 
+@pytest.fixture(scope="session")
+def analysis_ready() -> None:
+    """Skips the test unless the analysis can run here (Java 17+, the [analysis] extra): what
+    `minikafka analyze` checks before anything else (tests/test_java_check.py tests the check)."""
+    from tools.analysis.environment import AnalysisUnavailable, require_analysis
+
+    try:
+        require_analysis()
+    except AnalysisUnavailable as exc:
+        pytest.skip(str(exc))
+
+
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """A local SparkSession for the module's `spark` tests (one JVM per module), stopped after."""

@@ -208,6 +208,8 @@ def test_duration_verdict(ratio: float | None, duration: float | None, ok: bool)
         (["--master", "nowhere", "{clean}"], "not a Spark master URL"),
     ],
 )
+# analyze checks Java 17+ and the extra before its input: without them, that is its one line
+@pytest.mark.usefixtures("analysis_ready")
 def test_cli_bad_input_exits_2_before_spark(tmp_path: Path, args: list[str], message: str) -> None:
     paths = {"empty": tmp_path, "runs": RUNS, "clean": RUNS / "clean_move"}
     result = CliRunner().invoke(main, ["analyze", *(a.format(**paths) for a in args)])

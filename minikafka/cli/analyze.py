@@ -8,6 +8,12 @@ parent's analysis/ for many), and prints a table (or report.json with --json). E
 every case passes, 1 when a verdict fails (throttle violated, or the move took outside
 0.9-1.2 x its prediction), 2 for bad input (a folder without case.json, an empty folder, a bad
 --master): one line on stderr, checked before Spark starts. Progress goes to stderr.
+
+First of all it checks what the analysis needs (tools/analysis/environment.py
+`require_analysis`, the check the library makes before starting Spark too): Java 17+ (JAVA_HOME,
+else java on PATH), then the `[analysis]` extra (pyspark, matplotlib). Either missing: one line
+saying so (for the extra, `pip install 'minikafka[analysis]'`), exit 2, nothing written.
+pyspark is imported only past that check, so the rest of the CLI runs without it.
 """
 
 from __future__ import annotations
@@ -63,12 +69,20 @@ def analyze_cmd(
     run_dirs: tuple[Path, ...], master: str, out_dir: Path | None, as_json: bool
 ) -> None:
     """Analyse run folders with PySpark: throttled rates against the throttle, move duration
-    against its prediction, produce latency per phase, ISR changes; exit 1 if a case fails."""
+    against its prediction, produce latency per phase, ISR changes; exit 1 if a case fails.
+    Needs Java 17+ and the analysis extra (pip install 'minikafka[analysis]')."""
+    from tools.analysis.environment import AnalysisUnavailable, require_analysis
+
+    try:
+        require_analysis()
+    except AnalysisUnavailable as exc:
+        fail(str(exc), 2)
+        return
     if not _MASTER.match(master):
         raise ConfigError(
             f"--master {master!r} is not a Spark master URL; accepted: {MASTER_FORMS}"
         )
-    from tools.analysis import load_runs
+    from tools.analysis.runs import load_runs
 
     runs = load_runs(run_dirs)  # bad folders: exit 2 before Spark starts
 

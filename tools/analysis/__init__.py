@@ -1,26 +1,56 @@
 """The PySpark analysis of system-test and experiment runs: run folders in (`runs`), one Spark
 job (`spark_job`, its DataFrame rules in `frames`), pure figures and verdicts (`summary`),
-report.json, HTML and PNG plots out (`report`)."""
+report.json, HTML and PNG plots out (`report`), and what it needs to run (`environment`).
 
+The package imports without the `[analysis]` extra: `analyze` and `spark_session` (the Spark
+job) are imported on first use, and raise `MissingAnalysisExtra` (the pip line) without pyspark.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from tools.analysis.environment import (
+    AnalysisUnavailable,
+    MissingAnalysisExtra,
+    check_java,
+    java_major,
+    require_analysis,
+)
 from tools.analysis.report import render_html, render_table, write_report
 from tools.analysis.runs import Params, RunCase, default_out_dir, load_run, load_runs
-from tools.analysis.spark_job import analyze, spark_session
 from tools.analysis.summary import SCHEMA, Collected, Report, build_report, move_bounds
+
+if TYPE_CHECKING:
+    from tools.analysis.spark_job import analyze, spark_session
+
+_SPARK_JOB = ("analyze", "spark_session")
 
 __all__ = [
     "SCHEMA",
+    "AnalysisUnavailable",
     "Collected",
+    "MissingAnalysisExtra",
     "Params",
     "Report",
     "RunCase",
     "analyze",
     "build_report",
+    "check_java",
     "default_out_dir",
+    "java_major",
     "load_run",
     "load_runs",
     "move_bounds",
     "render_html",
     "render_table",
+    "require_analysis",
     "spark_session",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: the Spark job's names, imported when first asked
+    if name in _SPARK_JOB:
+        from tools.analysis import spark_job
+
+        return getattr(spark_job, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,8 +44,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, Window
-from pyspark.sql import functions as F
+from tools.analysis.environment import ANALYSIS_EXTRA_HINT, MissingAnalysisExtra
+
+try:
+    from pyspark.sql import Column, DataFrame, Window
+    from pyspark.sql import functions as F
+except ImportError as exc:  # DataFrame rules through and through: without pyspark, the pip line
+    raise MissingAnalysisExtra(
+        f"the analysis needs pyspark: {ANALYSIS_EXTRA_HINT}", name="pyspark"
+    ) from exc
 
 COUNTERS = (
     "bytes_in",

@@ -4,7 +4,8 @@ rates against the case's bound) and one of produce latency, report.html showing 
 plain-text table the CLI prints.
 
 Plots use matplotlib's object API (`Figure`, rendered by Agg), never pyplot's global state, so
-writing reports from threads or a headless test is safe.
+writing reports from threads or a headless test is safe. matplotlib (the `[analysis]` extra) is
+imported by the plotting functions only: the table and the HTML need nothing beyond minikafka.
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
-
+from tools.analysis.environment import ANALYSIS_EXTRA_HINT, MissingAnalysisExtra
 from tools.analysis.summary import Report
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 MB = 1e6
 TABLE_COLUMNS = (
@@ -83,6 +86,17 @@ def _shade(ax: Any, case: Mapping[str, Any]) -> None:
         ax.axvspan(0, end - start, color="tab:green", alpha=0.12, label="move")
 
 
+def _figure(**kwargs: Any) -> Figure:
+    """A new matplotlib Figure (imported here: the `[analysis]` extra)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise MissingAnalysisExtra(
+            f"the report's plots need matplotlib: {ANALYSIS_EXTRA_HINT}", name="matplotlib"
+        ) from exc
+    return Figure(**kwargs)
+
+
 def _plotted_nodes(case: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[int]:
     nodes = set(case["receiving_brokers"]) | set(case["sending_brokers"])
     for r in rows:
@@ -99,7 +113,7 @@ def plot_rates(case: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], path:
     bytes it counts over its span, drawn at the window's end, so a point reads "the last n s")
     against the case's bound (dashed)."""
     nodes = _plotted_nodes(case, rows) or [None]
-    fig = Figure(figsize=(9, 2.4 * len(nodes) + 0.6), layout="constrained")
+    fig = _figure(figsize=(9, 2.4 * len(nodes) + 0.6), layout="constrained")
     axes = fig.subplots(len(nodes), 1, sharex=True, squeeze=False)[:, 0]
     throttle, bound = case["throttle_bytes_per_s"], case["throttle_bound_bytes_per_s"]
     span = case["throttle_window_s"]
@@ -139,7 +153,7 @@ def plot_rates(case: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], path:
 
 
 def plot_latency(case: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], path: Path) -> None:
-    fig = Figure(figsize=(9, 3), layout="constrained")
+    fig = _figure(figsize=(9, 3), layout="constrained")
     ax = fig.subplots()
     x, label = _x(rows, min((r["ts"] for r in rows), default=0))
     _shade(ax, case)

@@ -20,11 +20,21 @@ from functools import reduce
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
 from minikafka.errors import MiniKafkaError
+from tools.analysis.environment import (
+    ANALYSIS_EXTRA_HINT,
+    MissingAnalysisExtra,
+    require_analysis,
+)
+
+try:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+except ImportError as exc:  # this module is the Spark job: without pyspark, the pip line
+    raise MissingAnalysisExtra(
+        f"the analysis needs pyspark: {ANALYSIS_EXTRA_HINT}", name="pyspark"
+    ) from exc
 from tools.analysis.frames import (
     COUNTERS,
     RATES,
@@ -90,13 +100,16 @@ appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
 def spark_session(master: str = "local[2]") -> SparkSession:
     """The active session, or a new one: workers run this interpreter, UI off, 4 shuffle
     partitions, errors only in the log, tuned for small data. An active session is reused as
-    it is (its master and settings too)."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    it is (its master and settings too). Before starting one: `require_analysis()`, the check
+    `minikafka analyze` makes first (Java 17+, matplotlib), so a missing Java is one line,
+    AnalysisUnavailable, instead of Spark's launcher failing some seconds later."""
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    require_analysis()
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log4j = Path(tempfile.gettempdir()) / "minikafka-analysis-log4j2.properties"
     if not log4j.exists():
         log4j.write_text(_LOG4J, encoding="utf-8")
