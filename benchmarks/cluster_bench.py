@@ -23,7 +23,7 @@ One run on 127.0.0.1, everything under a fresh temporary dir, removed at the end
 
 Each figure is printed with its ratio to min(trio reference, lmdb sync=on reference); the targets
 are catch-up >= 0.25 of that and produce >= 50 MB/s. MB are 10**6 bytes; produce MB/s counts
-record values (as tools/perf.py does), catch-up MB/s whole batches (24-byte header and msgpack
+record values (as tools/perf.py does), catch-up MB/s whole batches (38-byte header and msgpack
 framing included, about 13 bytes per 100 B record). Progress goes to stderr; the table, or with
 `--json` one JSON object, to stdout. Every wait is bounded and fails with a one-line message.
 

@@ -229,7 +229,7 @@ def _checked_pairs(
     for batch in batches:
         if len(batch) < HEADER_SIZE:
             raise StorageError(f"{tp}: a batch of {len(batch)} bytes is shorter than its header")
-        base, _epoch, count, length, _crc = HEADER.unpack_from(batch, 0)
+        base, _epoch, count, _pid, _pe, _seq, length, _crc = HEADER.unpack_from(batch, 0)
         if base != leo:
             raise StorageError(f"{tp}: batch at offset {base} does not start at log end {leo}")
         if count < 1 or length != len(batch) - HEADER_SIZE:
