@@ -54,7 +54,9 @@ class ApiKey(IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
+    INIT_PRODUCER_ID = 22
     ALTER_PARTITION = 56
+    ALLOCATE_PRODUCER_IDS = 67
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
 
@@ -162,7 +164,12 @@ class MetadataResponse:
 class ProducePartition:
     topic: str
     partition: int
-    records: bytes  # one or more record batches
+    records: bytes  # one or more record batches (exactly one with a producer id)
+    # The idempotent producer (KIP-98; Kafka carries these in the batch header, the leader
+    # writes them into the stored batch's): -1 = none. Sequence of the batch's first record.
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
 
 
 @dataclass(**MSG)
@@ -448,6 +455,44 @@ class CreateTopicsResponse:
     throttle_time_ms: int = 0
 
 
+# ---------------------------------------------------------------------------- producer ids
+
+
+@dataclass(**MSG)
+class InitProducerIdRequest:
+    """KIP-98: a client asks any broker for a producer id (idempotence without transactions:
+    `transactional_id` is None; Kafka's v3+ fields let a producer name its current id/epoch)."""
+
+    transactional_id: str | None = None
+    transaction_timeout_ms: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+
+
+@dataclass(**MSG)
+class InitProducerIdResponse:
+    error_code: int
+    producer_id: int = -1
+    producer_epoch: int = -1
+    throttle_time_ms: int = 0
+
+
+@dataclass(**MSG)
+class AllocateProducerIdsRequest:
+    """KIP-730: a broker asks the controller for a block of producer ids."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass(**MSG)
+class AllocateProducerIdsResponse:
+    error_code: int
+    producer_id_start: int = -1
+    producer_id_len: int = 0
+    throttle_time_ms: int = 0
+
+
 # ---------------------------------------------------------------------------- the registry
 
 API: dict[ApiKey, tuple[type, type]] = {
@@ -475,6 +520,8 @@ API: dict[ApiKey, tuple[type, type]] = {
         ListPartitionReassignmentsResponse,
     ),
     ApiKey.ALTER_PARTITION: (AlterPartitionRequest, AlterPartitionResponse),
+    ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (AllocateProducerIdsRequest, AllocateProducerIdsResponse),
     ApiKey.BROKER_REGISTRATION: (BrokerRegistrationRequest, BrokerRegistrationResponse),
     ApiKey.BROKER_HEARTBEAT: (BrokerHeartbeatRequest, BrokerHeartbeatResponse),
 }
