@@ -21,6 +21,7 @@ class ErrorCode(IntEnum):
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     BROKER_NOT_AVAILABLE = 8
+    COORDINATOR_NOT_AVAILABLE = 15
     REPLICA_NOT_AVAILABLE = 9
     MESSAGE_TOO_LARGE = 10
     STALE_CONTROLLER_EPOCH = 11
@@ -67,6 +68,7 @@ RETRIABLE: frozenset[ErrorCode] = frozenset(
         ErrorCode.NOT_ENOUGH_REPLICAS,
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
         ErrorCode.NOT_CONTROLLER,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         # KafkaStorageException is an InvalidMetadataException: the client refreshes metadata

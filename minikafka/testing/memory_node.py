@@ -2,7 +2,8 @@
 
 - `MemoryBroker`: the broker pieces of one node (LogStore in a directory, LogWriter,
   ReplicaFetcherManager, ReplicaManager) with a `FakeControllerLink` in place of the controller,
-  and a dispatcher for Produce, Fetch and ListOffsets. Roles come from `apply()` with
+  and a dispatcher for Produce, Fetch, ListOffsets and InitProducerId (ids from blocks of its
+  own, `node_id * 10**9` on, in place of the controller's KIP-730 blocks). Roles come from `apply()` with
   PartitionState values, as a controller's LeaderAndIsr would set them.
 - `MemoryNetwork`: a `connect` factory with `open_connection`'s signature that reaches a broker
   by its advertised (host, port) over `trio.testing.memory_stream_pair`, each connection served
@@ -32,6 +33,7 @@ import trio.testing
 
 from minikafka.client.connection import Connection, open_connection
 from minikafka.core.dynamic_config import validate_changes
+from minikafka.core.producer_ids import BLOCK_SIZE, ProducerIdBlock
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.server.config import NodeConfig
@@ -44,6 +46,7 @@ from minikafka.server.local_partition import LocalPartition
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.produce import handle_produce
+from minikafka.server.producer_ids import ProducerIdManager
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import LogStore, ReadSpec, StoreConfig
 from minikafka.wire.codec import RequestHeader
@@ -55,6 +58,7 @@ from minikafka.wire.messages import (
     BrokerInfo,
     ConfigEntity,
     FetchRequest,
+    InitProducerIdRequest,
     ListOffsetsRequest,
     PartitionState,
     ProduceRequest,
@@ -210,8 +214,16 @@ class MemoryBroker:
         self.fetchers.quotas = self.rm.replication_quotas
         self.dynamic.subscribe(lambda _snapshot: self.rm.on_configs_changed())
         self.rm.on_configs_changed()
+        self._blocks = 0
+        self.producer_ids = ProducerIdManager(self._next_block)
         if network is not None:
             network.add(self.address, self.dispatch)
+
+    async def _next_block(self) -> ProducerIdBlock:
+        await trio.lowlevel.checkpoint()
+        self._blocks += 1
+        first = self.config.node_id * 10**9 + (self._blocks - 1) * BLOCK_SIZE
+        return ProducerIdBlock(first_id=first, size=BLOCK_SIZE)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -271,6 +283,8 @@ class MemoryBroker:
                 return await handle_fetch(self.rm, body, self.topics, client_id)
             case ListOffsetsRequest():
                 return handle_list_offsets(self.rm, body, self.topics)
+            case InitProducerIdRequest():
+                return await self.producer_ids.handle(body)
         raise BrokerError(ErrorCode.INVALID_REQUEST, f"not served here: {type(body).__name__}")
 
     async def apply(
