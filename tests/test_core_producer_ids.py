@@ -88,4 +88,3 @@ async def test_init_producer_id_asks_for_a_block_only_when_it_runs_out() -> None
     ]
     refused = await m.handle(InitProducerIdRequest(transactional_id="tx"))
     assert refused.error_code == ErrorCode.INVALID_REQUEST
-

@@ -498,7 +498,9 @@ class LogStore:
     def _put_snapshot(
         self, txn: lmdb.Transaction, tp: TopicPartition, offset: int, doc: list[Any]
     ) -> None:
-        txn.put(_db_name(tp), msgpack.packb([offset, doc], use_bin_type=True), db=self._producers_db)
+        txn.put(
+            _db_name(tp), msgpack.packb([offset, doc], use_bin_type=True), db=self._producers_db
+        )
 
     def _load_producers(
         self, txn: lmdb.Transaction, tp: TopicPartition, db: Any, meta: dict[str, Any], leo: int
