@@ -45,7 +45,7 @@ from minikafka.client.cluster_client import ClusterClient
 from minikafka.core.producer_state import MAX_EPOCH, increment_sequence
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
-from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, error_name
+from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError, error_name
 from minikafka.wire.messages import (
     InitProducerIdRequest,
     InitProducerIdResponse,
@@ -143,7 +143,7 @@ class Producer:
         if config.acks not in (0, 1, -1):
             raise MiniKafkaError(f"acks={config.acks}: expected 0, 1 or -1 (all)")
         if config.enable_idempotence and config.acks != -1:
-            raise MiniKafkaError(
+            raise ConfigError(
                 f"enable_idempotence needs acks=-1 (all), not acks={config.acks}"
                 " (as Kafka's enable.idempotence does)"
             )
@@ -168,15 +168,6 @@ class Producer:
         """Send (tp, batch bytes, record count) items; returns one result per item, in order.
         Raises BrokerError when an item fails for good."""
         items = [_Batch(tp=tp, records=raw, count=n) for tp, raw, n in batches]
-        if self.idempotent:
-            per_tp: dict[TopicPartition, int] = {}
-            for b in items:
-                per_tp[b.tp] = per_tp.get(b.tp, 0) + 1
-            if max(per_tp.values(), default=0) > self.config.max_in_flight_per_partition:
-                raise MiniKafkaError(
-                    "one send holds at most max_in_flight_per_partition "
-                    f"({self.config.max_in_flight_per_partition}) batches of a partition"
-                )
         results: dict[int, ProduceResult] = {}
         try:
             with trio.fail_after(self.config.delivery_timeout_s):
