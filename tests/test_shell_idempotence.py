@@ -10,6 +10,7 @@ the write).
 from __future__ import annotations
 
 import pytest
+import trio
 
 from minikafka.core.records import iter_batches, make_batch
 from minikafka.errors import ErrorCode
@@ -272,3 +273,37 @@ def test_storage_snapshot_plus_tail_and_truncation_below_the_snapshot(tmp_path) 
         assert 9 not in store.load_producers(tp).entries
     with LogStore(tmp_path / "s", TEST_STORE) as store:
         assert store.load_all()[tp].producers.entries[PID].last_seq == 1
+
+
+async def test_a_retry_racing_its_original_whose_write_fails_is_not_acknowledged(
+    autojump_clock, leader, monkeypatch
+):
+    """The retry arrives while the original is still queued for the disk: it is a duplicate
+    and waits for the original; the original's write fails (and is undone), so the retry is
+    answered with a retriable error, never with the offset of a batch that is not there."""
+    from minikafka.storage import StorageError
+
+    real = leader.store.append
+    calls = []
+
+    def failing(writes):  # noqa: ANN001
+        calls.append(writes)
+        if len(calls) == 1:
+            raise StorageError("LMDB: [Errno 28] No space left on device")
+        return real(writes)
+
+    monkeypatch.setattr(leader.store, "append", failing)
+    answers = []
+
+    async def send() -> None:
+        answers.extend(await produce(leader, entry(2, 0)))
+
+    async with trio.open_nursery() as nursery:  # both stamped before the writer runs
+        nursery.start_soon(send)
+        nursery.start_soon(send)
+    assert sorted(answers) == [
+        (ErrorCode.REQUEST_TIMED_OUT, -1),
+        (ErrorCode.KAFKA_STORAGE_ERROR, -1),
+    ]
+    assert len(calls) == 1 and values(leader) == 0
+    assert await produce(leader, entry(2, 0)) == [(0, 0)]  # the next retry is appended

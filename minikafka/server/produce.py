@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import trio
 
 from minikafka.core.log import assign_epoch
-from minikafka.core.producer_state import Duplicate, ProducerBatch, Refuse
+from minikafka.core.producer_state import BatchMetadata, Duplicate, ProducerBatch, Refuse
 from minikafka.core.records import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -72,6 +72,9 @@ class _Pending:
     leader_epoch: int
     size: int
     entry: int  # its index in the request
+    # A duplicate (producer id, the original's metadata): answered only if the original is
+    # still in the log when the answer is due (its write may yet fail and be undone).
+    duplicate: tuple[int, BatchMetadata] | None = None
 
 
 async def handle_produce(
@@ -136,6 +139,9 @@ async def handle_produce(
         return Reply(response=None, throttle_ms=_client_throttle(rm, client_id, nbytes))
     if req.acks == -1 and pending:
         await _wait_for_replication(pending, req.timeout_ms)
+    elif req.acks == 1 and any(i.duplicate for i in pending):
+        # A retry of a batch still queued for the disk: answered once the original is durable.
+        await _wait_for_durable([i for i in pending if i.duplicate], req.timeout_ms)
     for item in pending:
         code = _outcome(rm, item, req.acks)
         answers[item.entry] = ProducePartitionResponse(
@@ -258,6 +264,7 @@ def _stamp(
                 leader_epoch=p.leader_epoch,
                 size=0,
                 entry=entry,
+                duplicate=(pp.producer_id, decision.batch),
             )
         producer = (pp.producer_id, pp.producer_epoch, pp.base_sequence)
     base = offset = p.next_offset
@@ -304,10 +311,41 @@ async def _wait_for_replication(pending: list[_Pending], timeout_ms: int) -> Non
         await wait_for_change(waiting, deadline)
 
 
+async def _wait_for_durable(pending: list[_Pending], timeout_ms: int) -> None:
+    deadline = trio.current_time() + timeout_ms / 1000
+    while trio.current_time() < deadline:
+        waiting = [i.p for i in pending if _awaiting_durable(i)]
+        if not waiting:
+            return
+        await wait_for_change(waiting, deadline)
+
+
+def _awaiting_durable(item: _Pending) -> bool:
+    p = item.p
+    return (
+        p.is_leader
+        and p.leader_epoch == item.leader_epoch
+        and p.log_end_offset < item.end_offset
+        and _original_kept(item)
+    )
+
+
+def _original_kept(item: _Pending) -> bool:
+    """Is the batch a duplicate was answered from still the producer's, at its offsets?"""
+    if item.duplicate is None:
+        return True
+    producer_id, original = item.duplicate
+    entry = item.p.producers.entries.get(producer_id)
+    return entry is not None and original in entry.batches
+
+
 def _still_waiting(item: _Pending) -> bool:
     p = item.p
     return (
-        p.is_leader and p.leader_epoch == item.leader_epoch and p.high_watermark < item.end_offset
+        p.is_leader
+        and p.leader_epoch == item.leader_epoch
+        and p.high_watermark < item.end_offset
+        and _original_kept(item)
     )
 
 
@@ -315,6 +353,9 @@ def _outcome(rm: ReplicaManager, item: _Pending, acks: int) -> ErrorCode:
     p = item.p
     if not p.is_leader or p.leader_epoch != item.leader_epoch:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if not _original_kept(item) or (item.duplicate and p.log_end_offset < item.end_offset):
+        # The original's write failed (and was undone) or is not durable in time: retriable.
+        return ErrorCode.REQUEST_TIMED_OUT
     if acks != -1:
         return ErrorCode.NONE
     if p.high_watermark < item.end_offset:
