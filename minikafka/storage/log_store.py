@@ -8,12 +8,11 @@ This module (with `metadata_store`) is the only place lmdb is imported. It owns:
   offset, value = the whole batch bytes (header included, payload never decoded here);
 - the named database `partition-meta`: per partition (same key as the log's name) a msgpack map
   `{"log_start_offset", "high_watermark", "epochs": [[epoch, start_offset], ...]}`;
-- the named database `producer-snapshots`: per partition (same key) a msgpack
-  `[offset, entries]`, the idempotent producers' state as of the log up to `offset` (Kafka's
-  `<offset>.snapshot` files, core/producer_state.py), written with the HW checkpoint. A load
-  rebuilds the state from it plus the producer fields of the batches after it (only those: the
-  scan is bounded by one checkpoint interval), or from the whole log if there is none; a
-  truncation below it deletes it.
+- the named database `producer-snapshots` (storage/producer_snapshots.py): per partition the
+  idempotent producers' state as of an offset, written with the HW checkpoint. A load rebuilds
+  the state from it plus the producer fields of the batches after it (only those: the scan is
+  bounded by one checkpoint interval), or from the whole log if there is none; a truncation
+  below it deletes it.
 
 Rules: every public method runs exactly ONE transaction and holds none across calls (the Trio
 shell calls them through `trio.to_thread.run_sync`). The log end offset is not stored: it is the
@@ -39,19 +38,14 @@ import lmdb
 import msgpack
 
 from minikafka.core.fetch_limits import ResponseBudget
-from minikafka.core.producer_state import (
-    ProducerBatch,
-    ProducerStateManager,
-    entries_from_doc,
-    rebuild,
-)
-from minikafka.core.records import HEADER, HEADER_SIZE, peek_header, peek_producer
+from minikafka.core.producer_state import ProducerStateManager
+from minikafka.core.records import HEADER, HEADER_SIZE, peek_header
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.errors import MiniKafkaError
+from minikafka.storage import producer_snapshots
 
 _KEY = struct.Struct(">Q")
 _META_DB = b"partition-meta"
-_PRODUCERS_DB = b"producer-snapshots"
 _LOG_PREFIX = "log/"
 
 
@@ -269,7 +263,9 @@ class LogStore:
         try:
             with self._lease.txn(write=True) as txn:
                 self._meta_db = self._env.open_db(_META_DB, txn=txn, create=True)
-                self._producers_db = self._env.open_db(_PRODUCERS_DB, txn=txn, create=True)
+                self._producers_db = self._env.open_db(
+                    producer_snapshots.DB_NAME, txn=txn, create=True
+                )
                 for name in txn.cursor(db=self._meta_db).iternext(keys=True, values=False):
                     tp = _parse_db_name(bytes(name))
                     db = self._env.open_db(bytes(name), txn=txn, create=True)
@@ -414,7 +410,7 @@ class LogStore:
                 meta["epochs"] = [list(entry) for entry in epochs]
                 meta["high_watermark"] = min(meta["high_watermark"], leo)
                 self._put_meta(txn, tp, meta)
-                snapshot = self._get_snapshot(txn, tp)
+                snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
                 if snapshot is not None and snapshot[0] > leo:
                     txn.delete(_db_name(tp), db=self._producers_db)
             self._leo[tp] = leo
@@ -432,7 +428,7 @@ class LogStore:
                     "epochs": [],
                 }
                 self._put_meta(txn, tp, meta)
-                self._put_snapshot(txn, tp, new_start_offset, [])
+                producer_snapshots.put(txn, self._producers_db, _db_name(tp), new_start_offset, [])
             self._leo[tp] = new_start_offset
 
     def checkpoint(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
@@ -459,7 +455,7 @@ class LogStore:
             with self._lease.txn(write=True) as txn:
                 for tp, (offset, doc) in snapshots.items():
                     if tp in self._dbs and offset <= self._leo[tp]:
-                        self._put_snapshot(txn, tp, offset, doc)
+                        producer_snapshots.put(txn, self._producers_db, _db_name(tp), offset, doc)
 
     def load_producers(self, tp: TopicPartition) -> ProducerStateManager:
         """The producer state of the log as it is now (snapshot + the batches after it)."""
@@ -491,44 +487,16 @@ class LogStore:
     def _put_meta(self, txn: lmdb.Transaction, tp: TopicPartition, meta: dict[str, Any]) -> None:
         txn.put(_db_name(tp), msgpack.packb(meta, use_bin_type=True), db=self._meta_db)
 
-    def _get_snapshot(self, txn: lmdb.Transaction, tp: TopicPartition) -> list[Any] | None:
-        raw = txn.get(_db_name(tp), db=self._producers_db)
-        return None if raw is None else msgpack.unpackb(raw, raw=False)
-
-    def _put_snapshot(
-        self, txn: lmdb.Transaction, tp: TopicPartition, offset: int, doc: list[Any]
-    ) -> None:
-        txn.put(
-            _db_name(tp), msgpack.packb([offset, doc], use_bin_type=True), db=self._producers_db
-        )
-
     def _load_producers(
         self, txn: lmdb.Transaction, tp: TopicPartition, db: Any, meta: dict[str, Any], leo: int
     ) -> ProducerStateManager:
         """Snapshot + the producer fields of the batches from its offset to the log end."""
-        snapshot = self._get_snapshot(txn, tp)
-        start = meta["log_start_offset"]
-        if snapshot is None or not start <= snapshot[0] <= leo:
-            offset, entries = start, {}
-        else:
-            offset, entries = snapshot[0], entries_from_doc(snapshot[1])
-        tail = []
+        snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
+        offset, doc = producer_snapshots.start_of_replay(snapshot, meta["log_start_offset"], leo)
         with txn.cursor(db=db) as cur:
-            if _seek_ending_at_or_after(cur, offset):
-                for raw in cur.iternext(keys=False, values=True):
-                    base, _epoch, count = peek_header(raw)
-                    pid, p_epoch, seq = peek_producer(raw)
-                    if pid >= 0 and base >= offset:
-                        tail.append(
-                            ProducerBatch(
-                                producer_id=pid,
-                                producer_epoch=p_epoch,
-                                base_sequence=seq,
-                                base_offset=base,
-                                count=count,
-                            )
-                        )
-        return rebuild(entries, tail, log_end_offset=leo)
+            found = _seek_ending_at_or_after(cur, offset)
+            raws = cur.iternext(keys=False, values=True) if found else ()
+            return producer_snapshots.replay(doc, offset, raws, leo)
 
     def _load(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> LoadedPartition:
         meta = self._get_meta(txn, tp)

@@ -35,6 +35,12 @@ from minikafka.wire.admin_messages import (  # noqa: F401 - re-exported: one imp
     ReassignablePartition,
     ReassignablePartitionResponse,
 )
+from minikafka.wire.producer_messages import (  # noqa: F401 - re-exported likewise
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
@@ -452,44 +458,6 @@ class CreatableTopicResult:
 @dataclass(**MSG)
 class CreateTopicsResponse:
     topics: list[CreatableTopicResult]
-    throttle_time_ms: int = 0
-
-
-# ---------------------------------------------------------------------------- producer ids
-
-
-@dataclass(**MSG)
-class InitProducerIdRequest:
-    """KIP-98: a client asks any broker for a producer id (idempotence without transactions:
-    `transactional_id` is None; Kafka's v3+ fields let a producer name its current id/epoch)."""
-
-    transactional_id: str | None = None
-    transaction_timeout_ms: int = -1
-    producer_id: int = -1
-    producer_epoch: int = -1
-
-
-@dataclass(**MSG)
-class InitProducerIdResponse:
-    error_code: int
-    producer_id: int = -1
-    producer_epoch: int = -1
-    throttle_time_ms: int = 0
-
-
-@dataclass(**MSG)
-class AllocateProducerIdsRequest:
-    """KIP-730: a broker asks the controller for a block of producer ids."""
-
-    broker_id: int
-    broker_epoch: int
-
-
-@dataclass(**MSG)
-class AllocateProducerIdsResponse:
-    error_code: int
-    producer_id_start: int = -1
-    producer_id_len: int = 0
     throttle_time_ms: int = 0
 
 
