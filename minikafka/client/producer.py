@@ -147,11 +147,14 @@ class Producer:
                 f"enable_idempotence needs acks=-1 (all), not acks={config.acks}"
                 " (as Kafka's enable.idempotence does)"
             )
-        if not 1 <= config.max_in_flight_per_partition <= 5 and config.enable_idempotence:
-            raise MiniKafkaError("max_in_flight_per_partition: expected 1 to 5 with idempotence")
+        self.idempotent = config.acks == -1 and config.enable_idempotence is not False
+        if self.idempotent and not 1 <= config.max_in_flight_per_partition <= 5:
+            raise ConfigError(
+                f"max_in_flight_per_partition={config.max_in_flight_per_partition}: expected 1"
+                " to 5 with idempotence (the leader remembers a producer's last 5 batches)"
+            )
         self.client = client
         self.config = config
-        self.idempotent = config.acks == -1 and config.enable_idempotence is not False
         self.producer_id = -1
         self._pid_lock = trio.Lock()
         self._partitions: dict[TopicPartition, _Partition] = {}

@@ -288,7 +288,7 @@ CATALOG: dict[str, Entry] = {
     e.name: e
     for e in (
         Entry(name="leader-kill", question="Does acks=all lose anything when leaders are SIGKILLed under load?", build=_leader_kill),
-        Entry(name="leader-kill-retrying", question="Does a retrying producer store anything twice when leaders are SIGKILLed under load, with and without idempotence (KIP-98)?", build=_leader_kill_retrying),
+        Entry(name="leader-kill-retrying", question="Does a retrying producer store anything twice when leaders are SIGKILLed under load? (idempotent, KIP-98; --no-idempotence for without)", build=_leader_kill_retrying),
         Entry(name="follower-pause", question="Is a follower paused past replica.lag.time.max.ms dropped from the ISR and taken back?", build=_follower_pause),
         Entry(name="partitioned-leader", question="Is a leader cut off from the cluster fenced without losing acknowledged writes?", build=_partitioned_leader),
         Entry(name="wiped-broker-kip1009", question="Does a wiped broker re-replicate within a KIP-1009 broker-wide throttle while clients produce?", build=_wiped_broker),
