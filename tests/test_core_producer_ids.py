@@ -88,3 +88,50 @@ async def test_init_producer_id_asks_for_a_block_only_when_it_runs_out() -> None
     ]
     refused = await m.handle(InitProducerIdRequest(transactional_id="tx"))
     assert refused.error_code == ErrorCode.INVALID_REQUEST
+
+
+class _DocStore:
+    """A controller metadata store holding its last saved document (as MetadataStore does)."""
+
+    def __init__(self) -> None:
+        self.doc = None
+        self.saves = 0
+
+    def load(self):  # noqa: ANN201
+        return self.doc
+
+    def save(self, doc) -> None:  # noqa: ANN001
+        self.doc, self.saves = doc, self.saves + 1
+
+
+def test_the_controller_service_persists_each_block_before_answering_it() -> None:
+    """AllocateProducerIds through the controller service: the advanced counter is saved
+    before the answer, so a controller restarted from that document hands out the next block."""
+    from minikafka.server.config import NodeConfig
+    from minikafka.server.controller_service import ControllerService
+    from minikafka.server.eventlog import EventLog
+    from minikafka.wire.messages import AllocateProducerIdsRequest
+
+    store = _DocStore()
+
+    def service() -> ControllerService:
+        s = ControllerService(
+            config=NodeConfig(node_id=100, roles=("controller",)),
+            store=store,  # type: ignore[arg-type]
+            events=EventLog(None, node_id=100),
+            rng=random.Random(1),
+        )
+        kw = dict(controller_id=100, config=ControllerConfig(), rng=random.Random(1))
+        s.state = ControllerState.from_doc(store.doc, **kw) if store.doc else ControllerState(**kw)
+        return s
+
+    async def allocate(s: ControllerService) -> tuple[int, int, int]:
+        epoch = registered(s.state, 1)  # type: ignore[arg-type]
+        resp = await s.dispatch(AllocateProducerIdsRequest(broker_id=1, broker_epoch=epoch))
+        return resp.error_code, resp.producer_id_start, resp.producer_id_len
+
+    first = trio.run(allocate, service())
+    assert first == (ErrorCode.NONE, 0, BLOCK_SIZE) and store.saves == 1
+    assert store.doc["next_producer_id"] == BLOCK_SIZE
+    second = trio.run(allocate, service())  # a restarted controller
+    assert second == (ErrorCode.NONE, BLOCK_SIZE, BLOCK_SIZE)

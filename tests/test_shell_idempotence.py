@@ -159,10 +159,14 @@ async def test_a_new_leader_dedupes_a_retry_of_a_batch_written_under_the_old_one
     assert values(b) == 6
 
 
-async def test_a_follower_truncating_its_tail_forgets_the_truncated_batches(autojump_clock, pair):
+@pytest.mark.parametrize("in_memory", [True, False], ids=["undone", "reloaded"])
+async def test_a_follower_truncating_its_tail_forgets_the_truncated_batches(
+    autojump_clock, pair, in_memory
+):
     """B appends a producer's batch as leader of epoch 2 that nobody replicates; when it follows
     A again it truncates it, and its producer state must forget it too: the client's retry of
-    that batch goes to A (which never had it) and later to B as leader again."""
+    that batch goes to A (which never had it) and later to B as leader again. The truncation is
+    undone in memory when it is above what B trimmed (its HW), else reloaded from the log."""
     a, b = pair
     brokers = [a.info, b.info]
     epoch1 = partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2], leader_epoch=1)
@@ -174,6 +178,16 @@ async def test_a_follower_truncating_its_tail_forgets_the_truncated_batches(auto
     epoch2 = partition_state("t", 0, leader=2, isr=[2, 1], replicas=[1, 2], leader_epoch=2)
     await b.apply([epoch2], brokers)
     assert await produce(b, entry(3, 2, tag="lost")) == [(0, 2)]  # never replicated
+    reloads = []
+    if not in_memory:
+        b.partition("t").producers.trim(5)  # as if the HW had passed it: no undo left
+        real_load = b.writer.load_producers
+
+        async def load(tp):  # noqa: ANN001, ANN202
+            reloads.append(tp)
+            return await real_load(tp)
+
+        b.writer.load_producers = load  # type: ignore[method-assign]
 
     epoch3 = partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2], leader_epoch=3)
     await a.apply([epoch3], brokers)
@@ -184,6 +198,7 @@ async def test_a_follower_truncating_its_tail_forgets_the_truncated_batches(auto
     assert b.events.counts["truncated"] == 1
     assert b.log_bytes("t") == a.log_bytes("t")
     assert b.partition("t").producers.entries == a.partition("t").producers.entries
+    assert len(reloads) == (0 if in_memory else 1)
     # B leads again: the producer's next batch follows seq 5, a retry of 5 is a duplicate.
     epoch4 = partition_state("t", 0, leader=2, isr=[2], replicas=[1, 2], leader_epoch=4)
     await b.apply([epoch4], brokers)
