@@ -62,7 +62,7 @@ class ProduceResult:
     tp: TopicPartition
     base_offset: int  # -1 for acks=0
     record_count: int
-    retries: int
+    retries: int  # rounds it was not done in (sent again, or held back for its window)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -270,7 +270,7 @@ class LogStore:
                     tp = _parse_db_name(bytes(name))
                     db = self._env.open_db(bytes(name), txn=txn, create=True)
                     self._dbs[tp] = db
-                    self._leo[tp] = self._load(txn, tp, db).log_end_offset
+                    self._leo[tp] = self._log_end_offset(txn, tp, db)
         except BaseException:
             self._lease.close()
             raise
@@ -497,6 +497,15 @@ class LogStore:
             found = _seek_ending_at_or_after(cur, offset)
             raws = cur.iternext(keys=False, values=True) if found else ()
             return producer_snapshots.replay(doc, offset, raws, leo)
+
+    def _log_end_offset(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> int:
+        """The LEO alone (opening the store: no producer state rebuilt for nothing)."""
+        with txn.cursor(db=db) as cur:
+            return (
+                _next_offset(cur.value())
+                if cur.last()
+                else self._get_meta(txn, tp)["log_start_offset"]
+            )
 
     def _load(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> LoadedPartition:
         meta = self._get_meta(txn, tp)
