@@ -128,6 +128,7 @@ class Refuse:
 
 
 Decision = Accept | Duplicate | Refuse
+ACCEPT = Accept()  # one value: the hot path allocates nothing for a new batch
 
 
 def check_append(
@@ -143,7 +144,7 @@ def check_append(
     last_seq = increment_sequence(first_seq, count - 1)
     if entry is None or not entry.batches:
         if first_seq == 0:
-            return Accept()
+            return ACCEPT
         return Refuse(
             error_code=ErrorCode.UNKNOWN_PRODUCER_ID,
             message=f"no record of this producer here; its first sequence must be 0, not {first_seq}",
@@ -158,13 +159,13 @@ def check_append(
         return Duplicate(batch=duplicate)
     if producer_epoch > entry.epoch:
         if first_seq == 0:
-            return Accept()
+            return ACCEPT
         return Refuse(
             error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
             message=f"new epoch {producer_epoch} must start at sequence 0, not {first_seq}",
         )
     if in_sequence(entry.last_seq, first_seq):
-        return Accept()
+        return ACCEPT
     return Refuse(
         error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
         message=f"expected sequence {increment_sequence(entry.last_seq, 1)}, got {first_seq}",
