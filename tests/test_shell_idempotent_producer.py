@@ -128,6 +128,7 @@ async def test_concurrent_sends_keep_at_most_5_in_flight_and_store_each_once(
                 nursery.start_soon(send, i)
     assert sorted(stored_values(broker), key=int) == [b"%d" % i for i in range(20)]
     assert peak <= 5
+    assert network.connections == 1  # concurrent sends share one connection (in order)
     seqs = [b.base_sequence for b in iter_batches(broker.log_bytes("t"))]
     assert seqs == list(range(20))
 
@@ -196,3 +197,19 @@ async def test_with_idempotence_the_checker_finds_no_duplicate(autojump_clock, s
     assert drop.dropped == 2 and counts["ok"] >= 5 and counts["info"] == 0
     assert verdict.anomalies["duplicated"].count == 0
     assert verdict.valid is True
+
+
+async def test_concurrent_callers_share_one_new_connection(autojump_clock, single):
+    """Several tasks asking for a node's connection at once get the same one: a producer's
+    requests to a node then leave in the order they were numbered."""
+    network, broker = single
+    async with open_memory_client(network, [broker]) as client:
+        got = []
+
+        async def ask() -> None:
+            got.append(await client.connection(broker.address))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(5):
+                nursery.start_soon(ask)
+    assert network.connections == 1 and len({id(c) for c in got}) == 1

@@ -122,6 +122,7 @@ async def run_produce_perf(
         },
         "retries": producer.retries,
         "idempotence": producer.idempotent,
+        "window_waits": producer.deferred,
         "throttle_time_ms_total": producer.throttle_time_ms_total,
     }
     lat = report["batch_latency_ms"]

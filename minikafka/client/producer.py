@@ -109,6 +109,20 @@ class _Partition:
     def head(self) -> _Batch | None:
         return self.window[0] if self.window else None
 
+    def may_resend(self, b: _Batch) -> bool:
+        """A batch refused as out of order goes again once the batch before it is done (the
+        leader then has everything up to it), or once it is the oldest (then nothing will
+        fill the gap: it bumps the epoch); an unsequenced one once the window has room."""
+        if b.seq < 0:
+            return self.can_assign()
+        if not self.window or self.window[0] is b:
+            return True
+        window = list(self.window)
+        for i in range(1, len(window)):
+            if window[i] is b:
+                return window[i - 1].done
+        return True  # renumbered away or resolved meanwhile
+
     def can_assign(self) -> bool:
         return len(self.window) < self.max_window
 
@@ -158,7 +172,8 @@ class Producer:
         self.producer_id = -1
         self._pid_lock = trio.Lock()
         self._partitions: dict[TopicPartition, _Partition] = {}
-        self.retries = 0
+        self.retries = 0  # batches sent again
+        self.deferred = 0  # times a batch waited for its partition's window (idempotence)
         self.epoch_bumps = 0
         # Client quotas: the throttle times the brokers reported (KIP-13). The connection to that
         # broker waited each one out before its next request (KIP-219, client/connection.py).
@@ -186,30 +201,31 @@ class Producer:
     async def _deliver(self, items: list[_Batch], results: dict[int, ProduceResult]) -> None:
         todo = list(range(len(items)))
         attempts = 0
-        behind: set[int] = set()  # refused only because an earlier batch has not landed yet
+        # Not done only because an earlier batch of theirs has not landed yet (True: not even
+        # sent, its partition's window being full).
+        behind: dict[int, bool] = {}
         while todo:
             topics = sorted({items[i].tp.topic for i in todo})
-            if attempts and behind.issuperset(todo):
+            if attempts and all(i in behind for i in todo):
                 await self._await_earlier([items[i] for i in todo])
             elif attempts:
                 await trio.sleep(self.config.retry_backoff_ms / 1000)
                 await self.client.refresh_metadata(topics)
             elif any(self.client.leader_of(items[i].tp) < 0 for i in todo):
                 await self.client.refresh_metadata(topics)
-            behind = set()
+            behind = {}
             todo = await self._send_round(items, todo, results, attempts, behind)
             attempts += 1
-            self.retries += len(todo)
+            self.retries += sum(1 for i in todo if not behind.get(i))
+            self.deferred += sum(1 for i in todo if behind.get(i))
 
     async def _await_earlier(self, batches: list[_Batch]) -> None:
         """Batches refused as out of order (or not sent: their partition's window is full) wait
-        until their partition's window moves, at most one retry backoff, and go again at once:
-        after a leader change the retries then land in sequence order instead of a random one
-        (Kafka's Sender resends a partition's batches in order)."""
+        until one of them may go (`_Partition.may_resend`), and go at once: retries then land in
+        sequence order instead of a random one, as Kafka's Sender resends a partition's
+        batches in order. The delivery timeout bounds the wait."""
         parts = {b.tp: self._partition(b.tp) for b in batches}
-        if any(parts[b.tp].head is b or (b.seq < 0 and parts[b.tp].can_assign()) for b in batches):
-            return
-        with trio.move_on_after(self.config.retry_backoff_ms / 1000):
+        while not any(parts[b.tp].may_resend(b) for b in batches):
             async with trio.open_nursery() as nursery:
 
                 async def wake(event: trio.Event) -> None:
@@ -250,7 +266,7 @@ class Producer:
         todo: list[int],
         results: dict[int, ProduceResult],
         attempt: int,
-        behind: set[int],
+        behind: dict[int, bool],
     ) -> list[int]:
         by_leader: dict[int, list[int]] = {}
         retry: list[int] = []
@@ -282,7 +298,7 @@ class Producer:
         chosen: list[int],
         results: dict[int, ProduceResult],
         attempt: int,
-        behind: set[int],
+        behind: dict[int, bool],
     ) -> list[int]:
         conn = await self.client.node_connection(leader)
         # Sequences are given here, with no await before the request is queued on the
@@ -293,7 +309,7 @@ class Producer:
             for i in chosen:
                 part = self._partition(items[i].tp)
                 if items[i].seq < 0 and not part.can_assign():
-                    behind.add(i)  # its partition's window is full: wait for it to move
+                    behind[i] = True  # its partition's window is full: wait for it to move
                     continue
                 if items[i].seq < 0:
                     part.assign(items[i])
@@ -345,7 +361,7 @@ class Producer:
             elif (how := self._sequence_retry(b, identity, pr)) is not None:
                 failed.append(i)
                 if how == "behind":
-                    behind.add(i)
+                    behind[i] = False
             else:
                 raise BrokerError(
                     pr.error_code, f"{b.tp}: {pr.error_message or error_name(pr.error_code)}"

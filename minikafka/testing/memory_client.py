@@ -33,15 +33,8 @@ class MemoryClusterClient(ClusterClient):
         self.network = network
         self.members = list(brokers)
 
-    async def connection(self, address: tuple[str, int]) -> Connection:
-        entry = self._conns.get(address)
-        if entry is not None and not entry[0].broken:
-            return entry[0]
-        if entry is not None:
-            entry[1].cancel()
-        conn, scope = await self._nursery.start(self._hold, address)
-        self._conns[address] = (conn, scope)
-        return conn
+    async def _open(self, address: tuple[str, int]) -> tuple[Connection, trio.CancelScope]:
+        return await self._nursery.start(self._hold, address)
 
     async def _hold(
         self, address: tuple[str, int], *, task_status: trio.TaskStatus = trio.TASK_STATUS_IGNORED
