@@ -81,6 +81,7 @@ class LocalPartition:
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
             "high_watermark": self.high_watermark,
+            "idempotent_producers": len(self.producers.entries),
         }
 
 

@@ -90,6 +90,8 @@ class ReplicaManager:
             "replication_bytes_out",
             "isr_shrinks",
             "isr_expands",
+            "produce_duplicates",  # idempotent retries answered from the original (KIP-98)
+            "produce_sequence_errors",  # refused: out of order, old epoch, unknown producer
         ):
             metrics.inc(counter, 0)  # present (as 0) from the first snapshot on
         self._lock = trio.Lock()
