@@ -143,7 +143,10 @@ def test_the_sequence_wraps_to_0_after_int_max() -> None:
     assert isinstance(state2.check(PID, 0, MAX_SEQUENCE - 1, 4), Duplicate)
 
 
-@pytest.mark.parametrize(("epoch", "seq", "count"), [(-1, 0, 1), (0, -1, 1), (0, 0, 0)])
+@pytest.mark.parametrize(
+    ("epoch", "seq", "count"),
+    [(-1, 0, 1), (0, -1, 1), (0, 0, 0), (2**15, 0, 1), (0, 2**31, 1)],
+)
 def test_malformed_producer_fields_are_invalid_records(epoch: int, seq: int, count: int) -> None:
     assert code(check_append(None, producer_epoch=epoch, first_seq=seq, count=count)) == (
         ErrorCode.INVALID_RECORD

@@ -116,6 +116,9 @@ async def test_a_duplicate_within_one_request_and_the_sequence_errors(autojump_c
         base_sequence=1,
     )
     assert await produce(leader, two) == [(ErrorCode.INVALID_RECORD, -1)]
+    # Fields the stored header cannot hold are refused, not a crash of the handler.
+    assert await produce(leader, entry(1, 2, epoch=2**15)) == [(ErrorCode.INVALID_RECORD, -1)]
+    assert await produce(leader, entry(1, 0, pid=2**63)) == [(ErrorCode.INVALID_RECORD, -1)]
     assert values(leader) == 3
 
 

@@ -136,10 +136,11 @@ def check_append(
 ) -> Decision:
     """The leader's verdict on a produced batch of `count` records from a producer whose state
     is `entry` (None: never seen here). Pure: nothing changes."""
-    if first_seq < 0 or first_seq > MAX_SEQUENCE or producer_epoch < 0 or count < 1:
+    if not (0 <= first_seq <= MAX_SEQUENCE and 0 <= producer_epoch <= MAX_EPOCH and count >= 1):
         return Refuse(
             error_code=ErrorCode.INVALID_RECORD,
-            message=f"producer epoch {producer_epoch} / base sequence {first_seq}: expected both >= 0",
+            message=f"producer epoch {producer_epoch} / base sequence {first_seq}: expected "
+            f"0 to {MAX_EPOCH} / 0 to {MAX_SEQUENCE}",
         )
     last_seq = increment_sequence(first_seq, count - 1)
     if entry is None or not entry.batches:

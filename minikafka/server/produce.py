@@ -207,6 +207,7 @@ class _TooLarge(Exception):
 
 
 _NO_PRODUCER = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE)
+MAX_PRODUCER_ID = 2**63 - 1  # the batch header's int64
 
 
 class _Refused(Exception):
@@ -246,6 +247,8 @@ def _stamp(
     # fields followers rebuild state from are only ever the ones checked here.
     producer = _NO_PRODUCER
     if pp.producer_id >= 0:
+        if pp.producer_id > MAX_PRODUCER_ID:
+            raise _Refused(ErrorCode.INVALID_RECORD, f"producer id {pp.producer_id} > int64")
         if len(batches) != 1:
             raise _Refused(
                 ErrorCode.INVALID_RECORD,
