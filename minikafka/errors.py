@@ -21,6 +21,7 @@ class ErrorCode(IntEnum):
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     BROKER_NOT_AVAILABLE = 8
+    COORDINATOR_NOT_AVAILABLE = 15
     REPLICA_NOT_AVAILABLE = 9
     MESSAGE_TOO_LARGE = 10
     STALE_CONTROLLER_EPOCH = 11
@@ -35,6 +36,7 @@ class ErrorCode(IntEnum):
     CLUSTER_AUTHORIZATION_FAILED = 31
     UNSUPPORTED_VERSION = 35
     KAFKA_STORAGE_ERROR = 56
+    UNKNOWN_PRODUCER_ID = 59  # KIP-98/KIP-360: no state for this producer id here
     TOPIC_ALREADY_EXISTS = 36
     INVALID_PARTITIONS = 37
     INVALID_REPLICATION_FACTOR = 38
@@ -43,9 +45,13 @@ class ErrorCode(IntEnum):
     NOT_CONTROLLER = 41
     INVALID_REQUEST = 42
     POLICY_VIOLATION = 44
+    OUT_OF_ORDER_SEQUENCE_NUMBER = 45  # KIP-98: a gap in a producer's sequence numbers
+    DUPLICATE_SEQUENCE_NUMBER = 46
+    INVALID_PRODUCER_EPOCH = 47  # KIP-98/KIP-588: an epoch older than the producer's current
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
+    INVALID_RECORD = 87
     NO_REASSIGNMENT_IN_PROGRESS = 85
     INELIGIBLE_REPLICA = 107
     INVALID_UPDATE_VERSION = 95
@@ -65,6 +71,7 @@ RETRIABLE: frozenset[ErrorCode] = frozenset(
         ErrorCode.NOT_ENOUGH_REPLICAS,
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
         ErrorCode.NOT_CONTROLLER,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         # KafkaStorageException is an InvalidMetadataException: the client refreshes metadata

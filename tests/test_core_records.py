@@ -13,7 +13,7 @@ from minikafka.errors import CorruptRecordError
 
 def with_header_count(payload: bytes, count: int) -> bytes:
     """A batch whose header (CRC included) is valid for `payload` but claims `count` records."""
-    return HEADER.pack(0, -1, count, len(payload), zlib.crc32(payload)) + payload
+    return HEADER.pack(0, -1, count, -1, -1, -1, len(payload), zlib.crc32(payload)) + payload
 
 
 def one(blob: bytes):

@@ -50,7 +50,7 @@ from minikafka.wire.messages import (
 
 Q = 100_000  # B/s
 N, W_MS = 11, 1000  # quota.window.num, quota.window.size.seconds * 1000 (Kafka's defaults)
-BATCH = make_batch([(1_000, None, b"p" * 9_970)])
+BATCH = make_batch([(1_000, None, b"p" * 9_956)])
 SIZE = len(BATCH)  # 10 003 B
 FRESH_WINDOW_MS = (N - 1) * W_MS  # a fresh Rate's window at elapsed 0
 

@@ -57,7 +57,7 @@ from minikafka.wire.messages import (
 )
 
 Q = 100_000  # B/s
-BATCH = make_batch([(1_000, None, b"p" * 9_970)])
+BATCH = make_batch([(1_000, None, b"p" * 9_956)])
 SIZE = len(BATCH)  # 10 003 B
 MAX_IN_FLIGHT = 64  # the broker's request.max.in.flight, as MemoryNetwork serves connections
 WARM_UP_S, SPAN_S = 2.0, 30.0  # N x W of 2 x 1 s, then the 30 s measured

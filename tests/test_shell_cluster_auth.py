@@ -423,3 +423,20 @@ async def test_an_error_inside_a_connection_block_comes_out_as_itself(autojump_c
         async with leader.network.connect(*b.address, client_id="c"):
             raise BrokerError(ErrorCode.NETWORK_EXCEPTION, "inside the block")
     assert "inside the block" in str(info.value)
+
+
+def test_allocate_producer_ids_is_a_control_api_a_node_sends_only_for_itself():
+    """KIP-730's AllocateProducerIds hands out blocks of producer ids: from anyone but a proven
+    broker acting as itself, a client could exhaust or skew the ids (issue 11 point 1)."""
+    from minikafka.core.cluster_auth import MembershipSession, refusal
+    from minikafka.wire.messages import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+
+    session = MembershipSession(cluster_id="c", secret=b"s" * 32)
+    request = AllocateProducerIdsRequest(broker_id=2, broker_epoch=1)
+    assert session.refused(request) == "the connection has not proven cluster membership"
+    answer = refusal(request)
+    assert isinstance(answer, AllocateProducerIdsResponse) and answer.error_code == DENIED
+    session.member = 3
+    assert session.refused(request) == "node 3 may not act as node 2"
+    session.member = 2
+    assert session.refused(request) is None

@@ -1,7 +1,7 @@
 """LogStore and MetadataStore on real LMDB environments in tmp_path.
 
 Batches here are built with `make_batch`; `batch(base, count)` holds `count` records of 100-byte
-values (so a 1-record batch is 24 header bytes + a small msgpack payload).
+values (so a 1-record batch is 38 header bytes + a small msgpack payload).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer, ProducerConfig
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
+from minikafka.errors import ConfigError
 
 
 @click.group()
@@ -159,6 +160,12 @@ async def _describe(bootstrap: str, names: list[str] | None):  # noqa: ANN202
     "--acks", type=click.Choice(["0", "1", "-1", "all"]), default="all", show_default=True
 )
 @click.option(
+    "--idempotence/--no-idempotence",
+    default=None,
+    help="The idempotent producer, KIP-98: retries never store a batch twice "
+    "[default: on with acks all, off otherwise; it needs acks all].",
+)
+@click.option(
     "--in-flight",
     type=click.IntRange(1, 1024),
     default=8,
@@ -175,6 +182,7 @@ def produce_cmd(
     throughput: float,
     batch_bytes: int,
     acks: str,
+    idempotence: bool | None,
     in_flight: int,
     bootstrap: str | None,
     cluster_dir: Path,
@@ -184,10 +192,15 @@ def produce_cmd(
     from tools.perf import PerfSpec, run_produce_perf
 
     acks_value = -1 if acks == "all" else int(acks)
+    if idempotence and acks_value != -1:
+        raise ConfigError(
+            f"--idempotence with --acks {acks}: the idempotent producer needs --acks all"
+            " (Kafka's enable.idempotence does too); use --no-idempotence"
+        )
     address = resolve_bootstrap(bootstrap, cluster_dir)
     if num_records is None:
         values = [line.rstrip(b"\n") for line in sys.stdin.buffer]
-        report = trio.run(_produce_lines, address, topic, values, acks_value)
+        report = trio.run(_produce_lines, address, topic, values, acks_value, idempotence)
         click.echo(
             json.dumps(report) if as_json else f"produced {report['records']} records to {topic}"
         )
@@ -200,6 +213,7 @@ def produce_cmd(
         batch_bytes=batch_bytes,
         acks=acks_value,
         in_flight=in_flight,
+        idempotence=idempotence,
     )
     progress = None if as_json else (lambda line: click.echo(line, err=True))
     report = trio.run(run_produce_perf, address, spec, progress)
@@ -207,7 +221,7 @@ def produce_cmd(
 
 
 async def _produce_lines(
-    bootstrap: str, topic: str, values: list[bytes], acks: int
+    bootstrap: str, topic: str, values: list[bytes], acks: int, idempotence: bool | None = None
 ) -> dict[str, object]:
     async with open_client(bootstrap, client_id="minikafka-cli") as client:
         await client.refresh_metadata([topic])
@@ -218,7 +232,7 @@ async def _produce_lines(
         per_tp: dict[TopicPartition, list] = {}
         for i, value in enumerate(values):
             per_tp.setdefault(tps[i % len(tps)], []).append((now, None, value))
-        producer = Producer(client, ProducerConfig(acks=acks))
+        producer = Producer(client, ProducerConfig(acks=acks, enable_idempotence=idempotence))
         batches = [(tp, make_batch(recs), len(recs)) for tp, recs in per_tp.items()]
         results = await producer.send_batches(batches) if batches else []
         return {"records": len(values), "partitions": {str(r.tp): r.base_offset for r in results}}

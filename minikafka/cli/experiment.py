@@ -62,6 +62,10 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
 @click.option("--batch", type=int, help="Records per send (default 10).")
 @click.option("--record-bytes", type=int, help="Bytes per record (default 100).")
 @click.option("--acks", type=click.Choice(["all", "1", "0"]), help="Producer acks (default all).")
+@click.option("--retries/--no-retries", default=None,
+              help="Producers retry each send until acknowledged, as applications do (default: one attempt).")  # fmt: skip
+@click.option("--idempotence/--no-idempotence", default=None,
+              help="With --retries: the idempotent producer, KIP-98 (default on; needs acks all).")  # fmt: skip
 @click.option("--faults", default="kill", show_default=True,
               help="Custom runs: comma list of kill,pause,restart,wipe,partition,latency,bandwidth or all.")  # fmt: skip
 @click.option("--targets", default="random", show_default=True,
@@ -137,6 +141,7 @@ def _specs(name: str | None, opts: dict[str, Any]) -> list:
         "producers": opts["producers"], "consumers": opts["consumers"],
         "records_per_s": opts["rate"], "batch_records": opts["batch"],
         "record_bytes": opts["record_bytes"], "acks": acks,
+        "producer_retries": opts["retries"], "idempotence": opts["idempotence"],
     }  # fmt: skip
     if name is not None:
         specs = variants(name, seed=opts["seed"], duration_s=opts["duration"])

@@ -38,19 +38,29 @@ class ClusterClient:
         self.bootstrap = list(bootstrap)
         self.client_id = client_id
         self._conns: dict[tuple[str, int], tuple[Connection, trio.CancelScope]] = {}
+        self._opening: dict[tuple[str, int], trio.Lock] = {}
         self.brokers: dict[int, BrokerInfo] = {}
         self.partitions: dict[TopicPartition, PartitionMetadata] = {}
         self.controller_id = -1
 
     async def connection(self, address: tuple[str, int]) -> Connection:
+        """The connection to `address`, opened by one caller while the others wait for it: one
+        connection per node keeps a producer's requests to it in order."""
         entry = self._conns.get(address)
         if entry is not None and not entry[0].broken:
             return entry[0]
-        if entry is not None:
-            entry[1].cancel()
-        conn, scope = await self._nursery.start(hold_connection, address, self.client_id)
-        self._conns[address] = (conn, scope)
-        return conn
+        async with self._opening.setdefault(address, trio.Lock()):
+            entry = self._conns.get(address)
+            if entry is not None and not entry[0].broken:
+                return entry[0]
+            if entry is not None:
+                entry[1].cancel()
+            conn, scope = await self._open(address)
+            self._conns[address] = (conn, scope)
+            return conn
+
+    async def _open(self, address: tuple[str, int]) -> tuple[Connection, trio.CancelScope]:
+        return await self._nursery.start(hold_connection, address, self.client_id)
 
     async def node_connection(self, node_id: int) -> Connection:
         info = self.brokers.get(node_id)

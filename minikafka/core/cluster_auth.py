@@ -40,6 +40,7 @@ from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
     API,
     API_KEY_OF,
+    AllocateProducerIdsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
@@ -68,6 +69,7 @@ CONTROL_REQUESTS: tuple[type, ...] = (
     AlterPartitionRequest,
     BrokerRegistrationRequest,
     BrokerHeartbeatRequest,
+    AllocateProducerIdsRequest,  # KIP-730: a broker's block of producer ids
 )
 
 
@@ -90,7 +92,12 @@ def needs_membership(body: object) -> bool:
 def claimed_node(body: object) -> int | None:
     """The node id a request speaks for, if it names one."""
     match body:
-        case BrokerRegistrationRequest() | BrokerHeartbeatRequest() | AlterPartitionRequest():
+        case (
+            BrokerRegistrationRequest()
+            | BrokerHeartbeatRequest()
+            | AlterPartitionRequest()
+            | AllocateProducerIdsRequest()
+        ):
             return body.broker_id
         case FetchRequest():
             return body.replica_id

@@ -66,6 +66,7 @@ from minikafka.core.controller_throttles import remove_unclaimed
 from minikafka.core.controller_topics import TopicPlan, plan_topic, replicas_per_broker
 from minikafka.core.dynamic_config import TOPICS, ConfigSnapshot, topic_overrides
 from minikafka.core.hosts import registration_refused
+from minikafka.core.producer_ids import ProducerIdBlock, allocate_block
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import (
@@ -112,6 +113,7 @@ class ControllerState:
         self._partitions: dict[TopicPartition, PartitionRecord] = {}
         self._configs = ConfigSnapshot()
         self._reassign = Reassignments()
+        self._next_producer_id = 0  # KIP-730: the first id of the next block handed out
 
     # ------------------------------------------------------------------------ persistence
 
@@ -132,6 +134,7 @@ class ControllerState:
             ],
             "configs": self._configs.to_doc(),
             "reassignments": self._reassign.to_doc(),
+            "next_producer_id": self._next_producer_id,
         }
 
     @classmethod
@@ -164,6 +167,7 @@ class ControllerState:
                 state._configs = ConfigSnapshot.from_doc(doc["configs"])
             if "reassignments" in doc:  # absent from documents written before reassignments
                 state._reassign = Reassignments.from_doc(doc["reassignments"])
+            state._next_producer_id = int(doc.get("next_producer_id", 0))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ConfigError(f"controller metadata document is malformed: {exc!r}") from exc
         return state
@@ -287,6 +291,25 @@ class ControllerState:
         )
         changed |= self._unfence(broker, events)
         return ErrorCode.NONE, broker.epoch, self._effects(events, changed, joined=broker_id)
+
+    def allocate_producer_ids(
+        self, *, broker_id: int, broker_epoch: int
+    ) -> tuple[int, ProducerIdBlock | None, list[Effect]]:
+        """-> (error_code, block, effects). AllocateProducerIds (KIP-730): the event effect makes
+        the shell persist the advanced counter before the block is answered."""
+        code, block = allocate_block(
+            self._next_producer_id,
+            broker_epoch=broker_epoch,
+            registered_epoch=self.broker_epoch(broker_id),
+        )
+        if block is None:
+            return code, None, []
+        self._next_producer_id = block.next_block_first_id
+        event = Event(
+            name="producer_ids_allocated",
+            fields={"broker_id": broker_id, "first_id": block.first_id, "size": block.size},
+        )
+        return code, block, [event]
 
     def heartbeat(
         self,

@@ -24,7 +24,7 @@ KIP-74 ("Add Fetch Response Size Limit in Bytes"):
    fetch versions >= 3 rather than a partial batch; here we never return partial batches).
 
 `hard_max_bytes_limit=True` mirrors pre-KIP-74 fetch versions (<= 2): no batch is ever returned
-above a limit. Batch sizes are positive (a batch is at least its 24-byte header).
+above a limit. Batch sizes are positive (a batch is at least its 38-byte header).
 """
 
 from __future__ import annotations

@@ -5,12 +5,16 @@ A batch is a fixed big-endian header followed by a msgpack payload:
     base_offset  int64   offset of the first record (set by the leader on append)
     leader_epoch int32   epoch of the leader that appended it (set by the leader on append)
     count        int32   number of records, >= 1
+    producer_id  int64   idempotent producer id, -1 if none (KIP-98; set by the leader on append)
+    producer_epoch int16 that producer's epoch, -1 if none
+    base_sequence int32  sequence number of the first record, -1 if none
     payload_len  uint32  length of the payload in bytes
     crc          uint32  zlib.crc32 of the payload
     payload      msgpack list of records, each [timestamp_ms, key (bytes|None), value (bytes)]
 
-Like Kafka's RecordBatch, the leader rewrites only base offset and epoch; followers store the
-batch bytes unchanged, so replicas stay identical and every log end offset and every epoch
+Like Kafka's RecordBatch, the leader rewrites only base offset and epoch (and the producer
+fields a Produce entry carries, core/producer_state.py); followers store the batch bytes
+unchanged, so replicas stay identical and every log end offset and every epoch
 boundary falls on a batch boundary. Brokers check the header and CRC of every batch
 (`iter_batches`); the leader also decodes a produced payload once (`check_payload`, as Kafka's
 LogValidator does) so that a header whose count disagrees with its records is refused at produce:
@@ -28,9 +32,14 @@ import msgpack
 
 from minikafka.errors import CorruptRecordError
 
-HEADER = struct.Struct(">qiiII")
-HEADER_SIZE = HEADER.size  # 24
+HEADER = struct.Struct(">qiiqhiII")
+HEADER_SIZE = HEADER.size  # 38
 _BASE_AND_EPOCH = struct.Struct(">qi")
+_PRODUCER = struct.Struct(">qhi")  # producer_id, producer_epoch, base_sequence
+_PRODUCER_AT = 16  # after base_offset, leader_epoch, count
+NO_PRODUCER_ID = -1  # Kafka's RecordBatch.NO_PRODUCER_ID
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -49,6 +58,9 @@ class BatchView:
     leader_epoch: int
     count: int
     raw: bytes
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    base_sequence: int = NO_SEQUENCE
 
     @property
     def size(self) -> int:
@@ -74,23 +86,56 @@ def make_batch(
     *,
     base_offset: int = 0,
     leader_epoch: int = -1,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
 ) -> bytes:
     payload, count = encode_payload(records)
     if count == 0:
         raise ValueError("a record batch holds at least one record")
     return (
-        HEADER.pack(base_offset, leader_epoch, count, len(payload), zlib.crc32(payload)) + payload
+        HEADER.pack(
+            base_offset,
+            leader_epoch,
+            count,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(payload),
+            zlib.crc32(payload),
+        )
+        + payload
     )
 
 
-def restamp(batch: bytes, *, base_offset: int, leader_epoch: int) -> bytes:
-    """The same batch with the leader's base offset and epoch (what a leader stores)."""
-    return _BASE_AND_EPOCH.pack(base_offset, leader_epoch) + batch[_BASE_AND_EPOCH.size :]
+def restamp(
+    batch: bytes,
+    *,
+    base_offset: int,
+    leader_epoch: int,
+    producer: tuple[int, int, int] | None = None,
+) -> bytes:
+    """The same batch with the leader's base offset and epoch (what a leader stores), and with
+    `producer` = (producer_id, producer_epoch, base_sequence) when given (else unchanged)."""
+    head = _BASE_AND_EPOCH.pack(base_offset, leader_epoch)
+    if producer is None:
+        return head + batch[_BASE_AND_EPOCH.size :]
+    return (
+        head
+        + batch[_BASE_AND_EPOCH.size : _PRODUCER_AT]
+        + _PRODUCER.pack(*producer)
+        + batch[_PRODUCER_AT + _PRODUCER.size :]
+    )
+
+
+def peek_producer(raw: bytes) -> tuple[int, int, int]:
+    """(producer_id, producer_epoch, base_sequence) of a batch known to be valid."""
+    return _PRODUCER.unpack_from(raw, _PRODUCER_AT)
 
 
 def peek_header(raw: bytes) -> tuple[int, int, int]:
     """(base_offset, leader_epoch, count) of a batch known to be valid, e.g. one read from disk."""
-    base_offset, leader_epoch, count, _len, _crc = HEADER.unpack_from(raw, 0)
+    base_offset, leader_epoch, count, _pid, _pe, _seq, _len, _crc = HEADER.unpack_from(raw, 0)
     return base_offset, leader_epoch, count
 
 
@@ -101,7 +146,7 @@ def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
     while pos < end:
         if end - pos < HEADER_SIZE:
             raise CorruptRecordError(f"truncated batch header at byte {pos}")
-        base_offset, epoch, count, length, crc = HEADER.unpack_from(view, pos)
+        base_offset, epoch, count, pid, p_epoch, seq, length, crc = HEADER.unpack_from(view, pos)
         if count < 1:
             raise CorruptRecordError(f"batch at byte {pos} claims {count} records")
         stop = pos + HEADER_SIZE + length
@@ -112,7 +157,13 @@ def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
         if check_crc and zlib.crc32(view[pos + HEADER_SIZE : stop]) != crc:
             raise CorruptRecordError(f"batch at byte {pos} fails its CRC")
         yield BatchView(
-            base_offset=base_offset, leader_epoch=epoch, count=count, raw=bytes(view[pos:stop])
+            base_offset=base_offset,
+            leader_epoch=epoch,
+            count=count,
+            raw=bytes(view[pos:stop]),
+            producer_id=pid,
+            producer_epoch=p_epoch,
+            base_sequence=seq,
         )
         pos = stop
 

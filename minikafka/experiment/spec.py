@@ -120,6 +120,13 @@ class ExperimentSpec:
     record_bytes: int = 100
     acks: int = -1
     request_timeout_s: float = 5.0
+    # Sends retry through the library's Producer until acknowledged (experiment/workload.py),
+    # as applications do: retries of batches whose first attempt was written are the source
+    # of duplicates that the idempotent producer (KIP-98, Kafka's enable.idempotence, on by
+    # default; it needs acks=all) removes. Off: every send is one attempt.
+    producer_retries: bool = False
+    idempotence: bool = True
+    delivery_timeout_s: float = 30.0
     faults: tuple[Fault, ...] = ()
     node_configs: Mapping[str, str] = field(default_factory=dict)
     broker_configs: Mapping[str, str] = field(default_factory=dict)  # dynamic, all brokers
@@ -154,7 +161,7 @@ class ExperimentSpec:
 
         for name in ("brokers", "partitions", "replication_factor", "duration_s", "producers",
                      "records_per_s", "batch_records", "record_bytes", "request_timeout_s",
-                     "settle_timeout_s", "throttle_tolerance"):  # fmt: skip
+                     "settle_timeout_s", "throttle_tolerance", "delivery_timeout_s"):  # fmt: skip
             positive(name)
         w = self.throttle_window_s
         if isinstance(w, bool) or not isinstance(w, int) or w < 1:
@@ -176,6 +183,11 @@ class ExperimentSpec:
             )
         if self.acks not in (-1, 0, 1):
             raise ConfigError(f"acks {self.acks!r}: expected all (-1), 0 or 1")
+        if self.producer_retries and self.idempotence and self.acks != -1:
+            raise ConfigError(
+                f"idempotence with acks {self.acks}: the idempotent producer needs acks all (-1);"
+                " turn idempotence off to retry with other acks"
+            )
         if self.assignment is not None and len(self.assignment) != self.partitions:
             raise ConfigError(f"assignment: expected {self.partitions} replica lists")
         for f in self.faults:
@@ -205,6 +217,9 @@ class ExperimentSpec:
             record_bytes=self.record_bytes,
             acks=self.acks,
             request_timeout_s=self.request_timeout_s,
+            retries=self.producer_retries,
+            idempotence=self.idempotence,
+            delivery_timeout_s=self.delivery_timeout_s,
         )
 
     def all_node_configs(self) -> dict[str, str]:

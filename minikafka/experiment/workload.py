@@ -4,7 +4,12 @@ Every operation goes to history.jsonl in Jepsen's form (see minikafka/experiment
 an `invoke`, then `ok`, `fail` (definitely not written) or `info` (indeterminate).
 
 - Values are unique integers from one counter; a send never retries (a retry would be a new
-  op with new values), so a value seen twice in a log is a real duplicate. A record's bytes are
+  op with new values), so a value seen twice in a log is a real duplicate. With `retries` on,
+  a send is instead the library's Producer (client/producer.py) retrying one batch until it is
+  acknowledged or `delivery_timeout_s` passes, as applications send: the real-world source of
+  duplicates (a retry of a batch whose first attempt was written), which the idempotent
+  producer (`idempotence`, on by default, KIP-98) must remove. Such a send ends `ok` or `info`
+  (an attempt may have been written). A record's bytes are
   the value in ASCII, `|`, then padding up to the record size.
 - A send is one Produce request to the partition's current leader. How its outcome is read:
   NONE is ok; no known leader, a failed connect, and `DEFINITE_FAILURES` (NOT_ENOUGH_REPLICAS,
@@ -30,6 +35,7 @@ import trio
 
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.consumer import Consumer
+from minikafka.client.producer import Producer, ProducerConfig
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError, error_name
@@ -95,6 +101,9 @@ class WorkloadSpec:
     record_bytes: int = 100
     acks: int = -1
     request_timeout_s: float = 5.0
+    retries: bool = False  # sends retry through the library's Producer (see above)
+    idempotence: bool = True  # with retries: Kafka's enable.idempotence (needs acks=all)
+    delivery_timeout_s: float = 30.0  # with retries: how long one send may retry
 
 
 class _Values:
@@ -154,6 +163,34 @@ async def send_once(
     return kind, {"error": error_name(pr.error_code), "node": leader}
 
 
+def retrying_producer(client: ClusterClient, spec: WorkloadSpec) -> Producer:
+    """The Producer a retrying workload producer sends with (idempotent unless turned off)."""
+    return Producer(
+        client,
+        ProducerConfig(
+            acks=spec.acks,
+            request_timeout_ms=int(spec.request_timeout_s * 1000),
+            delivery_timeout_s=spec.delivery_timeout_s,
+            retry_backoff_ms=100,
+            enable_idempotence=spec.idempotence if spec.acks == -1 else False,
+        ),
+    )
+
+
+async def send_retrying(
+    producer: Producer, spec: WorkloadSpec, tp: TopicPartition, values: Sequence[int]
+) -> tuple[str, dict[str, Any]]:
+    """One send that retries until acknowledged -> (type, fields) of its completion op: `ok`, or
+    `info` when it gave up (an attempt may have been written)."""
+    now = int(time.time() * 1000)
+    batch = make_batch([(now, None, encode_value(v, spec.record_bytes)) for v in values])
+    try:
+        (result,) = await producer.send_batches([(tp, batch, len(values))])
+    except (MiniKafkaError, trio.TooSlowError) as exc:
+        return "info", {"error": str(exc) or type(exc).__name__}
+    return "ok", {"offset": result.base_offset, "retries": result.retries}
+
+
 async def run_producer(
     client: ClusterClient,
     spec: WorkloadSpec,
@@ -172,6 +209,7 @@ async def run_producer(
     counts = {"ok": 0, "fail": 0, "info": 0}
     turn = trio.current_time() + period * index / spec.producers
     partition = index % spec.partitions
+    producer = retrying_producer(client, spec) if spec.retries else None
     while True:
         now = trio.current_time()
         if now < turn:
@@ -184,7 +222,10 @@ async def run_producer(
         batch = values.take(spec.batch_records)
         history.op(process, "invoke", "send", topic=tp.topic, partition=tp.partition, values=batch)
         sent = trio.current_time()
-        type_, fields = await send_once(client, spec, tp, batch)
+        if producer is not None:
+            type_, fields = await send_retrying(producer, spec, tp, batch)
+        else:
+            type_, fields = await send_once(client, spec, tp, batch)
         if type_ == "ok" and on_ack is not None:
             on_ack(tp, fields["offset"], len(batch), (trio.current_time() - sent) * 1000)
         history.op(process, type_, "send", topic=tp.topic, partition=tp.partition, **fields)

@@ -31,6 +31,7 @@ from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.produce import handle_produce
+from minikafka.server.producer_ids import ProducerIdManager, controller_block_source
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.wire.messages import (
     AlterPartitionReassignmentsRequest,
@@ -45,6 +46,7 @@ from minikafka.wire.messages import (
     FetchRequest,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    InitProducerIdRequest,
     LeaderAndIsrRequest,
     LeaderAndIsrResponse,
     ListOffsetsRequest,
@@ -178,6 +180,8 @@ class Broker:
         self.events = events
         self.dynamic = dynamic if dynamic is not None else DynamicConfigs()
         self.controller_epoch = -1
+        # InitProducerId (KIP-98) from blocks the controller allocates (KIP-730).
+        self.producer_ids = ProducerIdManager(controller_block_source(link, config.node_id))
 
     def _stale_controller(self, epoch: int) -> bool:
         """Whether `epoch` is older than the newest controller epoch accepted. Only a check: the
@@ -225,6 +229,8 @@ class Broker:
                 )
             case CreateTopicsRequest():
                 return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
+            case InitProducerIdRequest():
+                return await self.producer_ids.handle(body)
             case IncrementalAlterConfigsRequest():
                 return await self._forward(body, IncrementalAlterConfigsResponse)
             case DescribeConfigsRequest():

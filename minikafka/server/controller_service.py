@@ -42,6 +42,8 @@ from minikafka.server.eventlog import EventLog
 from minikafka.server.metadata_cache import metadata_response
 from minikafka.storage import MetadataStore
 from minikafka.wire.messages import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
@@ -326,6 +328,17 @@ class ControllerService:
             case ListPartitionReassignmentsRequest():
                 return ListPartitionReassignmentsResponse(
                     reassignments=state.list_partition_reassignments(body.topics)
+                )
+            case AllocateProducerIdsRequest():  # KIP-730: persisted before it is answered
+                async with self._lock:
+                    code, block, effects = state.allocate_producer_ids(
+                        broker_id=body.broker_id, broker_epoch=body.broker_epoch
+                    )
+                    await self._commit(effects)
+                if block is None:
+                    return AllocateProducerIdsResponse(error_code=code)
+                return AllocateProducerIdsResponse(
+                    error_code=code, producer_id_start=block.first_id, producer_id_len=block.size
                 )
             case MetadataRequest():
                 return metadata_response(

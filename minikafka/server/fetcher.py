@@ -27,6 +27,7 @@ from minikafka.core.log import (
     latest_epoch,
     truncate_epochs_from_end,
 )
+from minikafka.core.producer_state import ProducerBatch
 from minikafka.core.records import iter_batches
 from minikafka.core.replication_quota import (
     ThrottleClass,
@@ -291,6 +292,19 @@ class ReplicaFetcher:
         # p.epochs is set by the commit hook (replica_manager `_on_committed`): were it set here,
         # a failed append followed by a retry would find no change and never persist the epoch.
         changed = epochs != p.epochs
+        # The producers' state follows the log (Kafka's replication-origin ProducerAppendInfo:
+        # no checks); the writer's failure hook undoes it if this append fails.
+        for b in batches:
+            if b.producer_id >= 0:
+                p.producers.apply(
+                    ProducerBatch(
+                        producer_id=b.producer_id,
+                        producer_epoch=b.producer_epoch,
+                        base_sequence=b.base_sequence,
+                        base_offset=b.base_offset,
+                        count=b.count,
+                    )
+                )
         last = batches[-1]
         return AppendWrite(
             tp=p.tp,
@@ -314,6 +328,12 @@ class ReplicaFetcher:
         new_leo = await self.m.writer.truncate(p.tp, offset, epochs)
         p.epochs = epochs
         p.log_end_offset = p.next_offset = new_leo
+        # The producers' state of the truncated log: undone in memory down to the HW, else
+        # reloaded from the snapshot and the log (ProducerStateManager.truncateAndReload).
+        if p.producers.can_roll_back_to(new_leo):
+            p.producers.rollback(new_leo)
+        else:
+            p.producers = await self.m.writer.load_producers(p.tp)
         p.high_watermark = min(p.high_watermark, new_leo)
         self.planner.advance(p.tp, fetch_offset=new_leo, last_fetched_epoch=latest_epoch(epochs))
         self.m.events.emit(

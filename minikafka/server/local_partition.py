@@ -15,6 +15,7 @@ from __future__ import annotations
 import trio
 
 from minikafka.core.partition import PartitionLeaderState
+from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.stats import MetricConfig, Rate
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.storage import LoadedPartition
@@ -29,6 +30,9 @@ class LocalPartition:
         self.next_offset = loaded.log_end_offset
         self.high_watermark = loaded.high_watermark
         self.epochs: list[EpochEntry] = list(loaded.epochs)
+        # Idempotent producers (KIP-98, core/producer_state.py): changed when an append is queued
+        # (a leader's stamp, a follower's fetched batch), undone if its write fails.
+        self.producers: ProducerStateManager = loaded.producers
         self.state: PartitionState | None = None  # the controller's last word on it
         self.leader: PartitionLeaderState | None = None  # set while this broker leads it
         self.offline = False  # its log failed (server/offline_replicas.py): served no more
@@ -65,6 +69,7 @@ class LocalPartition:
         self.next_offset = max(self.next_offset, self.log_end_offset)
         if self.leader is not None and self.leader.on_leader_append(self.log_end_offset):
             self.high_watermark = self.leader.high_watermark
+        self.producers.trim(self.high_watermark)  # below the HW no rollback is ever asked
         self.notify()
 
     def describe(self) -> dict[str, object]:
@@ -77,6 +82,7 @@ class LocalPartition:
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
             "high_watermark": self.high_watermark,
+            "idempotent_producers": len(self.producers.entries),
         }
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import trio
 
+from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.storage import AppendWrite, LoadedPartition, LogStore
 
@@ -191,8 +192,23 @@ class LogWriter:
     async def truncate_fully(self, tp: TopicPartition, new_start_offset: int) -> None:
         await self.call(lambda: self.store.truncate_fully(tp, new_start_offset))
 
-    async def checkpoint(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
-        await self.call(lambda: self.store.checkpoint(dict(high_watermarks)))
+    async def checkpoint(
+        self,
+        high_watermarks: Mapping[TopicPartition, int],
+        producer_snapshots: Mapping[TopicPartition, tuple[int, list[object]]] | None = None,
+    ) -> None:
+        hws, snaps = dict(high_watermarks), dict(producer_snapshots or {})
+
+        def both() -> None:
+            self.store.checkpoint(hws)
+            if snaps:
+                self.store.save_producer_snapshots(snaps)
+
+        await self.call(both)
+
+    async def load_producers(self, tp: TopicPartition) -> ProducerStateManager:
+        """The producer state of the log as committed (after every op queued before)."""
+        return await self.call(lambda: self.store.load_producers(tp))  # type: ignore[return-value]
 
     def close(self) -> None:
         self._send.close()

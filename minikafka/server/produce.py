@@ -16,6 +16,14 @@ the broker's, as Kafka's LogConfig does. A partition whose log cannot be written
 ENOSPC: a StorageError) is KAFKA_STORAGE_ERROR (56, retriable) and fails alone: each partition is
 appended as an op of its own, so the others of the request are still written.
 
+Idempotent producers (KIP-98): an entry carrying a producer id holds exactly one batch (as
+Kafka's produce v3+ requires, else INVALID_RECORD) and is checked against the partition's
+producer state (core/producer_state.py) when it is stamped: a retry of one of the producer's
+last 5 batches is answered with that batch's ORIGINAL base offset and nothing is appended (with
+acks=all it still waits for the HW to cover the original, as Kafka's DelayedProduce does); a
+sequence gap, an older epoch or an unknown producer is refused (45, 47, 59). An accepted batch is
+stored with the producer fields in its header, so followers and restarts rebuild the state.
+
 Client quota (`producer_byte_rate`, KIP-13): when the answer is ready (at once for acks=0 and
 acks=1, after the replication wait for acks=-1, as Kafka's sendResponseCallback records it) the
 request's bytes are recorded for its client id and the throttle time computed. The answer goes
@@ -30,7 +38,15 @@ from dataclasses import dataclass
 import trio
 
 from minikafka.core.log import assign_epoch
-from minikafka.core.records import check_payload, iter_batches, restamp
+from minikafka.core.producer_state import BatchMetadata, Duplicate, ProducerBatch, Refuse
+from minikafka.core.records import (
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    check_payload,
+    iter_batches,
+    restamp,
+)
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
 from minikafka.server.clock import now_ms
@@ -39,7 +55,12 @@ from minikafka.server.listener import Reply
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import AppendWrite, StorageError
-from minikafka.wire.messages import ProducePartitionResponse, ProduceRequest, ProduceResponse
+from minikafka.wire.messages import (
+    ProducePartition,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 ACKS = (0, 1, -1)
 
@@ -52,6 +73,9 @@ class _Pending:
     leader_epoch: int
     size: int
     entry: int  # its index in the request
+    # A duplicate (producer id, the original's metadata): answered only if the original is
+    # still in the log when the answer is due (its write may yet fail and be undone).
+    duplicate: tuple[int, BatchMetadata] | None = None
 
 
 async def handle_produce(
@@ -79,7 +103,7 @@ async def handle_produce(
         if code == ErrorCode.NONE:
             assert p is not None
             try:
-                write, item = _stamp(p, pp.records, entry=key, max_bytes=_max_bytes(rm, pp.topic))
+                write, item = _stamp(p, pp, entry=key, max_bytes=_max_bytes(rm, pp.topic))
             except _TooLarge as exc:
                 answers[key] = _answer(
                     pp.topic, pp.partition, ErrorCode.MESSAGE_TOO_LARGE, str(exc)
@@ -88,7 +112,14 @@ async def handle_produce(
             except CorruptRecordError as exc:
                 answers[key] = _answer(pp.topic, pp.partition, ErrorCode.CORRUPT_MESSAGE, str(exc))
                 continue
-            writes.append(write)
+            except _Refused as exc:
+                answers[key] = _answer(pp.topic, pp.partition, exc.code, str(exc))
+                rm.metrics.inc("produce_sequence_errors")
+                continue
+            if write is None:
+                rm.metrics.inc("produce_duplicates")
+            else:
+                writes.append(write)
             pending.append(item)
         else:
             answers[key] = _answer(pp.topic, pp.partition, code)
@@ -109,6 +140,9 @@ async def handle_produce(
         return Reply(response=None, throttle_ms=_client_throttle(rm, client_id, nbytes))
     if req.acks == -1 and pending:
         await _wait_for_replication(pending, req.timeout_ms)
+    elif req.acks == 1 and any(i.duplicate for i in pending):
+        # A retry of a batch still queued for the disk: answered once the original is durable.
+        await _wait_for_durable([i for i in pending if i.duplicate], req.timeout_ms)
     for item in pending:
         code = _outcome(rm, item, req.acks)
         answers[item.entry] = ProducePartitionResponse(
@@ -176,6 +210,16 @@ class _TooLarge(Exception):
     pass
 
 
+_NO_PRODUCER = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE)
+MAX_PRODUCER_ID = 2**63 - 1  # the batch header's int64
+
+
+class _Refused(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 def _min_insync_replicas(rm: ReplicaManager, topic: str) -> int:
     own = rm.dynamic.topic_overrides(topic).min_insync_replicas if rm.dynamic is not None else None
     return rm.config.min_insync_replicas if own is None else own
@@ -192,11 +236,13 @@ def _max_bytes(rm: ReplicaManager, topic: str) -> int:
 
 
 def _stamp(
-    p: LocalPartition, records: bytes, *, entry: int, max_bytes: int
-) -> tuple[AppendWrite, _Pending]:
-    """Check the batches (size, CRC, record count), give them their offsets and the leader's
-    epoch, and reserve the offsets. Nothing is reserved if any batch is refused."""
-    batches = list(iter_batches(records))
+    p: LocalPartition, pp: ProducePartition, *, entry: int, max_bytes: int
+) -> tuple[AppendWrite | None, _Pending]:
+    """Check the batches (size, CRC, record count, producer sequence), give them their offsets
+    and the leader's epoch, and reserve the offsets. Nothing is reserved if any batch is
+    refused; a duplicate of an idempotent producer's batch is answered from its original
+    offsets with no write (None)."""
+    batches = list(iter_batches(pp.records))
     if not batches:
         raise CorruptRecordError("no record batch in the request")
     for b in batches:
@@ -207,12 +253,52 @@ def _stamp(
                 "socket.max.frame.bytes less 1 MiB, so that a fetch can carry it)"
             )
         check_payload(b)
+    # Without a producer id the stored header says none, whatever the client wrote there: the
+    # fields followers rebuild state from are only ever the ones checked here.
+    producer = _NO_PRODUCER
+    if pp.producer_id >= 0:
+        if pp.producer_id > MAX_PRODUCER_ID:
+            raise _Refused(ErrorCode.INVALID_RECORD, f"producer id {pp.producer_id} > int64")
+        if len(batches) != 1:
+            raise _Refused(
+                ErrorCode.INVALID_RECORD,
+                f"an idempotent produce carries exactly one record batch, not {len(batches)}",
+            )
+        decision = p.producers.check(
+            pp.producer_id, pp.producer_epoch, pp.base_sequence, batches[0].count
+        )
+        if isinstance(decision, Refuse):
+            raise _Refused(decision.error_code, decision.message)
+        if isinstance(decision, Duplicate):
+            return None, _Pending(
+                p=p,
+                base_offset=decision.batch.first_offset,
+                end_offset=decision.batch.last_offset + 1,
+                leader_epoch=p.leader_epoch,
+                size=0,
+                entry=entry,
+                duplicate=(pp.producer_id, decision.batch),
+            )
+        producer = (pp.producer_id, pp.producer_epoch, pp.base_sequence)
     base = offset = p.next_offset
     stamped = []
     for b in batches:
-        stamped.append(restamp(b.raw, base_offset=offset, leader_epoch=p.leader_epoch))
+        stamped.append(
+            restamp(b.raw, base_offset=offset, leader_epoch=p.leader_epoch, producer=producer)
+        )
         offset += b.count
     p.next_offset = offset
+    if producer is not _NO_PRODUCER:
+        # Applied now, undone by the writer's failure hook if the write fails (replica_manager).
+        p.producers.apply(
+            ProducerBatch(
+                producer_id=pp.producer_id,
+                producer_epoch=pp.producer_epoch,
+                base_sequence=pp.base_sequence,
+                base_offset=base,
+                count=batches[0].count,
+            )
+        )
     # Until the leader's epoch entry is durable (its write at makeLeader may have failed), every
     # append carries it: the entry reaches the disk with the first batch stamped with its epoch.
     assert p.leader is not None
@@ -222,7 +308,7 @@ def _stamp(
         base_offset=base,
         end_offset=offset,
         leader_epoch=p.leader_epoch,
-        size=len(records),
+        size=len(pp.records),
         entry=entry,
     )
     write = AppendWrite(tp=p.tp, batches=stamped, epochs=epochs if epochs != p.epochs else None)
@@ -238,10 +324,41 @@ async def _wait_for_replication(pending: list[_Pending], timeout_ms: int) -> Non
         await wait_for_change(waiting, deadline)
 
 
+async def _wait_for_durable(pending: list[_Pending], timeout_ms: int) -> None:
+    deadline = trio.current_time() + timeout_ms / 1000
+    while trio.current_time() < deadline:
+        waiting = [i.p for i in pending if _awaiting_durable(i)]
+        if not waiting:
+            return
+        await wait_for_change(waiting, deadline)
+
+
+def _awaiting_durable(item: _Pending) -> bool:
+    p = item.p
+    return (
+        p.is_leader
+        and p.leader_epoch == item.leader_epoch
+        and p.log_end_offset < item.end_offset
+        and _original_kept(item)
+    )
+
+
+def _original_kept(item: _Pending) -> bool:
+    """Is the batch a duplicate was answered from still the producer's, at its offsets?"""
+    if item.duplicate is None:
+        return True
+    producer_id, original = item.duplicate
+    entry = item.p.producers.entries.get(producer_id)
+    return entry is not None and original in entry.batches
+
+
 def _still_waiting(item: _Pending) -> bool:
     p = item.p
     return (
-        p.is_leader and p.leader_epoch == item.leader_epoch and p.high_watermark < item.end_offset
+        p.is_leader
+        and p.leader_epoch == item.leader_epoch
+        and p.high_watermark < item.end_offset
+        and _original_kept(item)
     )
 
 
@@ -249,6 +366,9 @@ def _outcome(rm: ReplicaManager, item: _Pending, acks: int) -> ErrorCode:
     p = item.p
     if not p.is_leader or p.leader_epoch != item.leader_epoch:
         return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if not _original_kept(item) or (item.duplicate and p.log_end_offset < item.end_offset):
+        # The original's write failed (and was undone) or is not durable in time: retriable.
+        return ErrorCode.REQUEST_TIMED_OUT
     if acks != -1:
         return ErrorCode.NONE
     if p.high_watermark < item.end_offset:

@@ -28,6 +28,7 @@ import trio
 
 from minikafka.core.log import assign_epoch, latest_epoch
 from minikafka.core.partition import PartitionLeaderState
+from minikafka.core.producer_state import entries_to_doc
 from minikafka.core.records import peek_header
 from minikafka.core.replication_quota import ThrottleClass
 from minikafka.core.types import TopicPartition
@@ -90,6 +91,8 @@ class ReplicaManager:
             "replication_bytes_out",
             "isr_shrinks",
             "isr_expands",
+            "produce_duplicates",  # idempotent retries answered from the original (KIP-98)
+            "produce_sequence_errors",  # refused: out of order, old epoch, unknown producer
         ):
             metrics.inc(counter, 0)  # present (as 0) from the first snapshot on
         self._lock = trio.Lock()
@@ -149,6 +152,7 @@ class ReplicaManager:
                 continue
             base = peek_header(w.batches[0])[0]
             p.next_offset = max(p.log_end_offset, min(p.next_offset, base))
+            p.producers.rollback(base)  # the producers' batches from there on were not written
 
     # ------------------------------------------------------------------ LeaderAndIsr
 
@@ -394,7 +398,7 @@ class ReplicaManager:
             if not moved:
                 continue
             try:
-                await self.writer.checkpoint(moved)
+                await self.writer.checkpoint(moved, self._producer_snapshots(moved))
             except Exception as exc:  # noqa: BLE001 - retried at the next interval
                 # Kafka's ReplicaManager.checkpointHighWatermarks logs and goes on (the log dir is
                 # marked offline); the HWs stay "moved", so the next interval writes them again.
@@ -402,6 +406,19 @@ class ReplicaManager:
                 self.events.emit("hw_checkpoint_failed", partitions=len(moved), error=str(exc))
                 continue
             saved.update(moved)
+
+    def _producer_snapshots(
+        self, moved: dict[TopicPartition, int]
+    ) -> dict[TopicPartition, tuple[int, list[object]]]:
+        """The producer state at each moved HW (Kafka snapshots at its recovery point): a
+        restart replays only the batches after it. Trimmed to the HW first, so exact."""
+        out: dict[TopicPartition, tuple[int, list[object]]] = {}
+        for tp, hw in moved.items():
+            producers = self.partitions[tp].producers
+            producers.trim(hw)
+            if producers.can_roll_back_to(hw):
+                out[tp] = (hw, entries_to_doc(producers.state_at(hw)))
+        return out
 
     # ------------------------------------------------------------------ gauges
 

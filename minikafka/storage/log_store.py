@@ -7,7 +7,12 @@ This module (with `metadata_store`) is the only place lmdb is imported. It owns:
 - one named database per partition log, `log/<topic>/<partition>`: key = 8-byte big-endian base
   offset, value = the whole batch bytes (header included, payload never decoded here);
 - the named database `partition-meta`: per partition (same key as the log's name) a msgpack map
-  `{"log_start_offset", "high_watermark", "epochs": [[epoch, start_offset], ...]}`.
+  `{"log_start_offset", "high_watermark", "epochs": [[epoch, start_offset], ...]}`;
+- the named database `producer-snapshots` (storage/producer_snapshots.py): per partition the
+  idempotent producers' state as of an offset, written with the HW checkpoint. A load rebuilds
+  the state from it plus the producer fields of the batches after it (only those: the scan is
+  bounded by one checkpoint interval), or from the whole log if there is none; a truncation
+  below it deletes it.
 
 Rules: every public method runs exactly ONE transaction and holds none across calls (the Trio
 shell calls them through `trio.to_thread.run_sync`). The log end offset is not stored: it is the
@@ -26,16 +31,18 @@ import struct
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import lmdb
 import msgpack
 
 from minikafka.core.fetch_limits import ResponseBudget
+from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.records import HEADER, HEADER_SIZE, peek_header
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.errors import MiniKafkaError
+from minikafka.storage import producer_snapshots
 
 _KEY = struct.Struct(">Q")
 _META_DB = b"partition-meta"
@@ -66,6 +73,9 @@ class LoadedPartition:
     log_end_offset: int  # last batch's base + count, or log_start_offset if empty
     high_watermark: int  # checkpointed HW, clamped to [log_start_offset, log_end_offset]
     epochs: list[EpochEntry]  # persisted leader-epoch cache
+    # Idempotent producers, rebuilt from the snapshot and the log after it (a fresh object per
+    # load: the caller owns it).
+    producers: ProducerStateManager = field(default_factory=ProducerStateManager)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -236,7 +246,7 @@ def _checked_pairs(
     for batch in batches:
         if len(batch) < HEADER_SIZE:
             raise StorageError(f"{tp}: a batch of {len(batch)} bytes is shorter than its header")
-        base, _epoch, count, length, _crc = HEADER.unpack_from(batch, 0)
+        base, _epoch, count, _pid, _pe, _seq, length, _crc = HEADER.unpack_from(batch, 0)
         if base != leo:
             raise StorageError(f"{tp}: batch at offset {base} does not start at log end {leo}")
         if count < 1 or length != len(batch) - HEADER_SIZE:
@@ -260,11 +270,14 @@ class LogStore:
         try:
             with self._lease.txn(write=True) as txn:
                 self._meta_db = self._env.open_db(_META_DB, txn=txn, create=True)
+                self._producers_db = self._env.open_db(
+                    producer_snapshots.DB_NAME, txn=txn, create=True
+                )
                 for name in txn.cursor(db=self._meta_db).iternext(keys=True, values=False):
                     tp = _parse_db_name(bytes(name))
                     db = self._env.open_db(bytes(name), txn=txn, create=True)
                     self._dbs[tp] = db
-                    self._leo[tp] = self._load(txn, tp, db).log_end_offset
+                    self._leo[tp] = self._log_end_offset(txn, tp, db)
         except BaseException:
             self._lease.close()
             raise
@@ -331,6 +344,7 @@ class LogStore:
                 if db is not None:
                     txn.drop(db, delete=True)
                 txn.delete(_db_name(tp), db=self._meta_db)
+                txn.delete(_db_name(tp), db=self._producers_db)
             self._dbs.pop(tp, None)
             self._leo.pop(tp, None)
 
@@ -406,6 +420,9 @@ class LogStore:
                 meta["epochs"] = [list(entry) for entry in epochs]
                 meta["high_watermark"] = min(meta["high_watermark"], leo)
                 self._put_meta(txn, tp, meta)
+                snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
+                if snapshot is not None and snapshot[0] > leo:
+                    txn.delete(_db_name(tp), db=self._producers_db)
             self._leo[tp] = leo
             return leo
 
@@ -421,6 +438,7 @@ class LogStore:
                     "epochs": [],
                 }
                 self._put_meta(txn, tp, meta)
+                producer_snapshots.put(txn, self._producers_db, _db_name(tp), new_start_offset, [])
             self._leo[tp] = new_start_offset
 
     def checkpoint(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
@@ -436,6 +454,25 @@ class LogStore:
                     meta = self._get_meta(txn, tp)
                     meta["high_watermark"] = min(hw, self._leo[tp])
                     self._put_meta(txn, tp, meta)
+
+    def save_producer_snapshots(
+        self, snapshots: Mapping[TopicPartition, tuple[int, list[Any]]]
+    ) -> None:
+        """Persist producer snapshots `(offset, entries_to_doc(...))` in one transaction; one
+        whose offset is past the log end now (truncated meanwhile) or whose partition is gone
+        is skipped."""
+        with self._write_lock:
+            with self._lease.txn(write=True) as txn:
+                for tp, (offset, doc) in snapshots.items():
+                    if tp in self._dbs and offset <= self._leo[tp]:
+                        producer_snapshots.put(txn, self._producers_db, _db_name(tp), offset, doc)
+
+    def load_producers(self, tp: TopicPartition) -> ProducerStateManager:
+        """The producer state of the log as it is now (snapshot + the batches after it)."""
+        with self._write_lock:
+            db = self._db(tp)
+            with self._lease.txn(write=False) as txn:
+                return self._load_producers(txn, tp, db, self._get_meta(txn, tp), self._leo[tp])
 
     def disk_bytes(self) -> int:
         """Bytes of the data file in use (pages up to the highest one ever allocated)."""
@@ -460,6 +497,26 @@ class LogStore:
     def _put_meta(self, txn: lmdb.Transaction, tp: TopicPartition, meta: dict[str, Any]) -> None:
         txn.put(_db_name(tp), msgpack.packb(meta, use_bin_type=True), db=self._meta_db)
 
+    def _load_producers(
+        self, txn: lmdb.Transaction, tp: TopicPartition, db: Any, meta: dict[str, Any], leo: int
+    ) -> ProducerStateManager:
+        """Snapshot + the producer fields of the batches from its offset to the log end."""
+        snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
+        offset, doc = producer_snapshots.start_of_replay(snapshot, meta["log_start_offset"], leo)
+        with txn.cursor(db=db) as cur:
+            found = _seek_ending_at_or_after(cur, offset)
+            raws = cur.iternext(keys=False, values=True) if found else ()
+            return producer_snapshots.replay(doc, offset, raws, leo)
+
+    def _log_end_offset(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> int:
+        """The LEO alone (opening the store: no producer state rebuilt for nothing)."""
+        with txn.cursor(db=db) as cur:
+            return (
+                _next_offset(cur.value())
+                if cur.last()
+                else self._get_meta(txn, tp)["log_start_offset"]
+            )
+
     def _load(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> LoadedPartition:
         meta = self._get_meta(txn, tp)
         start = meta["log_start_offset"]
@@ -471,4 +528,5 @@ class LogStore:
             log_end_offset=leo,
             high_watermark=max(start, min(meta["high_watermark"], leo)),
             epochs=[(epoch, offset) for epoch, offset in meta["epochs"]],
+            producers=self._load_producers(txn, tp, db, meta, leo),
         )

@@ -2,7 +2,8 @@
 
 - `MemoryBroker`: the broker pieces of one node (LogStore in a directory, LogWriter,
   ReplicaFetcherManager, ReplicaManager) with a `FakeControllerLink` in place of the controller,
-  and a dispatcher for Produce, Fetch and ListOffsets. Roles come from `apply()` with
+  and a dispatcher for Produce, Fetch, ListOffsets and InitProducerId (ids from blocks of its
+  own, `node_id * 10**9` on, in place of the controller's KIP-730 blocks). Roles come from `apply()` with
   PartitionState values, as a controller's LeaderAndIsr would set them.
 - `MemoryNetwork`: a `connect` factory with `open_connection`'s signature that reaches a broker
   by its advertised (host, port) over `trio.testing.memory_stream_pair`, each connection served
@@ -42,6 +43,7 @@ import trio.testing
 from minikafka.client.connection import Connection, open_connection, running
 from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.dynamic_config import validate_changes
+from minikafka.core.producer_ids import BLOCK_SIZE, ProducerIdBlock
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.server.broker import Broker
@@ -57,6 +59,7 @@ from minikafka.server.log_writer import LogWriter
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.metrics import Metrics
 from minikafka.server.produce import handle_produce
+from minikafka.server.producer_ids import ProducerIdManager
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import LogStore, ReadSpec, StoreConfig
 from minikafka.wire.codec import RequestHeader
@@ -68,6 +71,7 @@ from minikafka.wire.messages import (
     BrokerInfo,
     ConfigEntity,
     FetchRequest,
+    InitProducerIdRequest,
     LeaderAndIsrRequest,
     ListOffsetsRequest,
     PartitionState,
@@ -266,8 +270,16 @@ class MemoryBroker:
             events=self.events,
             dynamic=self.dynamic,
         )
+        self._blocks = 0
+        self.producer_ids = ProducerIdManager(self._next_block)
         if network is not None:
             network.add(self.address, self.dispatch, network.gate(self.events))
+
+    async def _next_block(self) -> ProducerIdBlock:
+        await trio.lowlevel.checkpoint()
+        self._blocks += 1
+        first = self.config.node_id * 10**9 + (self._blocks - 1) * BLOCK_SIZE
+        return ProducerIdBlock(first_id=first, size=BLOCK_SIZE)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -331,6 +343,8 @@ class MemoryBroker:
                 if isinstance(body, LeaderAndIsrRequest):
                     self.topics.update(st.topic for st in body.partitions)
                 return await self.broker.dispatch(body, client_id=client_id)
+            case InitProducerIdRequest():
+                return await self.producer_ids.handle(body)
         raise BrokerError(ErrorCode.INVALID_REQUEST, f"not served here: {type(body).__name__}")
 
     async def apply(

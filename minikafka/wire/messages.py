@@ -41,6 +41,12 @@ from minikafka.wire.auth_messages import (  # noqa: F401 - re-exported
     ClusterHandshakeRequest,
     ClusterHandshakeResponse,
 )
+from minikafka.wire.producer_messages import (  # noqa: F401 - re-exported likewise
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+)
 
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
@@ -62,7 +68,9 @@ class ApiKey(IntEnum):
     INCREMENTAL_ALTER_CONFIGS = 44
     ALTER_PARTITION_REASSIGNMENTS = 45
     LIST_PARTITION_REASSIGNMENTS = 46
+    INIT_PRODUCER_ID = 22
     ALTER_PARTITION = 56
+    ALLOCATE_PRODUCER_IDS = 67
     BROKER_REGISTRATION = 62
     BROKER_HEARTBEAT = 63
 
@@ -170,7 +178,12 @@ class MetadataResponse:
 class ProducePartition:
     topic: str
     partition: int
-    records: bytes  # one or more record batches
+    records: bytes  # one or more record batches (exactly one with a producer id)
+    # The idempotent producer (KIP-98; Kafka carries these in the batch header, the leader
+    # writes them into the stored batch's): -1 = none. Sequence of the batch's first record.
+    producer_id: int = -1
+    producer_epoch: int = -1
+    base_sequence: int = -1
 
 
 @dataclass(**MSG)
@@ -492,6 +505,8 @@ API: dict[ApiKey, tuple[type, type]] = {
         ListPartitionReassignmentsResponse,
     ),
     ApiKey.ALTER_PARTITION: (AlterPartitionRequest, AlterPartitionResponse),
+    ApiKey.INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
+    ApiKey.ALLOCATE_PRODUCER_IDS: (AllocateProducerIdsRequest, AllocateProducerIdsResponse),
     ApiKey.BROKER_REGISTRATION: (BrokerRegistrationRequest, BrokerRegistrationResponse),
     ApiKey.BROKER_HEARTBEAT: (BrokerHeartbeatRequest, BrokerHeartbeatResponse),
     ApiKey.CLUSTER_HANDSHAKE: (ClusterHandshakeRequest, ClusterHandshakeResponse),

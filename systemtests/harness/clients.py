@@ -31,6 +31,15 @@ from minikafka.core.types import TopicPartition
 from minikafka.testing.checker import Verdict, check_acknowledged
 from minikafka.testing.run_folder import RunFolder
 
+
+def load_producer_config(*, delivery_timeout_s: float) -> ProducerConfig:
+    """The load generators' producer: acks=all, idempotence off. They measure replication and
+    its throttles, not the producer; the idempotent one (the library's default, KIP-98) keeps
+    at most 5 batches per partition in flight, which would change the load these tests' figures
+    were calibrated with. Flip it on to run the suite with the default producer."""
+    return ProducerConfig(acks=-1, delivery_timeout_s=delivery_timeout_s, enable_idempotence=False)
+
+
 LOAD_TICK_S = 0.1
 DIGEST_BYTES = 16
 
@@ -143,7 +152,7 @@ async def fill(
     per_request: int = 50,
 ) -> None:
     """`rounds` batches to every partition, as fast as acks=all allows."""
-    producer = Producer(client, ProducerConfig(acks=-1, delivery_timeout_s=timeout_s))
+    producer = Producer(client, load_producer_config(delivery_timeout_s=timeout_s))
     todo = deque(p for _ in range(rounds) for p in range(workload.partitions))
     folder.event("fill_start", batches=len(todo))
 
@@ -188,7 +197,7 @@ async def run_load(
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Produce `rate_bytes_per_s` (acks=all) until `stop` is set (module docstring)."""
-    producer = Producer(client, ProducerConfig(acks=-1, delivery_timeout_s=delivery_timeout_s))
+    producer = Producer(client, load_producer_config(delivery_timeout_s=delivery_timeout_s))
     size = workload.batch_bytes
     slots = trio.Semaphore(in_flight)
     stats.started = folder.event("load_start", bytes_per_s=rate_bytes_per_s, batch_bytes=size)

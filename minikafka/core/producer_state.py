@@ -1,0 +1,309 @@
+"""Idempotent-producer state of one partition: who wrote which sequence numbers (KIP-98).
+
+Mirrors Kafka's ProducerStateManager / ProducerAppendInfo / ProducerStateEntry:
+
+- per producer id: its current epoch and the metadata (first and last sequence, first and last
+  offset) of its last `BATCHES_RETAINED` = 5 batches (ProducerStateEntry.NUM_BATCHES_TO_RETAIN,
+  which is why a producer may keep at most 5 requests in flight per partition);
+- a leader checks every produced batch carrying a producer id (`check_append`, Kafka's
+  ProducerAppendInfo.checkProducerEpoch + checkSequence, origin Client):
+    * an epoch older than the producer's current one -> INVALID_PRODUCER_EPOCH (47);
+    * the same epoch and exactly the sequence range of one of the last 5 batches -> a duplicate,
+      answered with that batch's ORIGINAL offsets and not appended (Log.analyzeAndValidate-
+      ProducerState / ProducerStateEntry.findDuplicateBatch);
+    * a newer epoch must start at sequence 0, else OUT_OF_ORDER_SEQUENCE_NUMBER (45);
+    * the same epoch must continue at last sequence + 1 (wrapping after 2^31 - 1 to 0, as
+      DefaultRecordBatch.incrementSequence does), else OUT_OF_ORDER_SEQUENCE_NUMBER (45);
+    * a producer id this partition has never seen must start at sequence 0, else
+      UNKNOWN_PRODUCER_ID (59). Kafka 2.5+ (KIP-360) accepts any sequence there, because its
+      retention may delete every batch of a live producer; minikafka deletes no producer's
+      batches behind its back, so an unknown producer at sequence > 0 means the batches before
+      were lost (an unclean failover, a truncated tail). Answering 59 lets the client restart
+      the partition's sequence under a bumped epoch (as Kafka's client does on 59, KIP-360)
+      instead of accepting a hole silently, and it keeps a producer's batches in order when
+      two of its requests overtake each other.
+- followers and restarts apply batches from the log without checks (origin Replication / log
+  recovery): the state is a function of the log, rebuilt from a snapshot plus the batches after
+  it (`rebuild`), as Kafka's `.snapshot` files plus log recovery do.
+
+Appends are applied when they are QUEUED (a leader's stamp, a follower's fetched batch), so that
+a producer's next request is checked against the previous one while both wait for the disk.
+Each change is remembered (`_undo`) until the high watermark passes it (`trim`), so a failed
+write (the writer gives its offsets back) and a follower truncating its unreplicated tail are
+undone exactly in memory (`rollback`), and the state at the HW is what a snapshot holds
+(`state_at`). Below that, a truncation rebuilds from the snapshot and the log (Kafka's
+ProducerStateManager.truncateAndReload).
+
+Producer ids are never expired here (Kafka's producer.id.expiration.ms): the state grows with
+the number of distinct producers a partition has seen, one small entry each.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from minikafka.errors import ErrorCode
+
+MAX_SEQUENCE = 2**31 - 1  # Integer.MAX_VALUE: sequences wrap to 0 after it
+MAX_EPOCH = 2**15 - 1  # Short.MAX_VALUE: a producer needs a new id after it
+BATCHES_RETAINED = 5  # ProducerStateEntry.NUM_BATCHES_TO_RETAIN (= max.in.flight per partition)
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """`sequence + increment`, wrapping past 2^31 - 1 to 0 (DefaultRecordBatch.incrementSequence)."""
+    if sequence > MAX_SEQUENCE - increment:
+        return increment - (MAX_SEQUENCE - sequence) - 1
+    return sequence + increment
+
+
+def in_sequence(last_sequence: int, next_sequence: int) -> bool:
+    """Does `next_sequence` follow `last_sequence` (ProducerAppendInfo.inSequence)?"""
+    return next_sequence == last_sequence + 1 or (
+        next_sequence == 0 and last_sequence == MAX_SEQUENCE
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchMetadata:
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerEntry:
+    producer_id: int
+    epoch: int
+    batches: tuple[BatchMetadata, ...]  # oldest first, at most BATCHES_RETAINED
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    def find_duplicate(self, epoch: int, first_seq: int, last_seq: int) -> BatchMetadata | None:
+        """ProducerStateEntry.findDuplicateBatch: the same epoch and exact sequence range."""
+        if epoch != self.epoch:
+            return None
+        for b in self.batches:
+            if b.first_seq == first_seq and b.last_seq == last_seq:
+                return b
+        return None
+
+    def with_batch(self, epoch: int, batch: BatchMetadata) -> ProducerEntry:
+        """This entry after `batch` (a newer epoch starts the batch list afresh)."""
+        if epoch != self.epoch:
+            return ProducerEntry(producer_id=self.producer_id, epoch=epoch, batches=(batch,))
+        return ProducerEntry(
+            producer_id=self.producer_id,
+            epoch=epoch,
+            batches=(*self.batches[-(BATCHES_RETAINED - 1) :], batch),
+        )
+
+
+# ---------------------------------------------------------------------------- decisions
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Accept:
+    """A new batch: append it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Duplicate:
+    """A retry of a batch already in the log: answer with its original offsets, append nothing."""
+
+    batch: BatchMetadata
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Refuse:
+    error_code: ErrorCode
+    message: str
+
+
+Decision = Accept | Duplicate | Refuse
+ACCEPT = Accept()  # one value: the hot path allocates nothing for a new batch
+
+
+def check_append(
+    entry: ProducerEntry | None, *, producer_epoch: int, first_seq: int, count: int
+) -> Decision:
+    """The leader's verdict on a produced batch of `count` records from a producer whose state
+    is `entry` (None: never seen here). Pure: nothing changes."""
+    if not (0 <= first_seq <= MAX_SEQUENCE and 0 <= producer_epoch <= MAX_EPOCH and count >= 1):
+        return Refuse(
+            error_code=ErrorCode.INVALID_RECORD,
+            message=f"producer epoch {producer_epoch} / base sequence {first_seq}: expected "
+            f"0 to {MAX_EPOCH} / 0 to {MAX_SEQUENCE}",
+        )
+    last_seq = increment_sequence(first_seq, count - 1)
+    if entry is None or not entry.batches:
+        if first_seq == 0:
+            return ACCEPT
+        return Refuse(
+            error_code=ErrorCode.UNKNOWN_PRODUCER_ID,
+            message=f"no record of this producer here; its first sequence must be 0, not {first_seq}",
+        )
+    if producer_epoch < entry.epoch:
+        return Refuse(
+            error_code=ErrorCode.INVALID_PRODUCER_EPOCH,
+            message=f"producer epoch {producer_epoch} is older than the current {entry.epoch}",
+        )
+    duplicate = entry.find_duplicate(producer_epoch, first_seq, last_seq)
+    if duplicate is not None:
+        return Duplicate(batch=duplicate)
+    if producer_epoch > entry.epoch:
+        if first_seq == 0:
+            return ACCEPT
+        return Refuse(
+            error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+            message=f"new epoch {producer_epoch} must start at sequence 0, not {first_seq}",
+        )
+    if in_sequence(entry.last_seq, first_seq):
+        return ACCEPT
+    return Refuse(
+        error_code=ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        message=f"expected sequence {increment_sequence(entry.last_seq, 1)}, got {first_seq}",
+    )
+
+
+# ---------------------------------------------------------------------------- the state
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProducerBatch:
+    """The producer fields of one batch in the log, with its offsets."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    base_offset: int
+    count: int
+
+    def metadata(self) -> BatchMetadata:
+        return BatchMetadata(
+            first_seq=self.base_sequence,
+            last_seq=increment_sequence(self.base_sequence, self.count - 1),
+            first_offset=self.base_offset,
+            last_offset=self.base_offset + self.count - 1,
+        )
+
+
+class ProducerStateManager:
+    """The producer state of one partition replica; O(1) per batch.
+
+    Every applied batch at or above `exact_from` keeps an undo record, until `trim(offset)`
+    (called with the high watermark) drops the records below it. So `rollback(offset)` and
+    `state_at(offset)` are exact, in memory, for any offset >= `exact_from`: a failed write, a
+    follower truncating its tail above its HW, a snapshot at the HW."""
+
+    def __init__(
+        self, entries: dict[int, ProducerEntry] | None = None, *, exact_from: int = 0
+    ) -> None:
+        self.entries: dict[int, ProducerEntry] = dict(entries or {})
+        self.exact_from = exact_from
+        # (first offset, producer id, entry before) per applied batch at or above exact_from.
+        self._undo: deque[tuple[int, int, ProducerEntry | None]] = deque()
+
+    def check(self, producer_id: int, producer_epoch: int, first_seq: int, count: int) -> Decision:
+        return check_append(
+            self.entries.get(producer_id),
+            producer_epoch=producer_epoch,
+            first_seq=first_seq,
+            count=count,
+        )
+
+    def apply(self, batch: ProducerBatch) -> None:
+        """Record `batch` (no checks: the leader checked it, or it comes from the log)."""
+        if batch.producer_id < 0:
+            return
+        prev = self.entries.get(batch.producer_id)
+        base = prev or ProducerEntry(
+            producer_id=batch.producer_id, epoch=batch.producer_epoch, batches=()
+        )
+        self.entries[batch.producer_id] = base.with_batch(batch.producer_epoch, batch.metadata())
+        if batch.base_offset >= self.exact_from:
+            self._undo.append((batch.base_offset, batch.producer_id, prev))
+
+    def trim(self, offset: int) -> None:
+        """No rollback below `offset` will be asked (it is the high watermark): forget undo."""
+        undo = self._undo
+        while undo and undo[0][0] < offset:
+            undo.popleft()
+        self.exact_from = max(self.exact_from, offset)
+
+    def can_roll_back_to(self, offset: int) -> bool:
+        return offset >= self.exact_from
+
+    def rollback(self, offset: int) -> None:
+        """The batches from `offset` on are gone (a failed write, a truncation): forget them.
+        Exact when `can_roll_back_to(offset)`; else the caller rebuilds from the log."""
+        undo = self._undo
+        while undo and undo[-1][0] >= offset:
+            _offset, producer_id, prev = undo.pop()
+            if prev is None:
+                del self.entries[producer_id]
+            else:
+                self.entries[producer_id] = prev
+
+    def state_at(self, offset: int) -> dict[int, ProducerEntry]:
+        """The entries as of the log up to `offset` (>= exact_from), on a copy."""
+        entries = dict(self.entries)
+        for first_offset, producer_id, prev in reversed(self._undo):
+            if first_offset < offset:
+                break
+            if prev is None:
+                entries.pop(producer_id, None)
+            else:
+                entries[producer_id] = prev
+        return entries
+
+    @property
+    def undo_records(self) -> int:
+        return len(self._undo)
+
+
+def rebuild(
+    entries: dict[int, ProducerEntry], batches: Iterable[ProducerBatch], *, log_end_offset: int
+) -> ProducerStateManager:
+    """The state after a snapshot's `entries` and then the log's `batches` (in offset order),
+    exact (rollback-able) from `log_end_offset` on."""
+    state = ProducerStateManager(entries, exact_from=log_end_offset)
+    for b in batches:
+        state.apply(b)
+    return state
+
+
+# ---------------------------------------------------------------------------- snapshots
+
+
+def entries_to_doc(entries: dict[int, ProducerEntry]) -> list[list[Any]]:
+    """msgpack-able: [[producer_id, epoch, [[first_seq, last_seq, first_off, last_off], ...]]]"""
+    return [
+        [
+            e.producer_id,
+            e.epoch,
+            [[b.first_seq, b.last_seq, b.first_offset, b.last_offset] for b in e.batches],
+        ]
+        for e in entries.values()
+    ]
+
+
+def entries_from_doc(doc: list[list[Any]]) -> dict[int, ProducerEntry]:
+    out = {}
+    for producer_id, epoch, batches in doc:
+        out[int(producer_id)] = ProducerEntry(
+            producer_id=int(producer_id),
+            epoch=int(epoch),
+            batches=tuple(
+                BatchMetadata(first_seq=a, last_seq=b, first_offset=c, last_offset=d)
+                for a, b, c, d in batches
+            ),
+        )
+    return out

@@ -1,0 +1,69 @@
+"""Idempotent producers' state on disk: snapshots and the log tail after them (KIP-98).
+
+The named database `producer-snapshots` holds per partition (the key of its log's name) a
+msgpack `[offset, entries]`: the state as of the log up to `offset` (core/producer_state.py
+`entries_to_doc`), like Kafka's `<offset>.snapshot` files. The state of a log is that snapshot
+plus the producer fields of the batches from its offset on (ProducerStateManager's log
+recovery); without a usable snapshot, the whole log. Used by `LogStore` inside its
+transactions (lmdb stays in this package).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import lmdb
+import msgpack
+
+from minikafka.core.producer_state import (
+    ProducerBatch,
+    ProducerStateManager,
+    entries_from_doc,
+    rebuild,
+)
+from minikafka.core.records import peek_header, peek_producer
+
+DB_NAME = b"producer-snapshots"
+
+
+def get(txn: lmdb.Transaction, db: Any, key: bytes) -> tuple[int, list[Any]] | None:
+    raw = txn.get(key, db=db)
+    if raw is None:
+        return None
+    offset, doc = msgpack.unpackb(raw, raw=False)
+    return offset, doc
+
+
+def put(txn: lmdb.Transaction, db: Any, key: bytes, offset: int, doc: list[Any]) -> None:
+    txn.put(key, msgpack.packb([offset, doc], use_bin_type=True), db=db)
+
+
+def start_of_replay(
+    snapshot: tuple[int, list[Any]] | None, log_start: int, leo: int
+) -> tuple[int, list[Any]]:
+    """(offset to replay from, snapshot entries doc): the snapshot if it lies in the log."""
+    if snapshot is None or not log_start <= snapshot[0] <= leo:
+        return log_start, []
+    return snapshot
+
+
+def replay(
+    doc: list[Any], offset: int, raw_batches: Iterable[Any], leo: int
+) -> ProducerStateManager:
+    """The state: the snapshot's entries, then every batch at or after `offset`."""
+    tail = []
+    for raw in raw_batches:
+        base, _epoch, count = peek_header(raw)
+        pid, p_epoch, seq = peek_producer(raw)
+        if pid >= 0 and base >= offset:
+            tail.append(
+                ProducerBatch(
+                    producer_id=pid,
+                    producer_epoch=p_epoch,
+                    base_sequence=seq,
+                    base_offset=base,
+                    count=count,
+                )
+            )
+    return rebuild(entries_from_doc(doc), tail, log_end_offset=leo)
