@@ -5,7 +5,8 @@
 Run i (seed `$MINIKAFKA_SEED` + i, default 1 + i) is the `mixed-faults` experiment
 (minikafka/experiment/catalog.py): every 3 s a kill, a pause or a network partition of a
 leader, a follower, a random broker or the controller, drawn from the seed, for 24 s of load
-by 4 acks=all producers, then heal, settle and read everything back. Each run must be valid
+by 4 acks=all producers that retry, idempotent (KIP-98), then heal, settle and read everything
+back. Each run must be valid
 (nothing acknowledged lost, nothing stored twice, no inconsistent or skipped read, the
 cluster's own invariants intact). At the end the totals (runs, values acknowledged, lost,
 duplicated) go to `<run-dir>/soak-<time>/soak.json` and the terminal. Not in `make test`: 50

@@ -287,8 +287,9 @@ def _throttle_of_one(seed: int, duration: float | None) -> list[ExperimentSpec]:
 def _mixed_faults(seed: int, duration: float | None) -> list[ExperimentSpec]:
     # The soak's run (systemtests/test_soak.py): every 3 s the seed picks a kill, a pause or a
     # network partition of a partition's leader, a follower, a random broker or the controller,
-    # for 3 s, then quiet for 3 s. acks=all: nothing acknowledged may be lost, nothing stored
-    # twice, whatever the mix.
+    # for 3 s, then quiet for 3 s. acks=all, producers that retry as applications do, and
+    # idempotent (KIP-98): nothing acknowledged may be lost, nothing stored twice, whatever
+    # the mix.
     d = duration or 24.0
     targets = [
         *(Target("leader", p) for p in range(6)),
@@ -300,11 +301,10 @@ def _mixed_faults(seed: int, duration: float | None) -> list[ExperimentSpec]:
         kinds=("kill", "pause", "partition"), targets=targets, duration_s=d, interval_s=3.0,
         seed=seed, brokers=(1, 2, 3),
     )  # fmt: skip
-    return [
-        ExperimentSpec(
-            name="mixed-faults", seed=seed, duration_s=d, faults=tuple(faults), fault_proxy=True
-        )
-    ]
+    spec = ExperimentSpec(
+        name="mixed-faults", seed=seed, duration_s=d, faults=tuple(faults), fault_proxy=True
+    )
+    return [replace(spec, producer_retries=True, idempotence=True)]
 
 
 CATALOG: dict[str, Entry] = {
