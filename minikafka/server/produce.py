@@ -33,6 +33,7 @@ returned `Reply`); with acks=0 there is no answer, only the mute, as in Kafka.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import trio
@@ -139,10 +140,10 @@ async def handle_produce(
     if req.acks == 0:
         return Reply(response=None, throttle_ms=_client_throttle(rm, client_id, nbytes))
     if req.acks == -1 and pending:
-        await _wait_for_replication(pending, req.timeout_ms)
+        await _wait_while(pending, req.timeout_ms, _still_waiting)
     elif req.acks == 1 and any(i.duplicate for i in pending):
         # A retry of a batch still queued for the disk: answered once the original is durable.
-        await _wait_for_durable([i for i in pending if i.duplicate], req.timeout_ms)
+        await _wait_while([i for i in pending if i.duplicate], req.timeout_ms, _awaiting_durable)
     for item in pending:
         code = _outcome(rm, item, req.acks)
         answers[item.entry] = ProducePartitionResponse(
@@ -315,19 +316,13 @@ def _stamp(
     return write, item
 
 
-async def _wait_for_replication(pending: list[_Pending], timeout_ms: int) -> None:
+async def _wait_while(
+    pending: list[_Pending], timeout_ms: int, waits: Callable[[_Pending], bool]
+) -> None:
+    """Until no item `waits` any more, or the request's timeout (Kafka's DelayedProduce)."""
     deadline = trio.current_time() + timeout_ms / 1000
     while trio.current_time() < deadline:
-        waiting = [i.p for i in pending if _still_waiting(i)]
-        if not waiting:
-            return
-        await wait_for_change(waiting, deadline)
-
-
-async def _wait_for_durable(pending: list[_Pending], timeout_ms: int) -> None:
-    deadline = trio.current_time() + timeout_ms / 1000
-    while trio.current_time() < deadline:
-        waiting = [i.p for i in pending if _awaiting_durable(i)]
+        waiting = [i.p for i in pending if waits(i)]
         if not waiting:
             return
         await wait_for_change(waiting, deadline)
