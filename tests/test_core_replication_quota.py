@@ -10,6 +10,7 @@ from minikafka.core.dynamic_config import BrokerThrottleConfig, ThrottledReplica
 from minikafka.core.replication_quota import (
     ThrottleClass,
     class_rate,
+    decide_fetch_throttles,
     follower_caught_up,
     follower_throttle_class,
     leader_throttle_class,
@@ -107,3 +108,51 @@ def test_follower_is_caught_up_only_with_a_known_zero_lag():
     assert not follower_caught_up(None)  # no response yet: unknown lag is not in sync
     assert follower_caught_up(0)
     assert not follower_caught_up(1)
+
+
+# ---------------------------------------------------------------------------- one fetch's throttling
+
+R, A = ThrottleClass.REPLICATION, ThrottleClass.REASSIGNMENT
+
+
+def decide(parts, *, over=(), left=None, precise=False, exempt=True):
+    left = left or {}
+    return [
+        (t.limit, t.exempt)
+        for t in decide_fetch_throttles(
+            parts,
+            exceeded=lambda cls: cls in over,
+            remaining=lambda cls: left[cls],
+            precise=precise,
+            exempt_in_sync=exempt,
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("parts", "over", "left", "precise", "exempt", "expected"),
+    [
+        # Kafka's mode: only out-of-sync partitions of an exceeded class are held back.
+        ([(None, False), (R, False), (R, True)], {R}, None, False, True,
+         [(None, False), (0, False), (None, True)]),
+        ([(R, False), (A, False)], {A}, None, False, True, [(None, False), (0, False)]),
+        ([(R, False), (R, True)], (), None, False, True, [(None, False), (None, True)]),
+        # Without KAFKA-4313's exemption the in-sync one is held back too, and not exempt.
+        ([(R, False), (R, True)], {R}, None, False, False, [(0, False), (0, False)]),
+        # Precise: the allowance left is shared by the class's non-exempt partitions.
+        ([(R, False), (R, False), (R, True), (A, False)], (), {R: 1000.0, A: 300.0}, True, True,
+         [(500, False), (500, False), (None, True), (300, False)]),
+        ([(R, False), (R, False), (R, False)], (), {R: 100.0}, True, True,
+         [(33, False), (33, False), (33, False)]),
+        # ... floored at nothing when the allowance is spent (an overdraft from KIP-74's batch).
+        ([(R, False)], (), {R: -5000.0}, True, True, [(0, False)]),
+        # ... and an exceeded quota holds back before any share is given.
+        ([(R, False), (R, True)], {R}, {R: 1000.0}, True, True, [(0, False), (None, True)]),
+        ([(R, False), (R, True)], (), {R: 1000.0}, True, False, [(500, False), (500, False)]),
+        ([], {R}, None, True, True, []),
+    ],
+)  # fmt: skip
+def test_one_decision_throttles_a_fetch_on_either_side(
+    parts, over, left, precise, exempt, expected
+):
+    assert decide(parts, over=over, left=left, precise=precise, exempt=exempt) == expected

@@ -33,9 +33,9 @@ from minikafka.core.log import check_follower_fetch
 from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_size
 from minikafka.core.replication_quota import (
     ThrottleClass,
+    decide_fetch_throttles,
     leader_charge_class,
     leader_throttle_class,
-    should_throttle,
 )
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
@@ -260,26 +260,16 @@ class _LeaderThrottle:
             self.charged_in_sync[i] = in_sync
 
     def limits(self, now: int) -> list[int | None]:
-        """Per partition: 0 = throttled (return nothing), None = unlimited, n = precise budget."""
-        exempt = self.exempt_in_sync
-        out: list[int | None] = []
-        shares: dict[ThrottleClass, int] = {}
-        for cls, in_sync in zip(self.classes, self.in_sync, strict=True):
-            eligible = cls is not None and not (in_sync and exempt)
-            if self.precise and eligible:
-                shares[cls] = shares.get(cls, 0) + 1
-        for cls, in_sync in zip(self.classes, self.in_sync, strict=True):
-            exceeded = self.quotas.exceeded("leader", cls, now)
-            if should_throttle(
-                in_sync=in_sync, throttle_class=cls, quota_exceeded=exceeded, exempt_in_sync=exempt
-            ):
-                out.append(0)
-            elif self.precise and cls in shares and not (in_sync and exempt):  # KAFKA-4313
-                budget = int(self.quotas.remaining("leader", cls, now) // shares[cls])
-                out.append(max(budget, 0))
-            else:
-                out.append(None)
-        return out
+        """Per partition: 0 = throttled (return nothing), None = unlimited, n = precise budget
+        (core/replication_quota.py `decide_fetch_throttles`, the follower side's decision too)."""
+        decisions = decide_fetch_throttles(
+            list(zip(self.classes, self.in_sync, strict=True)),
+            exceeded=lambda cls: self.quotas.exceeded("leader", cls, now),
+            remaining=lambda cls: self.quotas.remaining("leader", cls, now),
+            precise=self.precise,
+            exempt_in_sync=self.exempt_in_sync,
+        )
+        return [d.limit for d in decisions]
 
     def record(self, parts: list[FetchPartitionResponse]) -> None:
         """Charge the built response (`parts` in request order) to the leader sensors, and

@@ -31,9 +31,9 @@ from minikafka.core.producer_state import ProducerBatch
 from minikafka.core.records import iter_batches
 from minikafka.core.replication_quota import (
     ThrottleClass,
+    decide_fetch_throttles,
     follower_caught_up,
     follower_throttle_class,
-    should_throttle,
 )
 from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode, MiniKafkaError
@@ -384,30 +384,25 @@ class _FollowerThrottle:
         if quotas is None or m.dynamic is None:
             self.excluded = frozenset()
             return
-        exempt = m.config.replication_throttle_in_sync_exempt
-        eligible: dict[ThrottleClass, list[TopicPartition]] = {}
-        for tp, st in planner.partitions.items():
+        tps = list(planner.partitions)
+        parts = []
+        for tp in tps:
             p = m.lookup(tp)
             cls = _follower_class(m, p) if p is not None else None
-            caught_up = follower_caught_up(st.lag)
-            if should_throttle(
-                in_sync=caught_up,
-                throttle_class=cls,
-                quota_exceeded=quotas.exceeded("follower", cls, now),
-                exempt_in_sync=exempt,
-            ):
+            parts.append((cls, follower_caught_up(planner.partitions[tp].lag)))
+        decisions = decide_fetch_throttles(
+            parts,
+            exceeded=lambda cls: quotas.exceeded("follower", cls, now),
+            remaining=lambda cls: quotas.remaining("follower", cls, now),
+            precise=m.config.replication_quota_precise,
+            exempt_in_sync=m.config.replication_throttle_in_sync_exempt,
+        )
+        for tp, decision in zip(tps, decisions, strict=True):
+            if decision.limit == 0:
                 excluded.add(tp)
-            elif cls is not None and not (caught_up and exempt):
-                eligible.setdefault(cls, []).append(tp)
-            elif cls is not None:
+            elif decision.limit is not None:
+                self.limits[tp] = decision.limit
+            if decision.exempt:
                 exempt_now.add(tp)
-        if m.config.replication_quota_precise:
-            for cls, tps in eligible.items():
-                share = int(quotas.remaining("follower", cls, now) // len(tps))
-                for tp in tps:
-                    if share <= 0:
-                        excluded.add(tp)
-                    else:
-                        self.limits[tp] = share
         self.excluded = frozenset(excluded)
         self.exempt = frozenset(exempt_now)
