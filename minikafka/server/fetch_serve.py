@@ -41,7 +41,7 @@ from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import now_ms
 from minikafka.server.listener import Reply
-from minikafka.server.local_partition import LocalPartition, wait_for_change
+from minikafka.server.local_partition import LocalPartition, leader_error, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import ReadSpec
 from minikafka.wire.messages import (
@@ -72,7 +72,7 @@ async def handle_fetch(
     t = now_ms()
     for i, fp in enumerate(req.partitions):
         p = rm.partitions.get(TopicPartition(fp.topic, fp.partition))
-        code = _leader_error(p, fp.topic, known_topic)
+        code = leader_error(p, fp.topic, known_topic)
         if code != ErrorCode.NONE:
             answers[i] = FetchPartitionResponse(
                 topic=fp.topic, partition=fp.partition, error_code=code
@@ -314,27 +314,13 @@ class _LeaderThrottle:
                 metrics.inc(f"leader_{cls.value}_overhead_bytes", overhead)
 
 
-def _leader_error(
-    p: LocalPartition | None, topic: str, known_topic: frozenset[str] | set[str]
-) -> ErrorCode:
-    if p is None:
-        return (
-            ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if topic in known_topic
-            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        )
-    if p.offline:
-        return ErrorCode.KAFKA_STORAGE_ERROR  # Kafka's answer for an offline partition
-    return ErrorCode.NONE if p.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
-
-
 def handle_list_offsets(
     rm: ReplicaManager, req: ListOffsetsRequest, known_topic: frozenset[str] | set[str]
 ) -> ListOffsetsResponse:
     out = []
     for lp in req.partitions:
         p = rm.partitions.get(TopicPartition(lp.topic, lp.partition))
-        code = _leader_error(p, lp.topic, known_topic)
+        code = leader_error(p, lp.topic, known_topic)
         if code == ErrorCode.NONE and lp.timestamp not in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP):
             code = ErrorCode.INVALID_REQUEST
         if code != ErrorCode.NONE:

@@ -18,6 +18,7 @@ from minikafka.core.partition import PartitionLeaderState
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.stats import MetricConfig, Rate
 from minikafka.core.types import EpochEntry, TopicPartition
+from minikafka.errors import ErrorCode
 from minikafka.storage import LoadedPartition
 from minikafka.wire.messages import NO_EPOCH, NO_LEADER, PartitionState
 
@@ -84,6 +85,22 @@ class LocalPartition:
             "high_watermark": self.high_watermark,
             "idempotent_producers": len(self.producers.entries),
         }
+
+
+def leader_error(
+    p: LocalPartition | None, topic: str, known_topic: frozenset[str] | set[str]
+) -> ErrorCode:
+    """Why this broker cannot serve `p` as its leader (produce, fetch, ListOffsets), or NONE:
+    an offline replica is KAFKA_STORAGE_ERROR (Kafka's answer for HostedPartition.Offline)."""
+    if p is None:
+        return (
+            ErrorCode.NOT_LEADER_OR_FOLLOWER
+            if topic in known_topic
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        )
+    if p.offline:
+        return ErrorCode.KAFKA_STORAGE_ERROR
+    return ErrorCode.NONE if p.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 async def wait_for_change(partitions: list[LocalPartition], deadline: float) -> None:

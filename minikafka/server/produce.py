@@ -13,8 +13,9 @@ topic's `max.message.bytes` (else the broker's `message.max.bytes`) is MESSAGE_T
 RecordTooLargeException, code 10); a header whose record count disagrees with its payload is
 CORRUPT_MESSAGE (core/records.py `check_payload`). The topic's `min.insync.replicas` overrides
 the broker's, as Kafka's LogConfig does. A partition whose log cannot be written (MDB_MAP_FULL,
-ENOSPC: a StorageError) is KAFKA_STORAGE_ERROR (56, retriable) and fails alone: each partition is
-appended as an op of its own, so the others of the request are still written.
+ENOSPC: a StorageError) is KAFKA_STORAGE_ERROR (56, retriable) and fails alone: the request is
+one writer op, and the writer retries a failed commit partition by partition, so the others of
+the request are still written (and a LogDirError takes that replica offline).
 
 Idempotent producers (KIP-98): an entry carrying a producer id holds exactly one batch (as
 Kafka's produce v3+ requires, else INVALID_RECORD) and is checked against the partition's
@@ -53,7 +54,7 @@ from minikafka.errors import CorruptRecordError, ErrorCode
 from minikafka.server.clock import now_ms
 from minikafka.server.config import FRAME_HEADROOM_BYTES
 from minikafka.server.listener import Reply
-from minikafka.server.local_partition import LocalPartition, wait_for_change
+from minikafka.server.local_partition import LocalPartition, leader_error, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import AppendWrite, StorageError
 from minikafka.wire.messages import (
@@ -96,7 +97,7 @@ async def handle_produce(
         code = ErrorCode.INVALID_REQUIRED_ACKS if req.acks not in ACKS else ErrorCode.NONE
         p = rm.partitions.get(TopicPartition(pp.topic, pp.partition))
         if code == ErrorCode.NONE:
-            code = _check_leader(p, pp.topic, known_topic)
+            code = leader_error(p, pp.topic, known_topic)
         if code == ErrorCode.NONE and req.acks == -1:
             assert p is not None and p.leader is not None
             if len(p.leader.isr) < _min_insync_replicas(rm, pp.topic):
@@ -191,20 +192,6 @@ async def _append_per_partition(
 def _client_throttle(rm: ReplicaManager, client_id: str, nbytes: int) -> int:
     bound = rm.dynamic.client_quota(client_id)[0] if rm.dynamic is not None else None
     return rm.produce_quotas.record_and_throttle(client_id, nbytes, bound, now_ms())
-
-
-def _check_leader(
-    p: LocalPartition | None, topic: str, known_topic: set[str] | frozenset[str]
-) -> ErrorCode:
-    if p is None:
-        return (
-            ErrorCode.NOT_LEADER_OR_FOLLOWER
-            if topic in known_topic
-            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        )
-    if p.offline:
-        return ErrorCode.KAFKA_STORAGE_ERROR  # Kafka's answer for an offline partition
-    return ErrorCode.NONE if p.is_leader else ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
 class _TooLarge(Exception):
