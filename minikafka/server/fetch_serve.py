@@ -100,17 +100,13 @@ async def handle_fetch(
             )
             continue
         if is_follower:
-            if req.replica_id not in p.leader.replicas or req.replica_id == p.leader.local_id:
+            code = p.replica.follower_fetch_error(req.replica_id)
+            if code != ErrorCode.NONE:
                 answers[i] = FetchPartitionResponse(
-                    topic=fp.topic,
-                    partition=fp.partition,
-                    error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                    topic=fp.topic, partition=fp.partition, error_code=code
                 )
                 continue
-            if p.leader.on_follower_fetch(req.replica_id, fp.fetch_offset, t):
-                p.high_watermark = p.leader.high_watermark
-                p.notify()
-            rm.isr_updates.maybe_expand(p)
+            rm.execute(p, p.replica.on_follower_fetch(req.replica_id, fp.fetch_offset, t))
         readable.append((i, fp, p))
 
     throttle = _LeaderThrottle(rm, req, readable) if is_follower else None
@@ -152,18 +148,20 @@ async def _read_until_enough(
     while True:
         limits = throttle.limits(now_ms()) if throttle is not None else [None] * len(readable)
         wanted = [k for k, limit in enumerate(limits) if limit != 0]
-        specs = [
-            ReadSpec(
-                tp=p.tp,
-                fetch_offset=fp.fetch_offset,
-                max_offset=p.log_end_offset if is_follower else p.high_watermark,
-                partition_max_bytes=fp.partition_max_bytes
-                if limits[k] is None
-                else min(fp.partition_max_bytes, limits[k]),
+        specs = []
+        for k in wanted:
+            _i, fp, p = readable[k]
+            limit = limits[k]
+            specs.append(
+                ReadSpec(
+                    tp=p.tp,
+                    fetch_offset=fp.fetch_offset,
+                    max_offset=p.log_end_offset if is_follower else p.high_watermark,
+                    partition_max_bytes=fp.partition_max_bytes
+                    if limit is None
+                    else min(fp.partition_max_bytes, limit),
+                )
             )
-            for k, (_i, fp, p) in enumerate(readable)
-            if k in set(wanted)
-        ]
         max_bytes = req.max_bytes if is_follower else min(req.max_bytes, rm.config.fetch_max_bytes)
         got = await trio.to_thread.run_sync(rm.store.read, specs, max_bytes) if specs else []
         data = [b""] * len(readable)

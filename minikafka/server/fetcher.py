@@ -21,13 +21,8 @@ import trio
 from minikafka.client.connection import Connection, open_connection
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
 from minikafka.core.log import (
-    assign_epoch,
-    follower_high_watermark,
-    follower_truncation_offset,
     latest_epoch,
-    truncate_epochs_from_end,
 )
-from minikafka.core.producer_state import ProducerBatch
 from minikafka.core.records import iter_batches
 from minikafka.core.replication_quota import (
     ThrottleClass,
@@ -223,9 +218,7 @@ class ReplicaFetcher:
                     writes.append(write)
                     appended.append((p, pr.high_watermark, len(pr.records)))
             else:
-                p.high_watermark = max(
-                    p.high_watermark, follower_high_watermark(pr.high_watermark, p.log_end_offset)
-                )
+                p.replica.on_leader_high_watermark(pr.high_watermark)
                 self.planner.observe_leader(tp, pr.high_watermark)
         if writes:
             failed = await self.m.writer.append_each(writes)
@@ -234,9 +227,7 @@ class ReplicaFetcher:
                 self._on_append_failed(failed, t)
             t = now_ms()
             for p, leader_hw, size in appended:
-                p.high_watermark = max(
-                    p.high_watermark, follower_high_watermark(leader_hw, p.log_end_offset)
-                )
+                p.replica.on_leader_high_watermark(leader_hw)
                 self.planner.advance(
                     p.tp,
                     fetch_offset=p.log_end_offset,
@@ -285,56 +276,28 @@ class ReplicaFetcher:
         if not batches or batches[0].base_offset != p.log_end_offset:
             self.planner.delay(p.tp, t)
             return None
-        epochs = p.epochs
-        for b in batches:
-            if b.leader_epoch > latest_epoch(epochs):
-                epochs = assign_epoch(epochs, b.leader_epoch, b.base_offset)
-        # p.epochs is set by the commit hook (replica_manager `_on_committed`): were it set here,
-        # a failed append followed by a retry would find no change and never persist the epoch.
-        changed = epochs != p.epochs
-        # The producers' state follows the log (Kafka's replication-origin ProducerAppendInfo:
-        # no checks); the writer's failure hook undoes it if this append fails.
-        for b in batches:
-            if b.producer_id >= 0:
-                p.producers.apply(
-                    ProducerBatch(
-                        producer_id=b.producer_id,
-                        producer_epoch=b.producer_epoch,
-                        base_sequence=b.base_sequence,
-                        base_offset=b.base_offset,
-                        count=b.count,
-                    )
-                )
-        last = batches[-1]
+        # The epoch cache and the producers' state the batches need (core/replica.py): adopted
+        # or undone by the writer's hooks, so a failed append is retried with the same cache.
+        epochs, high_watermark = p.replica.stage_fetched(batches, pr.high_watermark)
         return AppendWrite(
             tp=p.tp,
             batches=[b.raw for b in batches],
-            epochs=epochs if changed else None,
-            high_watermark=min(pr.high_watermark, last.next_offset),
+            epochs=epochs,
+            high_watermark=high_watermark,
         )
 
     async def _truncate(self, p: LocalPartition, pr: FetchPartitionResponse) -> None:
         div = pr.diverging_epoch
         assert div is not None
-        offset = follower_truncation_offset(
-            local_epochs=p.epochs,
-            local_log_end_offset=p.log_end_offset,
-            diverging_epoch=div.epoch,
-            diverging_end_offset=div.end_offset,
-            high_watermark=p.high_watermark,
-        )
-        epochs = truncate_epochs_from_end(p.epochs, offset)
+        offset, epochs = p.replica.truncation(div.epoch, div.end_offset)
         old = p.log_end_offset
         new_leo = await self.m.writer.truncate(p.tp, offset, epochs)
-        p.epochs = epochs
-        p.log_end_offset = p.next_offset = new_leo
         # The producers' state of the truncated log: undone in memory down to the HW, else
         # reloaded from the snapshot and the log (ProducerStateManager.truncateAndReload).
-        if p.producers.can_roll_back_to(new_leo):
-            p.producers.rollback(new_leo)
-        else:
-            p.producers = await self.m.writer.load_producers(p.tp)
-        p.high_watermark = min(p.high_watermark, new_leo)
+        reloaded = None
+        if not p.producers.can_roll_back_to(new_leo):
+            reloaded = await self.m.writer.load_producers(p.tp)
+        p.replica.on_truncated(new_leo, epochs, reloaded)
         self.planner.advance(p.tp, fetch_offset=new_leo, last_fetched_epoch=latest_epoch(epochs))
         self.m.events.emit(
             "truncated",

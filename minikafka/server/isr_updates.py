@@ -1,19 +1,25 @@
 """ISR changes on the leader: Kafka's isr-expiration task and the AlterPartition round trip.
 
-Every `replica.lag.time.max.ms / 2` each led partition checks for followers out of sync
-(core/partition.py `shrink_proposal`); a follower's fetch checks for expansion. A proposal goes
-to the controller as AlterPartition (batched) and takes effect only when accepted (KIP-497):
-until then the HW waits for the larger of the two ISRs. A refused or failed proposal is dropped
-and proposed again by the next check.
+The decisions are the replica machine's (core/replica.py): a follower's fetch may propose an
+expansion, `on_deadline` a shrink, and each comes here as a ProposeIsr effect (`send`). This
+module batches proposals into AlterPartition requests to the controller and hands each answer
+back to the machine (`on_alter_partition_result`); a proposal takes effect only when accepted
+(KIP-497), until then the HW waits for the larger of the two ISRs. A refused or lost proposal is
+dropped and proposed again by the next check.
+
+The expiration task runs every `replica.lag.time.max.ms / 2`, as Kafka schedules its
+isr-expiration task (ReplicaManager.startup), and asks only the partitions whose deadline
+(`next_deadline_ms`) has passed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 import trio
 
+from minikafka.core.replica_effects import Effect, ProposeIsr, ReplicaEvent
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.clock import now_ms
@@ -46,36 +52,22 @@ class IsrUpdates:
         metrics: Metrics,
         partitions: Mapping[TopicPartition, LocalPartition],
         controller: ControllerLinkLike,
+        execute: Callable[[LocalPartition, list[Effect]], None],
     ) -> None:
         self.config = config
         self.events = events
         self.metrics = metrics
         self.partitions = partitions  # the replica manager's, live
         self.controller = controller
+        self.execute = execute  # the replica manager's effect runner
         self._send, self._recv = trio.open_memory_channel[TopicPartition](10_000)
 
-    def maybe_expand(self, p: LocalPartition) -> None:
-        if p.leader is None:
-            return
-        proposal = p.leader.expand_proposal()
-        if proposal is not None:
-            self._propose(p, proposal, "expand")
-
-    def _propose(self, p: LocalPartition, new_isr: list[int], why: str) -> None:
-        assert p.leader is not None
-        p.leader.propose_isr(new_isr)
-        self.events.emit(
-            "isr_change_proposed",
-            topic=p.tp.topic,
-            partition=p.tp.partition,
-            why=why,
-            isr=sorted(p.leader.isr),
-            proposed=sorted(new_isr),
-        )
+    def send(self, p: LocalPartition, proposal: ProposeIsr) -> None:
+        """Queue `p`'s proposal (now in flight in its machine) for the next AlterPartition."""
         try:
             self._send.send_nowait(p.tp)
         except trio.WouldBlock:
-            p.leader.on_alter_partition_result(accepted=False)
+            self.execute(p, p.replica.on_proposal_dropped())
 
     async def run_expiration(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -87,11 +79,9 @@ class IsrUpdates:
             await trio.sleep(max(lag_max // 2, 1) / 1000)
             t = now_ms()
             for p in list(self.partitions.values()):
-                if p.leader is None:
-                    continue
-                proposal = p.leader.shrink_proposal(t, lag_max)
-                if proposal is not None:
-                    self._propose(p, proposal, "shrink")
+                due = p.replica.next_deadline_ms()
+                if due is not None and due <= t:
+                    self.execute(p, p.replica.on_deadline(t))
 
     async def run_sender(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -141,7 +131,7 @@ class IsrUpdates:
         answers = {(a.topic, a.partition): a for a in resp.partitions}
         for item in items:
             p = self.partitions.get(TopicPartition(item.topic, item.partition))
-            if p is None or p.leader is None or p.leader.leader_epoch != item.leader_epoch:
+            if p is None:
                 continue
             a = answers.get((item.topic, item.partition))
             ok = (
@@ -149,31 +139,21 @@ class IsrUpdates:
                 and a is not None
                 and a.error_code == ErrorCode.NONE
             )
-            old_isr = sorted(p.leader.isr)
             if ok:
                 assert a is not None
-                advanced = p.leader.on_alter_partition_result(
-                    accepted=True, isr=list(a.isr), partition_epoch=a.partition_epoch
-                )
-                shrink = len(a.isr) < len(old_isr)
-                self.metrics.inc("isr_shrinks" if shrink else "isr_expands")
-                self.events.emit(
-                    "isr_shrink" if shrink else "isr_expand",
-                    topic=item.topic,
-                    partition=item.partition,
-                    old_isr=old_isr,
-                    isr=sorted(a.isr),
+                effects = p.replica.on_alter_partition_result(
+                    leader_epoch=item.leader_epoch,
+                    accepted=True,
+                    isr=a.isr,
                     partition_epoch=a.partition_epoch,
                 )
-                if advanced:
-                    p.high_watermark = p.leader.high_watermark
-                p.notify()
             else:
-                code = a.error_code if a is not None else resp.error_code
-                p.leader.on_alter_partition_result(accepted=False)
-                self.events.emit(
-                    "isr_change_rejected",
-                    topic=item.topic,
-                    partition=item.partition,
-                    error_code=int(code),
+                effects = p.replica.on_alter_partition_result(
+                    leader_epoch=item.leader_epoch,
+                    accepted=False,
+                    error_code=a.error_code if a is not None else resp.error_code,
                 )
+            for e in effects:  # Kafka's IsrShrinksPerSec / IsrExpandsPerSec
+                if isinstance(e, ReplicaEvent) and e.name in ("isr_shrink", "isr_expand"):
+                    self.metrics.inc(f"{e.name}s")
+            self.execute(p, effects)

@@ -1,13 +1,14 @@
-"""The broker's in-memory view of one partition replica it hosts.
+"""The shell's handle on one partition replica it hosts: the core machine, its waiters, its rate.
 
-Offsets: `log_end_offset` is what is durable in LMDB (updated only by the log writer's commit
-hook, so it never runs ahead of the disk); `next_offset` is where the leader's next append will
-start, ahead of `log_end_offset` while appends wait in the writer queue. Readers (fetches) only
-ever see up to `log_end_offset`, consumers only up to `high_watermark`.
+Every offset, the high watermark, the epochs and the role live in the core machine
+(core/replica.py `LocalReplica`, the `replica` field); this handle reads them through and never
+sets them. Readers (fetches) only ever see up to `log_end_offset` (durable), consumers only up to
+`high_watermark`; `next_offset` runs ahead of the LEO while appends wait in the writer's queue.
 
 `watch`/`notify` is the purgatory of this shell: delayed produces (acks=all) and delayed fetches
-register an event and are woken whenever the log end offset, the high watermark or the role
-changes, then re-check their own condition (Kafka's DelayedOperationPurgatory keyed by partition).
+register an event and are woken whenever the machine returns WakeWaiters (the log end offset, the
+high watermark or the role changed), then re-check their own condition (Kafka's
+DelayedOperationPurgatory keyed by partition).
 """
 
 from __future__ import annotations
@@ -16,42 +17,80 @@ import trio
 
 from minikafka.core.partition import PartitionLeaderState
 from minikafka.core.producer_state import ProducerStateManager
+from minikafka.core.replica import LocalReplica
 from minikafka.core.stats import MetricConfig, Rate
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.storage import LoadedPartition
-from minikafka.wire.messages import NO_EPOCH, NO_LEADER, PartitionState
+from minikafka.wire.messages import PartitionState
 
 
 class LocalPartition:
-    def __init__(self, loaded: LoadedPartition) -> None:
+    def __init__(self, loaded: LoadedPartition, *, local_id: int, lag_max_ms: int) -> None:
         self.tp: TopicPartition = loaded.tp
-        self.log_start_offset = loaded.log_start_offset
-        self.log_end_offset = loaded.log_end_offset
-        self.next_offset = loaded.log_end_offset
-        self.high_watermark = loaded.high_watermark
-        self.epochs: list[EpochEntry] = list(loaded.epochs)
-        # Idempotent producers (KIP-98, core/producer_state.py): changed when an append is queued
-        # (a leader's stamp, a follower's fetched batch), undone if its write fails.
-        self.producers: ProducerStateManager = loaded.producers
-        self.state: PartitionState | None = None  # the controller's last word on it
-        self.leader: PartitionLeaderState | None = None  # set while this broker leads it
-        self.offline = False  # its log failed (server/offline_replicas.py): served no more
+        self.replica = LocalReplica(
+            tp=loaded.tp,
+            local_id=local_id,
+            lag_max_ms=lag_max_ms,
+            log_start_offset=loaded.log_start_offset,
+            log_end_offset=loaded.log_end_offset,
+            high_watermark=loaded.high_watermark,
+            epochs=loaded.epochs,
+            producers=loaded.producers,
+        )
         self._watchers: set[trio.Event] = set()
         # KIP-73's PartitionBytesInRate: every byte appended here, produced or replicated.
         self.bytes_in = Rate(MetricConfig())
 
+    # Read-through views of the machine (there are no setters: only core/replica.py moves them).
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.replica.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.replica.log_end_offset
+
+    @property
+    def next_offset(self) -> int:
+        return self.replica.next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.replica.high_watermark
+
+    @property
+    def epochs(self) -> list[EpochEntry]:
+        return self.replica.epochs
+
+    @property
+    def producers(self) -> ProducerStateManager:
+        return self.replica.producers
+
+    @property
+    def state(self) -> PartitionState | None:
+        return self.replica.state
+
+    @property
+    def leader(self) -> PartitionLeaderState | None:
+        return self.replica.leader
+
+    @property
+    def offline(self) -> bool:
+        return self.replica.offline
+
     @property
     def is_leader(self) -> bool:
-        return self.leader is not None
+        return self.replica.is_leader
 
     @property
     def leader_id(self) -> int:
-        return self.state.leader if self.state is not None else NO_LEADER
+        return self.replica.leader_id
 
     @property
     def leader_epoch(self) -> int:
-        return self.state.leader_epoch if self.state is not None else NO_EPOCH
+        return self.replica.leader_epoch
 
     def watch(self, event: trio.Event) -> None:
         self._watchers.add(event)
@@ -64,27 +103,8 @@ class LocalPartition:
             event.set()
         self._watchers.clear()
 
-    def on_committed(self, new_log_end_offset: int) -> None:
-        """The writer committed an append: the data is durable and visible."""
-        self.log_end_offset = max(self.log_end_offset, new_log_end_offset)
-        self.next_offset = max(self.next_offset, self.log_end_offset)
-        if self.leader is not None and self.leader.on_leader_append(self.log_end_offset):
-            self.high_watermark = self.leader.high_watermark
-        self.producers.trim(self.high_watermark)  # below the HW no rollback is ever asked
-        self.notify()
-
     def describe(self) -> dict[str, object]:
-        return {
-            "topic": self.tp.topic,
-            "partition": self.tp.partition,
-            "role": "leader" if self.is_leader else "follower",
-            "leader": self.leader_id,
-            "leader_epoch": self.leader_epoch,
-            "log_start_offset": self.log_start_offset,
-            "log_end_offset": self.log_end_offset,
-            "high_watermark": self.high_watermark,
-            "idempotent_producers": len(self.producers.entries),
-        }
+        return self.replica.describe()
 
 
 def leader_error(

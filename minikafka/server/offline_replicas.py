@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import trio
 
+from minikafka.core.replica_effects import Effect
 from minikafka.core.types import TopicPartition
 from minikafka.server.eventlog import EventLog
 from minikafka.server.local_partition import LocalPartition
@@ -34,10 +35,12 @@ class OfflineReplicas:
         events: EventLog,
         lookup: Callable[[TopicPartition], LocalPartition | None],
         stop_fetching: Callable[[list[TopicPartition]], None],
+        execute: Callable[[LocalPartition, list[Effect]], None],
     ) -> None:
         self._events = events
         self._lookup = lookup
         self._stop_fetching = stop_fetching
+        self._execute = execute
         self.tps: set[TopicPartition] = set()
         self._grew = trio.Event()
 
@@ -60,10 +63,8 @@ class OfflineReplicas:
         self.tps.add(tp)
         self._stop_fetching([tp])
         p = self._lookup(tp)
-        if p is not None:
-            p.offline = True
-            p.leader = None
-            p.notify()  # waiting produces and fetches learn it is no longer served here
+        if p is not None:  # waiting produces and fetches learn it is no longer served here
+            self._execute(p, p.replica.go_offline())
         self._events.emit(
             "replica_offline", topic=tp.topic, partition=tp.partition, error=error, during=during
         )

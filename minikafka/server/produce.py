@@ -39,7 +39,6 @@ from dataclasses import dataclass
 
 import trio
 
-from minikafka.core.log import assign_epoch
 from minikafka.core.producer_state import BatchMetadata, Duplicate, ProducerBatch, Refuse
 from minikafka.core.records import (
     NO_PRODUCER_EPOCH,
@@ -268,14 +267,13 @@ def _stamp(
                 duplicate=(pp.producer_id, decision.batch),
             )
         producer = (pp.producer_id, pp.producer_epoch, pp.base_sequence)
-    base = offset = p.next_offset
+    base = offset = p.replica.reserve(sum(b.count for b in batches))
     stamped = []
     for b in batches:
         stamped.append(
             restamp(b.raw, base_offset=offset, leader_epoch=p.leader_epoch, producer=producer)
         )
         offset += b.count
-    p.next_offset = offset
     if producer is not _NO_PRODUCER:
         # Applied now, undone by the writer's failure hook if the write fails (replica_manager).
         p.producers.apply(
@@ -289,8 +287,7 @@ def _stamp(
         )
     # Until the leader's epoch entry is durable (its write at makeLeader may have failed), every
     # append carries it: the entry reaches the disk with the first batch stamped with its epoch.
-    assert p.leader is not None
-    epochs = assign_epoch(p.epochs, p.leader.leader_epoch, p.leader.leader_epoch_start_offset)
+    epochs = p.replica.epochs_for_append()
     item = _Pending(
         p=p,
         base_offset=base,

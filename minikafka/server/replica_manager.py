@@ -1,35 +1,41 @@
-"""The broker's replicas: roles from LeaderAndIsr, the ISR loop, and AlterPartition.
+"""The broker's replicas: the shell around each partition's machine (core/replica.py).
 
-Mirrors Kafka's ReplicaManager (makeLeaders/makeFollowers, the isr-expiration task) around the
-pure `PartitionLeaderState`:
-- LeaderAndIsr is applied under one lock, partition by partition, only when it carries a newer
-  leader epoch (or a newer partition epoch for the same leader). A broker becoming leader assigns
-  its epoch at the current log end offset (LeaderEpochFileCache.assign) and starts tracking
-  followers; a broker becoming follower first waits for its queued appends (writer barrier), then
-  fetches from the new leader at its log end offset and lets the leader report any divergence.
-- Every `replica.lag.time.max.ms / 2` each led partition checks for followers out of sync; a
-  follower's fetch checks for expansion. Changes go to the controller as AlterPartition and take
-  effect only when accepted (KIP-497): until then the HW uses the larger of the two ISRs.
-- Reassignment (KIP-455): a LeaderAndIsr with the same leader epoch and a newer partition epoch
-  gives a leader its new replica set (new followers are tracked, and join the ISR by the normal
-  expand path; removed ones are forgotten). A LeaderAndIsr whose replicas leave this broker out
-  stops the replica (no delete); StopReplica(delete) from the controller stops it, forgets it and
-  drops its log. StopReplica carrying an older leader epoch than the one known is refused
-  (FENCED_LEADER_EPOCH), as Kafka's ReplicaManager.stopReplicas does.
+Mirrors Kafka's ReplicaManager (becomeLeaderOrFollower, stopReplicas, the isr-expiration task).
+Every decision about a replica (is this LeaderAndIsr stale, which role, where offsets and the HW
+move, when the ISR changes) is the core machine's; this module feeds it LeaderAndIsr,
+UpdateMetadata, StopReplica and the log writer's commits and failures, and carries out the
+effects it returns (`execute`):
+- LeaderAndIsr is applied under one lock. A role change is two steps around one writer barrier
+  for the whole request: `begin_*` stops the old role at once, `become_*` takes the new one at the
+  log end offset once every queued append is committed. New leaders' epoch entries are written in
+  one batch; new followers' fetchers start at their log end offset.
+- ISR changes (server/isr_updates.py) go to the controller as AlterPartition and take effect
+  only when accepted (KIP-497).
+- StopReplica(delete) stops the replica, forgets it and drops its log. StopReplica carrying an
+  older leader epoch than the one known is refused (FENCED_LEADER_EPOCH), as Kafka's
+  ReplicaManager.stopReplicas does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from functools import partial
 
 import trio
 
-from minikafka.core.log import assign_epoch, latest_epoch
-from minikafka.core.partition import PartitionLeaderState
 from minikafka.core.producer_state import entries_to_doc
 from minikafka.core.records import peek_header
+from minikafka.core.replica import LeaderAndIsrAction, classify_leader_and_isr
+from minikafka.core.replica_effects import (
+    Effect,
+    PersistEpochs,
+    ProposeIsr,
+    ReplicaEvent,
+    StartFetching,
+    StopFetching,
+    WakeWaiters,
+)
 from minikafka.core.replication_quota import ThrottleClass
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
@@ -44,7 +50,7 @@ from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
-from minikafka.storage import AppendWrite, LogStore, StorageError
+from minikafka.storage import AppendWrite, LoadedPartition, LogStore, StorageError
 from minikafka.wire.messages import (
     BrokerInfo,
     PartitionState,
@@ -102,9 +108,13 @@ class ReplicaManager:
             metrics=metrics,
             partitions=self.partitions,
             controller=controller,
+            execute=self.execute,
         )
         self.offline = OfflineReplicas(
-            events=events, lookup=self.partitions.get, stop_fetching=fetchers.remove
+            events=events,
+            lookup=self.partitions.get,
+            stop_fetching=fetchers.remove,
+            execute=self.execute,
         )
         fetchers.on_append_error = self.offline.on_error
         metrics.gauge("offline_replicas", lambda: len(self.offline))  # Kafka's OfflineReplicaCount
@@ -125,40 +135,55 @@ class ReplicaManager:
     async def load(self) -> None:
         loaded = await trio.to_thread.run_sync(self.store.load_all)
         for tp, lp in loaded.items():
-            self.partitions[tp] = LocalPartition(lp)
+            self.partitions[tp] = self._hosted(lp)
+
+    def _hosted(self, loaded: LoadedPartition) -> LocalPartition:
+        return LocalPartition(
+            loaded,
+            local_id=self.config.node_id,
+            lag_max_ms=self.config.replica_lag_time_max_ms,
+        )
+
+    def execute(self, p: LocalPartition, effects: Iterable[Effect]) -> None:
+        """Carry out what the replica machine (core/replica.py) asked for. StartFetching and
+        PersistEpochs come only from LeaderAndIsr, which carries them out itself."""
+        for effect in effects:
+            match effect:
+                case WakeWaiters():
+                    p.notify()
+                case StopFetching():
+                    self.fetchers.remove([p.tp])
+                case ProposeIsr():
+                    self.isr_updates.send(p, effect)
+                case ReplicaEvent(name=name, fields=fields):
+                    self.events.emit(name, topic=p.tp.topic, partition=p.tp.partition, **fields)
+                case _:
+                    raise TypeError(f"{effect!r} is carried out by apply_leader_and_isr only")
 
     def _on_committed(self, writes: Sequence[AppendWrite]) -> None:
         for w in writes:
             p = self.partitions.get(w.tp)
             if p is None:
                 continue
-            if w.epochs is not None:
-                # The leader-epoch cache changes in memory only once its write is durable (Kafka's
-                # LeaderEpochFileCache writes its checkpoint before it is used): had it changed
-                # before, a failed write followed by a successful retry would compare equal and
-                # never persist the new epoch.
-                p.epochs = list(w.epochs)
-            if not w.batches:
-                continue
-            base, _epoch, count = peek_header(w.batches[-1])
-            p.on_committed(base + count)
+            end = None
+            if w.batches:
+                base, _epoch, count = peek_header(w.batches[-1])
+                end = base + count
+            self.execute(p, p.replica.on_append_committed(end_offset=end, epochs=w.epochs))
 
     def _on_failed(self, writes: Sequence[AppendWrite]) -> None:
-        # A failed append wrote nothing: give back the offsets produce reserved for it, or
-        # every later append to the partition would start past the log end and fail too.
         for w in writes:
             p = self.partitions.get(w.tp)
-            if p is None or not w.batches:
-                continue
-            base = peek_header(w.batches[0])[0]
-            p.next_offset = max(p.log_end_offset, min(p.next_offset, base))
-            p.producers.rollback(base)  # the producers' batches from there on were not written
+            if p is not None and w.batches:
+                p.replica.on_append_failed(peek_header(w.batches[0])[0])
 
     # ------------------------------------------------------------------ LeaderAndIsr
 
     async def apply_leader_and_isr(
         self, states: Sequence[PartitionState], brokers: Sequence[BrokerInfo]
     ) -> list[TopicPartitionError]:
+        """Kafka's becomeLeaderOrFollower: each entry decided by core/replica.py
+        `classify_leader_and_isr`, then leaders and followers switched in two batches."""
         async with self._lock:
             errors = []
             leaders, followers = [], []
@@ -168,38 +193,28 @@ class ReplicaManager:
                 if tp in self.offline:  # Kafka's makeLeaders/makeFollowers skip offline ones
                     errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
                     continue
-                if p is not None and p.state is not None and _is_stale(p.state, st):
-                    errors.append(
-                        TopicPartitionError(
-                            topic=st.topic,
-                            partition=st.partition,
-                            error_code=ErrorCode.FENCED_LEADER_EPOCH,
-                        )
-                    )
+                action = classify_leader_and_isr(
+                    p.state if p is not None else None, st, self.config.node_id
+                )
+                if action is LeaderAndIsrAction.FENCED:
+                    errors.append(_error(st, ErrorCode.FENCED_LEADER_EPOCH))
                     continue
-                if self.config.node_id not in st.replicas:
-                    if p is not None and p.state is not None:
-                        await self._stop(p, delete=False, reason="not_a_replica")
-                    errors.append(
-                        TopicPartitionError(
-                            topic=st.topic, partition=st.partition, error_code=ErrorCode.NONE
-                        )
-                    )
+                if action is LeaderAndIsrAction.STOP:
+                    assert p is not None
+                    await self._stop(p, delete=False, reason="not_a_replica")
+                if action in (LeaderAndIsrAction.STOP, LeaderAndIsrAction.IGNORE):
+                    errors.append(_error(st, ErrorCode.NONE))
                     continue
                 if p is None:
                     try:
-                        p = LocalPartition(await self.writer.create(tp))
+                        p = self._hosted(await self.writer.create(tp))
                     except StorageError as exc:  # full disk or map, the store's partition cap
                         self.offline.mark(tp, str(exc), during="create")
                         errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
                         continue
                     self.partitions[tp] = p
-                (leaders if st.leader == self.config.node_id else followers).append((p, st))
-                errors.append(
-                    TopicPartitionError(
-                        topic=st.topic, partition=st.partition, error_code=ErrorCode.NONE
-                    )
-                )
+                (leaders if action is LeaderAndIsrAction.LEAD else followers).append((p, st))
+                errors.append(_error(st, ErrorCode.NONE))
             await self._make_leaders(leaders)
             await self._make_followers(followers, {b.node_id: b for b in brokers})
             return errors
@@ -207,52 +222,19 @@ class ReplicaManager:
     async def _make_leaders(self, items: list[tuple[LocalPartition, PartitionState]]) -> None:
         if not items:
             return
-        self.fetchers.remove([p.tp for p, _ in items])
         for p, st in items:
-            if p.leader is not None and p.leader_epoch != st.leader_epoch:
-                # Already leader, new epoch (a LeaderAndIsr skipped an intermediate leader): stop
-                # stamping before the barrier, or a produce stamped with the old epoch while we
-                # wait would be queued behind it and get offsets handed out again below. Kafka
-                # holds Partition.leaderIsrUpdateLock for writing through makeLeader.
-                p.leader = None
-                p.notify()
+            self.execute(p, p.replica.begin_leading(st))
         await self.writer.barrier()  # appends fetched as a follower are all committed
         writes = []
         t = now_ms()
         for p, st in items:
-            same_epoch = p.leader is not None and p.leader_epoch == st.leader_epoch
-            p.state = st
-            if same_epoch:  # same leader epoch: the controller changed the ISR or replicas
-                self._adopt(p, st, t)
-                continue
-            # p.epochs follows in the commit hook; produce carries the entry too (produce.py
-            # `_stamp`) until it is durable, so a failed write here is repaired by the next one.
-            epochs = assign_epoch(p.epochs, st.leader_epoch, p.log_end_offset)
-            writes.append(AppendWrite(tp=p.tp, batches=[], epochs=epochs))
-            p.next_offset = p.log_end_offset
-            p.leader = PartitionLeaderState(
-                tp=p.tp,
-                local_id=self.config.node_id,
-                replicas=list(st.replicas),
-                isr=list(st.isr),
-                leader_epoch=st.leader_epoch,
-                partition_epoch=st.partition_epoch,
-                leader_epoch_start_offset=p.log_end_offset,
-                log_end_offset=p.log_end_offset,
-                high_watermark=min(p.high_watermark, p.log_end_offset),
-                now_ms=t,
-            )
-            p.leader.maybe_advance_hw()
-            p.high_watermark = p.leader.high_watermark
-            self.events.emit(
-                "become_leader",
-                topic=p.tp.topic,
-                partition=p.tp.partition,
-                leader_epoch=st.leader_epoch,
-                isr=list(st.isr),
-                log_end_offset=p.log_end_offset,
-            )
-            p.notify()
+            effects = p.replica.become_leader(st, t)
+            for effect in effects:
+                if isinstance(effect, PersistEpochs):
+                    # Adopted at its commit; produce carries the entry too (`epochs_for_append`)
+                    # until it is durable, so a failed write here is repaired by the next one.
+                    writes.append(AppendWrite(tp=p.tp, batches=[], epochs=list(effect.epochs)))
+            self.execute(p, [e for e in effects if not isinstance(e, PersistEpochs)])
         if writes:
             try:
                 failed = await self.writer.append_each(writes)
@@ -266,42 +248,26 @@ class ReplicaManager:
     async def _make_followers(
         self, items: list[tuple[LocalPartition, PartitionState]], brokers: dict[int, BrokerInfo]
     ) -> None:
-        if not items:
-            return
-        changed = []
+        restart = []
         for p, st in items:
-            was_leader = p.is_leader
-            new_leader = (
-                p.state is None or p.state.leader != st.leader or p.leader_epoch != st.leader_epoch
-            )
-            p.state = st
-            p.leader = None
-            if was_leader or new_leader:
-                changed.append(p)
-            p.notify()  # waiting produces and fetches learn they are no longer served here
-        if not changed:
+            effects = p.replica.begin_following(st)
+            self.execute(p, effects)
+            if StopFetching() in effects:
+                restart.append(p)
+        if not restart:
             return
-        self.fetchers.remove([p.tp for p in changed])
         await self.writer.barrier()  # no append of the old role lands after this point
-        for p in changed:
-            p.next_offset = p.log_end_offset
-            st = p.state
-            assert st is not None
-            self.events.emit(
-                "become_follower",
-                topic=p.tp.topic,
-                partition=p.tp.partition,
-                leader=st.leader,
-                leader_epoch=st.leader_epoch,
-                log_end_offset=p.log_end_offset,
-            )
-            if st.leader in brokers:
-                self.fetchers.add(
-                    p,
-                    brokers[st.leader],
-                    leader_epoch=st.leader_epoch,
-                    last_fetched_epoch=latest_epoch(p.epochs),
-                )
+        for p in restart:
+            for effect in p.replica.become_follower():
+                if not isinstance(effect, StartFetching):
+                    self.execute(p, [effect])
+                elif effect.leader in brokers:
+                    self.fetchers.add(
+                        p,
+                        brokers[effect.leader],
+                        leader_epoch=effect.leader_epoch,
+                        last_fetched_epoch=effect.last_fetched_epoch,
+                    )
 
     def apply_metadata(self, states: Sequence[PartitionState]) -> None:
         """UpdateMetadata: a leader adopts ISR changes the controller made for its epoch (the
@@ -309,43 +275,8 @@ class ReplicaManager:
         t = now_ms()
         for st in states:
             p = self.partitions.get(TopicPartition(st.topic, st.partition))
-            if p is not None and p.leader is not None and p.leader_epoch == st.leader_epoch:
-                self._adopt(p, st, t)
-
-    def _adopt(self, p: LocalPartition, st: PartitionState, t: int) -> None:
-        assert p.leader is not None
-        old_isr = sorted(p.leader.isr)
-        old_replicas = list(p.leader.replicas)
-        if p.leader.apply_controller_state(
-            replicas=list(st.replicas),
-            isr=list(st.isr),
-            partition_epoch=st.partition_epoch,
-            now_ms=t,
-        ):
-            p.high_watermark = p.leader.high_watermark
-        if p.leader.partition_epoch == st.partition_epoch:
-            p.state = st  # adopted: adding_replicas (KIP-542) and the rest are current
-        if list(p.leader.replicas) != old_replicas:
-            self.events.emit(
-                "replicas_updated_by_controller",
-                topic=st.topic,
-                partition=st.partition,
-                old_replicas=old_replicas,
-                replicas=list(st.replicas),
-                adding_replicas=list(st.adding_replicas),
-                removing_replicas=list(st.removing_replicas),
-                partition_epoch=st.partition_epoch,
-            )
-        if sorted(p.leader.isr) != old_isr:
-            self.events.emit(
-                "isr_updated_by_controller",
-                topic=st.topic,
-                partition=st.partition,
-                old_isr=old_isr,
-                isr=sorted(st.isr),
-                partition_epoch=st.partition_epoch,
-            )
-        p.notify()
+            if p is not None:
+                self.execute(p, p.replica.on_controller_state(st, t))
 
     async def apply_stop_replica(
         self, items: Sequence[StopReplicaPartition]
@@ -368,10 +299,7 @@ class ReplicaManager:
     async def _stop(self, p: LocalPartition, *, delete: bool, reason: str) -> None:
         """Stop fetching and serving `p`; with `delete`, forget it and drop its log too.
         Called with the lock held."""
-        self.fetchers.remove([p.tp])
-        p.leader = None
-        p.state = None
-        p.notify()  # waiting produces and fetches learn it is no longer served here
+        self.execute(p, p.replica.stop())
         if delete:
             del self.partitions[p.tp]
             await self.writer.delete(p.tp)
@@ -509,9 +437,3 @@ def _rounded(measure, side: str, cls: ThrottleClass) -> float:  # noqa: ANN001
 
 def _error(st: PartitionState, code: ErrorCode) -> TopicPartitionError:
     return TopicPartitionError(topic=st.topic, partition=st.partition, error_code=code)
-
-
-def _is_stale(current: PartitionState, new: PartitionState) -> bool:
-    if new.leader_epoch != current.leader_epoch:
-        return new.leader_epoch < current.leader_epoch
-    return new.partition_epoch < current.partition_epoch
