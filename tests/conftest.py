@@ -8,9 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import trio
-
-from minikafka.testing.memory_node import run_sync_inline
 
 
 @pytest.fixture(scope="session")
@@ -33,13 +30,6 @@ def spark() -> Iterator[Any]:
     session = spark_session("local[2]")
     yield session
     session.stop()
-
-
-@pytest.fixture
-def inline_storage_calls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """LMDB calls run inline: with worker threads the autojump clock would leap while they run.
-    Shell test modules on the in-memory node ask for it with `pytestmark`."""
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
 
 
 @pytest.fixture

@@ -70,7 +70,6 @@ def test_node_command_refuses_a_bad_route_before_starting(tmp_path):
 
 
 # LMDB calls run inline (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 async def test_replica_fetcher_dials_the_route_not_the_leader(autojump_clock, tmp_path):

@@ -40,7 +40,6 @@ LAG_MAX_MS = 1000
 
 
 # LMDB calls run inline (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def config(node_id: int) -> NodeConfig:

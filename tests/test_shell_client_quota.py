@@ -56,7 +56,6 @@ FRESH_WINDOW_MS = (N - 1) * W_MS  # a fresh Rate's window at elapsed 0
 
 
 # LMDB calls run inline (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def node_config(node_id: int) -> NodeConfig:

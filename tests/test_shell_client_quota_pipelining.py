@@ -64,7 +64,6 @@ WARM_UP_S, SPAN_S = 2.0, 30.0  # N x W of 2 x 1 s, then the 30 s measured
 
 
 # LMDB calls run inline (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 @asynccontextmanager

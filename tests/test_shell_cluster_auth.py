@@ -31,6 +31,7 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
+    run_sync_inline,
     wait_until,
 )
 from minikafka.wire.messages import (
@@ -49,8 +50,6 @@ from minikafka.wire.messages import (
     StopReplicaRequest,
     UpdateMetadataRequest,
 )
-
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")  # LMDB calls inline (conftest.py)
 
 DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 CONTROLLER_ID = 0
@@ -320,6 +319,7 @@ def controller_service(network: MemoryNetwork) -> ControllerService:
         events=EventLog(None, node_id=CONTROLLER_ID),
         rng=random.Random(1),
         hold=network.hold,
+        run_sync=run_sync_inline,
     )
     state = ControllerState(
         controller_id=CONTROLLER_ID, config=ControllerConfig(), rng=random.Random(1)

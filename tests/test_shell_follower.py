@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import pytest
 import trio
 
 from minikafka.core.dynamic_config import (
@@ -53,7 +52,6 @@ STORE = StoreConfig(map_size_bytes=1 << 26, sync=False)
 
 
 # LMDB calls run inline (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def node_config(node_id: int, partition_order: str = "random") -> NodeConfig:

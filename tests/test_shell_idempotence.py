@@ -24,8 +24,6 @@ from minikafka.testing.memory_node import (
 )
 from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
 
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
-
 PID = 1000
 
 

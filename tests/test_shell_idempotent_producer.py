@@ -26,8 +26,6 @@ from minikafka.testing.memory_client import open_memory_client
 from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork, partition_state
 from minikafka.wire.messages import ProduceRequest
 
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
-
 TP = TopicPartition("t", 0)
 # A request unanswered for request_timeout_ms + 5 s is retried; every send ends within 60 s.
 FAST = dict(request_timeout_ms=1000, delivery_timeout_s=60)

@@ -61,9 +61,7 @@ async def test_the_replica_state_log_goes_on_when_its_file_cannot_be_written(
     assert metrics.counters["log_write_errors_replicas"] == 3
 
 
-async def test_a_failed_hw_checkpoint_is_retried_and_logged(
-    autojump_clock, tmp_path, inline_storage_calls
-):
+async def test_a_failed_hw_checkpoint_is_retried_and_logged(autojump_clock, tmp_path):
     config = NodeConfig(node_id=1, host="broker-1", port=9001)
     broker = MemoryBroker(config, tmp_path / "b1")
     tp = TopicPartition("t", 0)

@@ -52,7 +52,6 @@ STORE = StoreConfig(map_size_bytes=1 << 27, sync=False)
 
 
 # LMDB calls run inline (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 @asynccontextmanager

@@ -51,7 +51,6 @@ STORE = StoreConfig(map_size_bytes=1 << 27, sync=False)
 
 
 # LMDB calls run inline (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def config(node_id: int) -> NodeConfig:

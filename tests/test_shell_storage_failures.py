@@ -34,8 +34,6 @@ from minikafka.wire.messages import (
     ProduceResponse,
 )
 
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
-
 TP = TopicPartition("t", 0)
 
 

@@ -79,7 +79,6 @@ STORE = StoreConfig(map_size_bytes=1 << 27, sync=False)  # 30 MB logs need more 
 
 
 # LMDB calls run inline (tests/conftest.py).
-pytestmark = pytest.mark.usefixtures("inline_storage_calls")
 
 
 def node_config(node_id: int, **overrides: object) -> NodeConfig:

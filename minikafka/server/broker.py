@@ -18,21 +18,27 @@ the controller link proves this broker's membership on every connection it opens
 
 from __future__ import annotations
 
+import random
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 
 import trio
 
 from minikafka.client.connection import Connection, open_connection
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
+from minikafka.server.clock import RunSync
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
 from minikafka.server.metadata_cache import MetadataCache
+from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.produce import handle_produce
 from minikafka.server.producer_ids import ProducerIdManager, controller_block_source
 from minikafka.server.replica_manager import ReplicaManager
+from minikafka.storage import LogStore
 from minikafka.wire.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -63,7 +69,9 @@ from minikafka.wire.messages import (
 
 
 class ControllerLink:
-    def __init__(self, config: NodeConfig, events: EventLog, *, port: int) -> None:
+    def __init__(
+        self, config: NodeConfig, events: EventLog, *, port: int, offline: OfflineReplicas
+    ) -> None:
         self.config = config
         self.events = events
         self.port = port  # our advertised port
@@ -72,7 +80,7 @@ class ControllerLink:
         self.registered = trio.Event()
         self._epoch_changed = trio.Event()
         self._conn: Connection | None = None
-        self.offline: OfflineReplicas | None = None  # set by the node: reported in heartbeats
+        self.offline = offline  # reported in every heartbeat
 
     async def request(self, body: object, *, timeout_s: float = 30.0) -> object:
         conn = self._conn
@@ -138,10 +146,8 @@ class ControllerLink:
         reported = 0
         while True:
             with trio.move_on_after(c.broker_heartbeat_interval_ms / 1000):
-                if self.offline is None:
-                    await trio.sleep_forever()
                 await self.offline.wait_beyond(reported)
-            offline = sorted(self.offline.tps) if self.offline is not None else []
+            offline = sorted(self.offline.tps)
             resp = await conn.request(
                 BrokerHeartbeatRequest(
                     broker_id=c.node_id,
@@ -171,14 +177,13 @@ class Broker:
         link: ControllerLink,
         cache: MetadataCache,
         events: EventLog,
-        dynamic: DynamicConfigs | None = None,
     ) -> None:
         self.config = config
         self.rm = rm
         self.link = link
         self.cache = cache
         self.events = events
-        self.dynamic = dynamic if dynamic is not None else DynamicConfigs()
+        self.dynamic = rm.dynamic  # one live config for the broker and its replicas
         self.controller_epoch = -1
         # InitProducerId (KIP-98) from blocks the controller allocates (KIP-730).
         self.producer_ids = ProducerIdManager(controller_block_source(link, config.node_id))
@@ -274,3 +279,34 @@ class Broker:
             self.cache.brokers.setdefault(b.node_id, b)
         errors = await self.rm.apply_leader_and_isr(body.partitions, body.live_leaders)
         return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partitions=errors)
+
+
+def build_broker(
+    *,
+    config: NodeConfig,
+    store: LogStore,
+    events: EventLog,
+    metrics: Metrics,
+    link: ControllerLink,
+    dynamic: DynamicConfigs,
+    offline: OfflineReplicas,
+    rng: random.Random,
+    connect: Callable[..., AbstractAsyncContextManager[Connection]] = open_connection,
+    run_sync: RunSync = trio.to_thread.run_sync,
+) -> Broker:
+    """A broker's parts, wired by construction: the one place that does it, for the real node
+    (server/node.py) and the in-memory test node (testing/memory_node.py). Run them with
+    `broker.rm.run` (the writer, the fetchers, the ISR tasks) and the link's own task."""
+    rm = ReplicaManager(
+        config=config,
+        store=store,
+        events=events,
+        metrics=metrics,
+        controller=link,
+        dynamic=dynamic,
+        offline=offline,
+        rng=rng,
+        connect=connect,
+        run_sync=run_sync,
+    )
+    return Broker(config=config, rm=rm, link=link, cache=MetadataCache(), events=events)

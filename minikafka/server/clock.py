@@ -3,13 +3,23 @@
 Everything time-dependent in the core takes `now_ms`; the shell reads it here, so a Trio
 `MockClock` drives the whole node in tests. Outside a Trio run (a log line written during
 shutdown), it falls back to 0 rather than mixing in another clock.
+
+`RunSync` is how the shell leaves the event loop for a blocking call (every LMDB call): Trio's
+worker threads in a node, inline under a MockClock (testing/memory_node.py `run_sync_inline`),
+where a task waiting for a thread would let the autojump clock leap. The writer, the replica
+manager and the controller service take one at construction.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import trio
 
 from minikafka.core.throttle_gate import ThrottleGate
+
+RunSync = Callable[..., Awaitable[Any]]  # trio.to_thread.run_sync's shape
 
 
 def now_ms() -> int:

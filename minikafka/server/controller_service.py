@@ -36,7 +36,7 @@ from minikafka.core.controller_model import (
 )
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
-from minikafka.server.clock import now_ms
+from minikafka.server.clock import RunSync, now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.metadata_cache import metadata_response
@@ -80,9 +80,11 @@ class ControllerService:
         events: EventLog,
         rng: random.Random,
         hold: Callable[..., Awaitable[None]] = hold_connection,
+        run_sync: RunSync = trio.to_thread.run_sync,
     ) -> None:
         self.config = config
         self.hold = hold  # hold_connection's signature; tests pass in-memory streams
+        self.run_sync = run_sync  # the metadata store's calls (server/clock.py RunSync)
         self.store = store
         self.events = events
         self.rng = rng
@@ -104,10 +106,10 @@ class ControllerService:
         )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        doc = await trio.to_thread.run_sync(self.store.load)
+        doc = await self.run_sync(self.store.load)
         kw = dict(controller_id=self.config.node_id, config=self._controller_config(), rng=self.rng)
         self.state = ControllerState.from_doc(doc, **kw) if doc else ControllerState(**kw)
-        await trio.to_thread.run_sync(self.store.save, self.state.to_doc())
+        await self.run_sync(self.store.save, self.state.to_doc())
         self.events.emit(
             "controller_started",
             controller_epoch=self.state.controller_epoch,
@@ -147,7 +149,7 @@ class ControllerService:
         assert self.state is not None
         if effects:
             try:
-                await trio.to_thread.run_sync(self.store.save, self.state.to_doc())
+                await self.run_sync(self.store.save, self.state.to_doc())
             except Exception as exc:  # noqa: BLE001 - memory goes back to the disk's state
                 await self._revert_to_disk(exc)
                 raise BrokerError(
@@ -158,7 +160,7 @@ class ControllerService:
         self._deadline_changed.set()
 
     async def _revert_to_disk(self, exc: Exception) -> None:
-        doc = await trio.to_thread.run_sync(self.store.load)
+        doc = await self.run_sync(self.store.load)
         kw = dict(controller_id=self.config.node_id, config=self._controller_config(), rng=self.rng)
         self.state = ControllerState.from_doc(doc, **kw) if doc else ControllerState(**kw)
         self.events.emit(

@@ -127,7 +127,7 @@ async def handle_fetch(
     rm.metrics.inc("replication_bytes_out" if is_follower else "bytes_out", sent)
     throttle_ms = 0
     if not is_follower:  # KIP-13 for consumers only; replicas are never client-throttled
-        bound = rm.dynamic.client_quota(client_id)[1] if rm.dynamic is not None else None
+        bound = rm.dynamic.client_quota(client_id)[1]
         throttle_ms = rm.fetch_quotas.record_and_throttle(client_id, sent, bound, now_ms())
     response = FetchResponse(partitions=parts, throttle_time_ms=throttle_ms)
     return Reply(response=response, throttle_ms=throttle_ms)
@@ -163,7 +163,7 @@ async def _read_until_enough(
                 )
             )
         max_bytes = req.max_bytes if is_follower else min(req.max_bytes, rm.config.fetch_max_bytes)
-        got = await trio.to_thread.run_sync(rm.store.read, specs, max_bytes) if specs else []
+        got = await rm.run_sync(rm.store.read, specs, max_bytes) if specs else []
         data = [b""] * len(readable)
         for k, records in zip(wanted, got, strict=True):
             # Precise mode: a partition read with a positive share may still come back with one
@@ -222,10 +222,6 @@ class _LeaderThrottle:
         self.charged: list[ThrottleClass | None] = [None] * len(req.partitions)
         self.charged_in_sync: list[bool] = [False] * len(req.partitions)
         dynamic = rm.dynamic
-        if dynamic is None:
-            self.classes = [None] * len(readable)
-            self.in_sync = [False] * len(readable)
-            return
         config = dynamic.broker_config(rm.config.node_id)
         follower, local = req.replica_id, rm.config.node_id
         classes: list[ThrottleClass | None] = []

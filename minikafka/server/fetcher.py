@@ -56,6 +56,9 @@ class ReplicaFetcherManager:
         metrics: Metrics,
         rng: random.Random,
         lookup: Callable[[TopicPartition], LocalPartition | None],
+        quotas: ReplicationQuotas,
+        dynamic: DynamicConfigs,
+        on_append_error: Callable[..., bool],
         connect: Callable[..., AbstractAsyncContextManager[Connection]] = open_connection,
     ) -> None:
         self.config = config
@@ -65,14 +68,13 @@ class ReplicaFetcherManager:
         self.metrics = metrics
         self.rng = rng
         self.lookup = lookup
+        self.quotas = quotas  # the replication quotas, shared with the leader side
+        self.dynamic = dynamic  # live configs: which partitions are throttled
+        # A failed append may take the replica offline (ReplicaManager.on_log_error).
+        self.on_append_error = on_append_error
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
-        # Set by the node: the replication quotas (shared with the leader side) and live configs.
-        self.quotas: ReplicationQuotas | None = None
-        self.dynamic: DynamicConfigs | None = None
         self._owner: dict[TopicPartition, tuple[int, int]] = {}
         self._nursery: trio.Nursery | None = None
-        # Set by the replica manager: a failed append may take the replica offline.
-        self.on_append_error: Callable[..., bool] | None = None
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
@@ -240,7 +242,7 @@ class ReplicaFetcher:
             # After appending: every throttled partition's bytes count, caught up or not.
             for p, _hw, size in appended:
                 cls = _follower_class(self.m, p)
-                if self.m.quotas is not None and cls is not None:
+                if cls is not None:
                     self.m.quotas.record("follower", cls, size, t)
                     self.m.metrics.inc(f"follower_{cls.value}_throttled_bytes", size)
                     if p.tp in exempt:  # of which the quota could not have held back
@@ -255,8 +257,7 @@ class ReplicaFetcher:
                 "fetch_append_failed", topic=tp.topic, partition=tp.partition, error=str(exc)
             )
             self.m.metrics.inc("append_failures")
-            hook = self.m.on_append_error
-            if hook is None or not hook(tp, exc, during="replica_fetch"):
+            if not self.m.on_append_error(tp, exc, during="replica_fetch"):
                 self.planner.delay(tp, t)
 
     def _prepare_append(
@@ -321,7 +322,7 @@ class ReplicaFetcher:
 
 
 def _follower_class(m: ReplicaFetcherManager, p: LocalPartition) -> ThrottleClass | None:
-    if m.dynamic is None or p.state is None:
+    if p.state is None:
         return None
     _leader_list, follower_list = m.dynamic.topic_throttled_replicas(p.tp.topic)
     return follower_throttle_class(
@@ -344,9 +345,6 @@ class _FollowerThrottle:
         self.limits: dict[TopicPartition, int] = {}
         self.exempt: frozenset[TopicPartition] = frozenset()
         quotas = m.quotas
-        if quotas is None or m.dynamic is None:
-            self.excluded = frozenset()
-            return
         tps = list(planner.partitions)
         parts = []
         for tp in tps:

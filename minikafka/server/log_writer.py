@@ -18,6 +18,7 @@ import trio
 
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.types import EpochEntry, TopicPartition
+from minikafka.server.clock import RunSync
 from minikafka.storage import AppendWrite, LoadedPartition, LogStore
 
 MAX_GROUP_BYTES = 64 << 20  # bound one group commit
@@ -36,15 +37,26 @@ class _Op:
 
 
 class LogWriter:
-    def __init__(self, store: LogStore, *, queue_len: int = 4096) -> None:
+    def __init__(
+        self,
+        store: LogStore,
+        *,
+        queue_len: int = 4096,
+        on_committed: Callable[[Sequence[AppendWrite]], None] = lambda _writes: None,
+        on_failed: Callable[[Sequence[AppendWrite]], None] = lambda _writes: None,
+        run_sync: RunSync = trio.to_thread.run_sync,
+    ) -> None:
         self.store = store
         self._send, self._recv = trio.open_memory_channel[_Op](queue_len)
         self.commits = 0
         self.bytes_written = 0
         # Hooks run in the Trio thread right after a commit (or a failed one), before any waiter
         # wakes, so in-memory offsets change in exactly the order the disk did.
-        self.on_committed: Callable[[Sequence[AppendWrite]], None] | None = None
-        self.on_failed: Callable[[Sequence[AppendWrite]], None] | None = None
+        self.on_committed = on_committed
+        self.on_failed = on_failed
+        # How a store call leaves the event loop: a worker thread, or inline in MockClock tests
+        # (testing/memory_node.py `run_sync_inline`), where a thread would let time leap.
+        self.run_sync = run_sync
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -93,7 +105,7 @@ class LogWriter:
             await self._commit(appends)
         for op in others:  # at most one, and it was queued after the appends
             try:
-                op.result = await trio.to_thread.run_sync(op.call)
+                op.result = await self.run_sync(op.call)
             except Exception as exc:  # noqa: BLE001
                 op.error = exc
             op.done.set()
@@ -101,7 +113,7 @@ class LogWriter:
     async def _commit(self, appends: list[_Op]) -> None:
         writes = _merge([w for op in appends for w in op.writes])
         try:
-            await trio.to_thread.run_sync(self.store.append, writes)
+            await self.run_sync(self.store.append, writes)
         except Exception as exc:  # noqa: BLE001 - handed to the waiter
             if len(appends) > 1:
                 # One bad append must not fail the others merged with it: retry one by one
@@ -116,8 +128,7 @@ class LogWriter:
                 return
             appends[0].error = exc
             appends[0].failed = {w.tp: exc for w in writes}
-            if self.on_failed is not None:
-                self.on_failed(writes)
+            self.on_failed(writes)
         else:
             self._committed(appends, writes)
         for op in appends:
@@ -127,11 +138,10 @@ class LogWriter:
         ok = []
         for w in writes:
             try:
-                await trio.to_thread.run_sync(self.store.append, [w])
+                await self.run_sync(self.store.append, [w])
             except Exception as exc:  # noqa: BLE001 - handed to the waiter
                 op.failed[w.tp] = exc
-                if self.on_failed is not None:
-                    self.on_failed([w])
+                self.on_failed([w])
             else:
                 ok.append(w)
         if ok:
@@ -143,8 +153,7 @@ class LogWriter:
     def _committed(self, appends: list[_Op], writes: list[AppendWrite]) -> None:
         self.commits += 1
         self.bytes_written += sum(op.size for op in appends)
-        if self.on_committed is not None:
-            self.on_committed(writes)
+        self.on_committed(writes)
 
     async def _submit(self, op: _Op) -> object:
         try:

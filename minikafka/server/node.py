@@ -20,20 +20,17 @@ from pathlib import Path
 import trio
 
 from minikafka.errors import ErrorCode
-from minikafka.server.broker import Broker, ControllerLink
+from minikafka.server.broker import Broker, ControllerLink, build_broker
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
-from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.jsonl import Rotation
 from minikafka.server.listener import run_listener
-from minikafka.server.log_writer import LogWriter
-from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.metrics import Metrics, run_metrics_log
+from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.prometheus import serve_metrics
-from minikafka.server.replica_manager import ReplicaManager
 from minikafka.server.replica_state_log import run_replica_state_log
 from minikafka.storage import LogStore, MetadataStore, StoreConfig, lock_data_dir
 from minikafka.wire.codec import RequestHeader
@@ -152,39 +149,20 @@ class Node:
     async def _start_broker(self, nursery: trio.Nursery) -> None:
         c = self.config
         assert self.store is not None
-        writer = LogWriter(self.store)
-        await nursery.start(writer.run)
-        link = ControllerLink(c, self.events, port=self.port)
-        # The fetchers look partitions up in the replica manager, which owns them (late binding).
-        fetchers = ReplicaFetcherManager(
-            config=c,
-            writer=writer,
-            events=self.events,
-            metrics=self.metrics,
-            rng=self.rng,
-            lookup=lambda tp: rm.partitions.get(tp),
-        )
-        await nursery.start(fetchers.run)
-        rm = ReplicaManager(
+        offline = OfflineReplicas()  # the replicas' registry, reported by the link's heartbeats
+        link = ControllerLink(c, self.events, port=self.port, offline=offline)
+        self.broker = build_broker(
             config=c,
             store=self.store,
-            writer=writer,
             events=self.events,
             metrics=self.metrics,
-            fetchers=fetchers,
-            controller=link,
+            link=link,
+            dynamic=self.dynamic,
+            offline=offline,
+            rng=self.rng,
         )
-        # Live configs drive the quotas: both sides of replication read them, and every change
-        # re-bounds the sensors (keeping their samples).
-        rm.dynamic = fetchers.dynamic = self.dynamic
-        link.offline = rm.offline
-        fetchers.quotas = rm.replication_quotas
-        self.dynamic.subscribe(lambda _snapshot: rm.on_configs_changed())
-        rm.on_configs_changed()
-        await rm.load()
-        nursery.start_soon(rm.isr_updates.run_expiration)
-        nursery.start_soon(rm.isr_updates.run_sender)
-        nursery.start_soon(rm.run_hw_checkpoints)
+        rm = self.broker.rm
+        await nursery.start(rm.run)
         nursery.start_soon(
             partial(
                 run_replica_state_log,
@@ -195,14 +173,6 @@ class Node:
                 metrics=self.metrics,
                 rotation=self.log_rotation,
             )
-        )
-        self.broker = Broker(
-            config=c,
-            rm=rm,
-            link=link,
-            cache=MetadataCache(),
-            events=self.events,
-            dynamic=self.dynamic,
         )
         nursery.start_soon(link.run)
         await link.registered.wait()

@@ -13,34 +13,22 @@ reported per write, so the grain is the replica: the one whose write failed with
   when it grows, so the controller elects a new leader without waiting for a session timeout.
 It stays offline until the node restarts (Kafka also brings a failed directory back only on
 restart), when the store is opened afresh.
+
+This module is the registry (what is offline, and a wake-up for the heartbeat when it grows);
+taking a replica offline is the replica manager's (`ReplicaManager.on_log_error`), which stops
+its fetcher and the replica machine (core/replica.py `go_offline`). The registry exists before
+both the replica manager and the controller link, so each gets it at construction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import trio
 
-from minikafka.core.replica_effects import Effect
 from minikafka.core.types import TopicPartition
-from minikafka.server.eventlog import EventLog
-from minikafka.server.local_partition import LocalPartition
-from minikafka.storage import LogDirError
 
 
 class OfflineReplicas:
-    def __init__(
-        self,
-        *,
-        events: EventLog,
-        lookup: Callable[[TopicPartition], LocalPartition | None],
-        stop_fetching: Callable[[list[TopicPartition]], None],
-        execute: Callable[[LocalPartition, list[Effect]], None],
-    ) -> None:
-        self._events = events
-        self._lookup = lookup
-        self._stop_fetching = stop_fetching
-        self._execute = execute
+    def __init__(self) -> None:
         self.tps: set[TopicPartition] = set()
         self._grew = trio.Event()
 
@@ -50,26 +38,14 @@ class OfflineReplicas:
     def __len__(self) -> int:
         return len(self.tps)
 
-    def on_error(self, tp: TopicPartition, exc: BaseException, *, during: str) -> bool:
-        """A write of `tp` failed: if the disk or LMDB did it, take the replica offline.
-        Returns whether it is offline now."""
-        if isinstance(exc, LogDirError):
-            self.mark(tp, str(exc), during=during)
-        return tp in self.tps
-
-    def mark(self, tp: TopicPartition, error: str, *, during: str) -> None:
+    def add(self, tp: TopicPartition) -> bool:
+        """Record `tp` as offline; True if it was not already."""
         if tp in self.tps:
-            return
+            return False
         self.tps.add(tp)
-        self._stop_fetching([tp])
-        p = self._lookup(tp)
-        if p is not None:  # waiting produces and fetches learn it is no longer served here
-            self._execute(p, p.replica.go_offline())
-        self._events.emit(
-            "replica_offline", topic=tp.topic, partition=tp.partition, error=error, during=during
-        )
         self._grew.set()
         self._grew = trio.Event()
+        return True
 
     async def wait_beyond(self, count: int) -> None:
         """Return once more than `count` replicas are offline."""

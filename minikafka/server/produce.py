@@ -182,14 +182,14 @@ async def _append_per_partition(
             else ErrorCode.UNKNOWN_SERVER_ERROR
         )
         failed[tp] = (code, str(exc))
-        rm.offline.on_error(tp, exc, during="produce")
+        rm.on_log_error(tp, exc, during="produce")
         rm.events.emit("append_failed", topic=tp.topic, partition=tp.partition, error=str(exc))
         rm.metrics.inc("append_failures")
     return failed
 
 
 def _client_throttle(rm: ReplicaManager, client_id: str, nbytes: int) -> int:
-    bound = rm.dynamic.client_quota(client_id)[0] if rm.dynamic is not None else None
+    bound = rm.dynamic.client_quota(client_id)[0]
     return rm.produce_quotas.record_and_throttle(client_id, nbytes, bound, now_ms())
 
 
@@ -208,7 +208,7 @@ class _Refused(Exception):
 
 
 def _min_insync_replicas(rm: ReplicaManager, topic: str) -> int:
-    own = rm.dynamic.topic_overrides(topic).min_insync_replicas if rm.dynamic is not None else None
+    own = rm.dynamic.topic_overrides(topic).min_insync_replicas
     return rm.config.min_insync_replicas if own is None else own
 
 
@@ -216,7 +216,7 @@ def _max_bytes(rm: ReplicaManager, topic: str) -> int:
     """The topic's max.message.bytes, else the broker's message.max.bytes; a topic's value is
     honoured up to what a fetch response can carry (socket.max.frame.bytes less the headers'
     room, as config.check_caps holds the broker's to), so every accepted batch can be read."""
-    own = rm.dynamic.topic_overrides(topic).max_message_bytes if rm.dynamic is not None else None
+    own = rm.dynamic.topic_overrides(topic).max_message_bytes
     if own is None:
         return rm.config.message_max_bytes
     return min(own, rm.config.socket_max_frame_bytes - FRAME_HEADROOM_BYTES)

@@ -18,12 +18,15 @@ effects it returns (`execute`):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import asdict
 from functools import partial
 
 import trio
 
+from minikafka.client.connection import Connection, open_connection
 from minikafka.core.producer_state import entries_to_doc
 from minikafka.core.records import peek_header
 from minikafka.core.replica import LeaderAndIsrAction, classify_leader_and_isr
@@ -39,7 +42,7 @@ from minikafka.core.replica_effects import (
 from minikafka.core.replication_quota import ThrottleClass
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
+from minikafka.server.clock import RunSync, now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
@@ -50,7 +53,7 @@ from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
-from minikafka.storage import AppendWrite, LoadedPartition, LogStore, StorageError
+from minikafka.storage import AppendWrite, LoadedPartition, LogDirError, LogStore, StorageError
 from minikafka.wire.messages import (
     BrokerInfo,
     PartitionState,
@@ -60,35 +63,72 @@ from minikafka.wire.messages import (
 
 
 class ReplicaManager:
+    """Owns the hosted partitions and, as Kafka's ReplicaManager does, the parts that act on
+    them: the log writer (its commit hooks move the machines' offsets), the replica fetchers,
+    the ISR updates. Everything is given or built here, at construction."""
+
     def __init__(
         self,
         *,
         config: NodeConfig,
         store: LogStore,
-        writer: LogWriter,
         events: EventLog,
         metrics: Metrics,
-        fetchers: ReplicaFetcherManager,
         controller: ControllerLinkLike,
+        dynamic: DynamicConfigs,
+        offline: OfflineReplicas,
+        rng: random.Random,
+        connect: Callable[..., AbstractAsyncContextManager[Connection]] = open_connection,
+        run_sync: RunSync = trio.to_thread.run_sync,
     ) -> None:
         self.config = config
         self.store = store
-        self.writer = writer
         self.events = events
         self.metrics = metrics
-        self.fetchers = fetchers
         self.controller = controller
+        self.dynamic = dynamic  # live configs: quotas, topic overrides
+        self.offline = offline  # shared with the controller link, which reports it
+        self.run_sync = run_sync  # every LMDB read of the shell (fetches, the startup load)
         self.partitions: dict[TopicPartition, LocalPartition] = {}
-        self.dynamic: DynamicConfigs | None = None  # live configs, set by the node
+        self.writer = LogWriter(
+            store, on_committed=self._on_committed, on_failed=self._on_failed, run_sync=run_sync
+        )
         self.replication_quotas = ReplicationQuotas(
             samples=config.replication_quota_window_num,
             window_ms=config.replication_quota_window_size_seconds * 1000,
+        )
+        self.fetchers = ReplicaFetcherManager(
+            config=config,
+            writer=self.writer,
+            events=events,
+            metrics=metrics,
+            rng=rng,
+            lookup=self.partitions.get,
+            quotas=self.replication_quotas,  # both sides of replication share the sensors
+            dynamic=dynamic,
+            on_append_error=self.on_log_error,
+            connect=connect,
         )
         client_window = dict(
             samples=config.quota_window_num, window_ms=config.quota_window_size_seconds * 1000
         )
         self.produce_quotas = ClientQuotas("produce", **client_window)
         self.fetch_quotas = ClientQuotas("fetch", **client_window)
+        self._lock = trio.Lock()
+        self.isr_updates = IsrUpdates(
+            config=config,
+            events=events,
+            metrics=metrics,
+            partitions=self.partitions,
+            controller=controller,
+            execute=self.execute,
+        )
+        # Every config change re-bounds the replication sensors (keeping their samples).
+        dynamic.subscribe(lambda _snapshot: self.on_configs_changed())
+        self.on_configs_changed()
+        self._register_gauges(metrics)
+
+    def _register_gauges(self, metrics: Metrics) -> None:
         self._register_quota_gauges(metrics)
         for counter in (
             "bytes_in",
@@ -101,25 +141,7 @@ class ReplicaManager:
             "produce_sequence_errors",  # refused: out of order, old epoch, unknown producer
         ):
             metrics.inc(counter, 0)  # present (as 0) from the first snapshot on
-        self._lock = trio.Lock()
-        self.isr_updates = IsrUpdates(
-            config=config,
-            events=events,
-            metrics=metrics,
-            partitions=self.partitions,
-            controller=controller,
-            execute=self.execute,
-        )
-        self.offline = OfflineReplicas(
-            events=events,
-            lookup=self.partitions.get,
-            stop_fetching=fetchers.remove,
-            execute=self.execute,
-        )
-        fetchers.on_append_error = self.offline.on_error
         metrics.gauge("offline_replicas", lambda: len(self.offline))  # Kafka's OfflineReplicaCount
-        writer.on_committed = self._on_committed
-        writer.on_failed = self._on_failed
         metrics.gauge("partitions", lambda: len(self.partitions))
         metrics.gauge(
             "leader_partitions", lambda: sum(p.is_leader for p in self.partitions.values())
@@ -129,11 +151,49 @@ class ReplicaManager:
 
     def on_configs_changed(self) -> None:
         """The dynamic configs changed: new replication bounds (samples kept)."""
-        if self.dynamic is not None:
-            self.replication_quotas.apply(self.dynamic.broker_config(self.config.node_id))
+        self.replication_quotas.apply(self.dynamic.broker_config(self.config.node_id))
+
+    def on_log_error(self, tp: TopicPartition, exc: BaseException, *, during: str) -> bool:
+        """A write of `tp` failed: if the disk or LMDB did it (a LogDirError), take the replica
+        offline (server/offline_replicas.py). Returns whether it is offline now."""
+        if isinstance(exc, LogDirError):
+            self.mark_offline(tp, str(exc), during=during)
+        return tp in self.offline
+
+    def mark_offline(self, tp: TopicPartition, error: str, *, during: str) -> None:
+        if not self.offline.add(tp):
+            return
+        self.fetchers.remove([tp])  # also when no replica was ever created for it
+        p = self.partitions.get(tp)
+        if p is not None:  # waiting produces and fetches learn it is no longer served here
+            self.execute(p, p.replica.go_offline())
+        self.events.emit(
+            "replica_offline", topic=tp.topic, partition=tp.partition, error=error, during=during
+        )
+
+    async def run(
+        self,
+        *,
+        isr_expiration: bool = True,
+        hw_checkpoints: bool = True,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run the log writer and the fetchers, load the hosted partitions, then the ISR tasks
+        (the AlterPartition sender; Kafka's isr-expiration task) and the HW checkpoints. The
+        in-memory test node leaves the timed ones out unless a test asks for them."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.writer.run)
+            await nursery.start(self.fetchers.run)
+            await self.load()
+            await nursery.start(self.isr_updates.run_sender)
+            if isr_expiration:
+                await nursery.start(self.isr_updates.run_expiration)
+            if hw_checkpoints:
+                await nursery.start(self.run_hw_checkpoints)
+            task_status.started()
 
     async def load(self) -> None:
-        loaded = await trio.to_thread.run_sync(self.store.load_all)
+        loaded = await self.run_sync(self.store.load_all)
         for tp, lp in loaded.items():
             self.partitions[tp] = self._hosted(lp)
 
@@ -209,7 +269,7 @@ class ReplicaManager:
                     try:
                         p = self._hosted(await self.writer.create(tp))
                     except StorageError as exc:  # full disk or map, the store's partition cap
-                        self.offline.mark(tp, str(exc), during="create")
+                        self.mark_offline(tp, str(exc), during="create")
                         errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
                         continue
                     self.partitions[tp] = p
@@ -243,7 +303,7 @@ class ReplicaManager:
             for tp, exc in failed.items():
                 # The next produce write carries the epoch, unless the log itself failed.
                 self.events.emit("epoch_write_failed", partitions=[str(tp)], error=str(exc))
-                self.offline.on_error(tp, exc, during="become_leader")
+                self.on_log_error(tp, exc, during="become_leader")
 
     async def _make_followers(
         self, items: list[tuple[LocalPartition, PartitionState]], brokers: dict[int, BrokerInfo]

@@ -20,8 +20,8 @@
   node's (the replica manager and the fetchers read it; every change re-bounds the replication
   sensors, keeping their samples). `set_configs(...)` plays the controller's UpdateMetadata push:
   the whole snapshot, validated and normalised as the controller would, with a newer version.
-- `wait_until`: poll a condition on the (mock) clock; `run_sync_inline`: patch it over
-  `trio.to_thread.run_sync` so that storage calls take no simulated time.
+- `wait_until`: poll a condition on the (mock) clock; `run_sync_inline`: what a MemoryBroker
+  runs its storage calls with (its `run_sync`), so that they take no simulated time.
 
 Nothing here sleeps for real: with the autojump clock, a replication test covering seconds of
 long polls runs in milliseconds.
@@ -46,21 +46,19 @@ from minikafka.core.dynamic_config import validate_changes
 from minikafka.core.producer_ids import BLOCK_SIZE, ProducerIdBlock
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
-from minikafka.server.broker import Broker
+from minikafka.server.broker import build_broker
+from minikafka.server.clock import RunSync
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
-from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.listener import Dispatcher, serve_connection
 from minikafka.server.local_partition import LocalPartition
-from minikafka.server.log_writer import LogWriter
-from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.metrics import Metrics
+from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.produce import handle_produce
 from minikafka.server.producer_ids import ProducerIdManager
-from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import LogStore, ReadSpec, StoreConfig
 from minikafka.wire.codec import RequestHeader
 from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES
@@ -225,7 +223,9 @@ class MemoryBroker:
         controller: FakeControllerLink | None = None,
         seed: int = 0,
         store_config: StoreConfig = TEST_STORE,
+        run_sync: RunSync | None = None,
     ) -> None:
+        run_sync = run_sync if run_sync is not None else run_sync_inline
         if network is not None and config.credential is None:
             # One cluster per network: a node without an identity takes the network's.
             config = replace(config, cluster_id=network.cluster_id, cluster_secret=network.secret)
@@ -233,43 +233,27 @@ class MemoryBroker:
         self.events = EventLog(None, node_id=config.node_id)
         self.metrics = Metrics()
         self.store = LogStore(data_dir, store_config)
-        self.writer = LogWriter(self.store)
         self.controller = controller if controller is not None else FakeControllerLink()
         self.network = network
         self.topics: set[str] = set()
-        self.fetchers = ReplicaFetcherManager(
-            config=config,
-            writer=self.writer,
-            events=self.events,
-            metrics=self.metrics,
-            rng=random.Random(f"{seed}/{config.node_id}"),
-            lookup=lambda tp: self.rm.partitions.get(tp),
-            connect=network.connect if network is not None else open_connection,
-        )
-        self.rm = ReplicaManager(
+        self.dynamic = DynamicConfigs()
+        # Wired as server/node.py wires a node (server/broker.py `build_broker`), with storage
+        # calls inline by default (`run_sync_inline`: no worker thread for MockClock to leap over).
+        self.broker = build_broker(
             config=config,
             store=self.store,
-            writer=self.writer,
             events=self.events,
             metrics=self.metrics,
-            fetchers=self.fetchers,
-            controller=self.controller,  # type: ignore[arg-type]
-        )
-        # As server/node.py wires a node: both sides of replication read the live configs, the
-        # fetchers share the replica manager's quotas, and every change re-bounds the sensors.
-        self.dynamic = DynamicConfigs()
-        self.rm.dynamic = self.fetchers.dynamic = self.dynamic
-        self.fetchers.quotas = self.rm.replication_quotas
-        self.dynamic.subscribe(lambda _snapshot: self.rm.on_configs_changed())
-        self.rm.on_configs_changed()
-        self.broker = Broker(
-            config=config,
-            rm=self.rm,
             link=self.controller,  # type: ignore[arg-type]
-            cache=MetadataCache(),
-            events=self.events,
             dynamic=self.dynamic,
+            offline=OfflineReplicas(),
+            rng=random.Random(f"{seed}/{config.node_id}"),
+            connect=network.connect if network is not None else open_connection,
+            run_sync=run_sync,
         )
+        self.rm = self.broker.rm
+        self.writer = self.rm.writer
+        self.fetchers = self.rm.fetchers
         self._blocks = 0
         self.producer_ids = ProducerIdManager(self._next_block)
         if network is not None:
@@ -295,12 +279,9 @@ class MemoryBroker:
         ISR expiration loop) until the block ends; then stop them and close the store."""
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(self.writer.run)
-                await nursery.start(self.fetchers.run)
-                await self.rm.load()
-                await nursery.start(self.rm.isr_updates.run_sender)
-                if isr_expiration:
-                    await nursery.start(self.rm.isr_updates.run_expiration)
+                await nursery.start(
+                    partial(self.rm.run, isr_expiration=isr_expiration, hw_checkpoints=False)
+                )
                 yield self
                 nursery.cancel_scope.cancel()
         finally:
