@@ -105,7 +105,7 @@ async def test_replica_fetcher_dials_the_route_not_the_leader(autojump_clock, tm
             timeout_ms=5000,
             partitions=[ProducePartition(topic="t", partition=0, records=batch)],
         )
-        reply = await handle_produce(leader.rm, request, leader.topics, "test")
+        reply = await handle_produce(leader.replica_manager, request, leader.topics, "test")
         assert reply.response.partitions[0].error_code == 0  # acks=all: the follower fetched it
         await wait_until(lambda: follower.partition("t").log_end_offset == 1)
         assert follower.log_bytes("t") == leader.log_bytes("t")

@@ -91,13 +91,13 @@ def fetch_req(
 
 
 async def produce(broker: MemoryBroker, req: ProduceRequest) -> ProduceResponse:
-    resp = (await handle_produce(broker.rm, req, broker.topics)).response
+    resp = (await handle_produce(broker.replica_manager, req, broker.topics)).response
     assert isinstance(resp, ProduceResponse)
     return resp
 
 
 async def fetch(broker: MemoryBroker, req: FetchRequest) -> FetchResponse:
-    resp = (await handle_fetch(broker.rm, req, broker.topics)).response
+    resp = (await handle_fetch(broker.replica_manager, req, broker.topics)).response
     assert isinstance(resp, FetchResponse)
     return resp
 

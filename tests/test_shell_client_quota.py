@@ -198,15 +198,15 @@ async def test_produce_over_quota_is_answered_at_once_and_the_client_waits(autoj
         assert conn.throttle_delay_ms() == 100
     # Kafka's throttle-time sensor per client id: avg and max over the quota window, in the
     # node's metrics snapshot (metrics.jsonl, Prometheus, `minikafka metrics --json`).
-    assert a.rm.produce_quotas.throttle_time_avg(now_ms()) == {"alice": (3 + 100) / 2}
-    assert a.rm.produce_quotas.throttle_time_max(now_ms()) == {"alice": 100}
+    assert a.replica_manager.produce_quotas.throttle_time_avg(now_ms()) == {"alice": (3 + 100) / 2}
+    assert a.replica_manager.produce_quotas.throttle_time_max(now_ms()) == {"alice": 100}
     snapshot = a.metrics.snapshot()
     assert snapshot["client_throttle_time_ms_avg"] == {"produce": {"alice": 51.5}, "fetch": {}}
     assert snapshot["client_throttle_time_ms_max"] == {"produce": {"alice": 100}, "fetch": {}}
     # No throttle within the last N x W = 11 s: no value (Kafka's NaN), None in the metrics.
     await trio.sleep(11)
-    assert a.rm.produce_quotas.throttle_time_avg(now_ms()) == {"alice": None}
-    assert a.rm.produce_quotas.throttle_time_max(now_ms()) == {"alice": None}
+    assert a.replica_manager.produce_quotas.throttle_time_avg(now_ms()) == {"alice": None}
+    assert a.replica_manager.produce_quotas.throttle_time_max(now_ms()) == {"alice": None}
 
 
 async def test_producer_rate_converges_to_its_quota(autojump_clock, cluster):
@@ -274,7 +274,7 @@ async def test_default_client_quota_and_per_client_override(autojump_clock, clus
 
 async def preload(a: MemoryBroker, batches: int) -> None:
     for _ in range(batches):
-        reply = await handle_produce(a.rm, produce_request(), a.topics)
+        reply = await handle_produce(a.replica_manager, produce_request(), a.topics)
         assert reply.response.partitions[0].error_code == ErrorCode.NONE
     await a.writer.barrier()
 
@@ -318,7 +318,7 @@ async def test_consumer_rate_converges_to_its_quota(autojump_clock, cluster):
     assert abs(rates[-1] - Q) < abs(rates[0] - Q)
     # The broker's throttle-time max: the longest throttle in its live samples, those with an
     # event in the last N x W = 11 s (a 1-s sample may hold events up to 12 s old).
-    [broker_max] = a.rm.fetch_quotas.throttle_time_max(now_ms()).values()
+    [broker_max] = a.replica_manager.fetch_quotas.throttle_time_max(now_ms()).values()
     end = log[-1].answered_s
     inside = [e.throttle_ms for e in log if e.answered_s > end - 10]
     around = [e.throttle_ms for e in log if e.answered_s > end - 12]
@@ -339,8 +339,8 @@ async def test_follower_fetches_are_never_throttled_by_client_quotas(autojump_cl
     with trio.fail_after(1):
         await wait_until(lambda: b.partition("t").log_end_offset == 100, poll_s=0.001)
     assert b.log_bytes("t") == a.log_bytes("t")
-    assert a.rm.fetch_quotas.rates(now_ms()) == {}  # no client sensor was even created
-    assert a.rm.fetch_quotas.throttle_time_avg(now_ms()) == {}
+    assert a.replica_manager.fetch_quotas.rates(now_ms()) == {}  # no client sensor was even created
+    assert a.replica_manager.fetch_quotas.throttle_time_avg(now_ms()) == {}
     # The same client id as a consumer is throttled: 10 003 B / 10 s = 1 000.3 B/s against
     # 1 000 B/s -> round(0.0003 x 10 000) = 3 ms.
     async with a.network.connect(*a.address, client_id=fetcher_id) as conn:

@@ -74,7 +74,7 @@ async def leader(data_dir: Path, **settings: int) -> AsyncIterator[MemoryBroker]
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1, 2])])
         for _ in range(10):
-            reply = await handle_produce(broker.rm, produce_request(), broker.topics)
+            reply = await handle_produce(broker.replica_manager, produce_request(), broker.topics)
             assert reply.response.partitions[0].error_code == ErrorCode.NONE
         await broker.writer.barrier()
         yield broker
@@ -200,8 +200,10 @@ async def test_follower_fetches_are_never_muted(autojump_clock, tmp_path):
         await follower.run(in_flight=64, until_s=1, max_requests=500)
         assert len(follower.answers) == 500
         assert {(t, throttle) for t, throttle, _n in follower.answers} == {(0.0, 0)}
-        assert broker.rm.fetch_quotas.rates(now_ms()) == {}  # not even a sensor was made
-        assert broker.rm.fetch_quotas.throttle_time_max(now_ms()) == {}
+        assert (
+            broker.replica_manager.fetch_quotas.rates(now_ms()) == {}
+        )  # not even a sensor was made
+        assert broker.replica_manager.fetch_quotas.throttle_time_max(now_ms()) == {}
 
         consumer = PipeliningClient(broker, fetcher_id, fetch_request())
         await consumer.run(in_flight=64, until_s=1, max_requests=500)

@@ -101,7 +101,7 @@ async def catching_up(
         await a.apply(states, [a.info, b.info])
         for _ in range(BATCHES):
             resp = await handle_produce(
-                a.rm,
+                a.replica_manager,
                 ProduceRequest(
                     acks=1,
                     timeout_ms=1000,
@@ -206,4 +206,4 @@ async def test_a_leader_rate_of_0_lets_at_most_one_response_through_per_quota_sp
         assert [len(got) for got in served] == [2]
         await trio.sleep(20)
         assert 1 <= len(served) <= 3 and not caught_up(b)
-        assert a.rm.replication_quotas.config.leader_rate == 0
+        assert a.replica_manager.replication_quotas.config.leader_rate == 0

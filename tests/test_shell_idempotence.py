@@ -53,7 +53,7 @@ async def produce(
     broker: MemoryBroker, *entries: ProducePartition, acks: int = 1
 ) -> list[tuple[int, int]]:
     req = ProduceRequest(acks=acks, timeout_ms=1000, partitions=list(entries))
-    resp = (await handle_produce(broker.rm, req, broker.topics)).response
+    resp = (await handle_produce(broker.replica_manager, req, broker.topics)).response
     assert isinstance(resp, ProduceResponse)
     return [(p.error_code, p.base_offset) for p in resp.partitions]
 
@@ -218,7 +218,7 @@ async def test_a_restarted_broker_keeps_the_producer_state(autojump_clock, tmp_p
         assert await produce(broker, entry(2, 0)) == [(0, 0)]
         assert await produce(broker, entry(2, 0, pid=2)) == [(0, 2)]
         hw = broker.partition("t").high_watermark
-        snaps = broker.rm._producer_snapshots({broker.partition("t").tp: hw})
+        snaps = broker.replica_manager._producer_snapshots({broker.partition("t").tp: hw})
         await broker.writer.checkpoint({broker.partition("t").tp: hw}, snaps)
         assert await produce(broker, entry(3, 2)) == [(0, 4)]  # after the snapshot
         before = dict(broker.partition("t").producers.entries)

@@ -77,7 +77,7 @@ async def test_a_failed_hw_checkpoint_is_retried_and_logged(autojump_clock, tmp_
             real(hws)
 
         broker.store.checkpoint = checkpoint  # type: ignore[method-assign]
-        nursery.start_soon(lambda: broker.rm.run_hw_checkpoints(interval_s=1.0))
+        nursery.start_soon(lambda: broker.replica_manager.run_hw_checkpoints(interval_s=1.0))
         req = ProduceRequest(
             acks=1,
             timeout_ms=1000,
@@ -85,7 +85,7 @@ async def test_a_failed_hw_checkpoint_is_retried_and_logged(autojump_clock, tmp_
                 ProducePartition(topic="t", partition=0, records=make_batch([(0, None, b"v")] * 3))
             ],
         )
-        await handle_produce(broker.rm, req, broker.topics)
+        await handle_produce(broker.replica_manager, req, broker.topics)
         assert broker.partition("t").high_watermark == 3
         await trio.sleep(1.5)
         assert calls == [{tp: 3}] and broker.store.load_partition(tp).high_watermark == 0

@@ -84,7 +84,7 @@ async def out_of_sync_pair(
     async with a.running(), b.running():
         await a.apply(states, [a.info, b.info])
         resp = await handle_produce(
-            a.rm,
+            a.replica_manager,
             ProduceRequest(
                 acks=1,
                 timeout_ms=1000,
@@ -127,7 +127,7 @@ async def test_headers_alone_use_up_a_small_leader_throttle(autojump_clock, tmp_
         first = moved(b)
         overhead_at_2s = a.metrics.counters["leader_replication_overhead_bytes"]
         await trio.sleep(60)
-        quotas = a.rm.replication_quotas
+        quotas = a.replica_manager.replication_quotas
         measured = quotas.rate("leader", ThrottleClass.REPLICATION, now_ms())
         overhead = a.metrics.counters["leader_replication_overhead_bytes"] - overhead_at_2s
     empty_fetch = kafka_fetch_response_size([ChargedPartition(topic=TOPIC)] * partitions)

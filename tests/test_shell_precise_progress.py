@@ -80,7 +80,7 @@ async def test_batches_of_any_size_move_within_the_bound(autojump_clock, tmp_pat
         await a.apply(states, [a.info, b.info])
         for _ in range(count):
             resp = await handle_produce(
-                a.rm,
+                a.replica_manager,
                 ProduceRequest(
                     acks=1,
                     timeout_ms=1000,

@@ -58,7 +58,7 @@ async def produce(broker: MemoryBroker, blob: bytes, *, acks: int = 1) -> Produc
         timeout_ms=1000,
         partitions=[ProducePartition(topic="t", partition=0, records=blob)],
     )
-    resp = (await handle_produce(broker.rm, req, broker.topics)).response
+    resp = (await handle_produce(broker.replica_manager, req, broker.topics)).response
     assert isinstance(resp, ProduceResponse)
     return resp
 
@@ -146,7 +146,7 @@ async def test_a_new_epoch_for_a_partition_already_led_here_stops_stamping_first
     old epoch and given offsets that the new epoch hands out again (Kafka holds the partition's
     leaderIsrUpdateLock for writing through makeLeader)."""
     assert (await produce(leader, records(2))).partitions[0].base_offset == 0
-    writer = leader.rm.writer
+    writer = leader.replica_manager.writer
     real_barrier, real_append = writer.barrier, writer.append
     barrier_gate, append_gate = trio.Event(), trio.Event()
 
@@ -217,7 +217,7 @@ async def test_a_partition_whose_log_cannot_be_written_fails_alone_with_kafka_st
                 ProducePartition(topic="t", partition=1, records=records(3)),
             ],
         )
-        resp = (await handle_produce(broker.rm, req, broker.topics)).response
+        resp = (await handle_produce(broker.replica_manager, req, broker.topics)).response
         assert isinstance(resp, ProduceResponse)
         codes = [(p.partition, p.error_code, p.base_offset) for p in resp.partitions]
         assert codes == [(0, ErrorCode.KAFKA_STORAGE_ERROR, -1), (1, ErrorCode.NONE, 0)]
@@ -276,7 +276,7 @@ async def consume(broker: MemoryBroker, partition: int) -> int:
             )
         ],
     )
-    resp = (await handle_fetch(broker.rm, req, broker.topics)).response
+    resp = (await handle_fetch(broker.replica_manager, req, broker.topics)).response
     assert isinstance(resp, FetchResponse)
     return resp.partitions[0].error_code
 
@@ -297,7 +297,7 @@ async def test_a_log_dir_error_takes_the_replica_offline_and_only_that_one(
         assert (await produce(broker, records(2))).partitions[0].error_code == (
             ErrorCode.KAFKA_STORAGE_ERROR
         )
-        assert TP in broker.rm.offline and broker.partition("t").offline
+        assert TP in broker.replica_manager.offline and broker.partition("t").offline
         assert broker.events.counts.get("replica_offline") == 1
         assert broker.metrics.snapshot()["offline_replicas"] == 1
         # Offline: refused before any write is tried, by produce and by fetch.
@@ -320,7 +320,7 @@ async def test_a_plain_storage_refusal_does_not_take_the_replica_offline(autojum
     assert (await produce(leader, records(2))).partitions[0].error_code == (
         ErrorCode.KAFKA_STORAGE_ERROR
     )
-    assert failures == [1] and len(leader.rm.offline) == 0
+    assert failures == [1] and len(leader.replica_manager.offline) == 0
     assert (await produce(leader, records(2))).partitions[0].error_code == ErrorCode.NONE
 
 
@@ -342,7 +342,7 @@ async def test_a_leader_and_isr_the_store_cannot_hold_gets_per_partition_errors(
         )
         codes = [(e.partition, e.error_code) for e in errors]
         assert codes == [(0, ErrorCode.NONE), (1, ErrorCode.KAFKA_STORAGE_ERROR)]
-        assert TopicPartition("t", 1) in broker.rm.offline
+        assert TopicPartition("t", 1) in broker.replica_manager.offline
         assert (await produce(broker, records(1))).partitions[0].error_code == ErrorCode.NONE
 
 
@@ -364,9 +364,9 @@ async def test_a_follower_whose_append_fails_goes_offline_and_its_fetcher_goes_o
                 timeout_ms=1000,
                 partitions=[ProducePartition(topic="t", partition=p, records=records(3))],
             )
-            await handle_produce(a.rm, req, a.topics)
+            await handle_produce(a.replica_manager, req, a.topics)
         await wait_until(lambda: b.partition("t", 1).log_end_offset == 3)
-        assert TP in b.rm.offline and b.partition("t").log_end_offset == 0
+        assert TP in b.replica_manager.offline and b.partition("t").log_end_offset == 0
         assert b.events.counts.get("fetch_append_failed") == 1
         # The same fetcher keeps replicating the healthy partition.
         req = ProduceRequest(
@@ -374,5 +374,5 @@ async def test_a_follower_whose_append_fails_goes_offline_and_its_fetcher_goes_o
             timeout_ms=1000,
             partitions=[ProducePartition(topic="t", partition=1, records=records(2))],
         )
-        await handle_produce(a.rm, req, a.topics)
+        await handle_produce(a.replica_manager, req, a.topics)
         await wait_until(lambda: b.partition("t", 1).log_end_offset == 5)

@@ -129,7 +129,7 @@ async def preload(a: MemoryBroker, batches_per_partition: int, batch: bytes = BA
     """Produce through A's handler (acks=1, ISR {A}), one batch per partition per request."""
     for _ in range(batches_per_partition):
         resp = await handle_produce(
-            a.rm,
+            a.replica_manager,
             ProduceRequest(
                 acks=1,
                 timeout_ms=1000,
@@ -266,7 +266,7 @@ async def test_raising_the_follower_throttle_live_keeps_the_samples(autojump_clo
         topic_list = {(TOPICS, TOPIC): {FOLLOWER_REPLICAS: "*"}}
         b.set_configs({(BROKERS, "2"): {FOLLOWER_RATE: str(r1)}, **topic_list})
         await b.apply(states(isr=[1]), [a.info, b.info])
-        quotas = b.rm.replication_quotas
+        quotas = b.replica_manager.replication_quotas
 
         def probe() -> tuple[int, float]:
             return replicated(b), quotas.rate("follower", REPLICATION, now_ms())
@@ -308,7 +308,7 @@ async def test_kip542_adding_replica_is_throttled_by_the_reassignment_rate(
         total = await preload(a, BATCHES_11MB)
         b.set_configs({(BROKERS, "2"): {FOLLOWER_REASSIGNMENT_RATE: str(RATE)}})
         await b.apply(moving, [a.info, b.info])
-        quotas = b.rm.replication_quotas
+        quotas = b.replica_manager.replication_quotas
 
         def probe() -> tuple[int, float, float]:
             t = now_ms()
@@ -341,7 +341,7 @@ async def test_kip542_replica_not_being_added_is_not_throttled(autojump_clock, t
                 await trio.sleep(0.001)
         for p in range(PARTITIONS):
             assert b.partition(TOPIC, p).log_end_offset == a.partition(TOPIC, p).log_end_offset
-        assert b.rm.replication_quotas.rate("follower", REASSIGNMENT, now_ms()) == 0
+        assert b.replica_manager.replication_quotas.rate("follower", REASSIGNMENT, now_ms()) == 0
     assert not any("throttled_bytes" in k for k in b.metrics.counters)
 
 
@@ -358,7 +358,7 @@ async def produce_in_bursts(a: MemoryBroker, *, cycles: int) -> None:
         for k in range(30):
             await trio.sleep_until(start + cycle * 10 + k * 0.1)
             resp = await handle_produce(
-                a.rm,
+                a.replica_manager,
                 ProduceRequest(
                     acks=1,
                     timeout_ms=1000,
@@ -392,7 +392,7 @@ async def test_in_sync_exemption_prevents_isr_thrashing(autojump_clock, tmp_path
         await a.apply(st, [a.info, b.info])
         await b.apply(st, [a.info, b.info])
         a.set_configs({(BROKERS, "1"): {LEADER_RATE: str(THRASH_RATE), LEADER_ALL: "true"}})
-        quotas = a.rm.replication_quotas
+        quotas = a.replica_manager.replication_quotas
         isrs: list[tuple[int, ...]] = []
         peak = 0.0
         async with trio.open_nursery() as nursery:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 
 from minikafka.core.dynamic_config import BrokerThrottleConfig, ThrottledReplicas
 
@@ -32,6 +32,14 @@ from minikafka.core.dynamic_config import BrokerThrottleConfig, ThrottledReplica
 class ThrottleClass(Enum):
     REPLICATION = "replication"
     REASSIGNMENT = "reassignment"
+
+
+class QuotaSide(StrEnum):
+    """Which end of replication a quota bounds (KIP-73): the leader's sends or the follower's
+    fetches. A StrEnum: its value is the name metrics and configs use ("leader.replication...")."""
+
+    LEADER = "leader"
+    FOLLOWER = "follower"
 
 
 def leader_throttle_class(
@@ -163,10 +171,10 @@ def follower_caught_up(lag: int | None) -> bool:
 
 
 def class_rate(
-    config: BrokerThrottleConfig, side: str, throttle_class: ThrottleClass
+    config: BrokerThrottleConfig, side: QuotaSide, throttle_class: ThrottleClass
 ) -> int | None:
-    """The bound of a class on a side ("leader" or "follower"); None when unset."""
-    if side == "leader":
+    """The bound of a class on a side; None when unset."""
+    if side == QuotaSide.LEADER:  # a plain "leader" string compares equal too
         return (
             config.leader_rate
             if throttle_class is ThrottleClass.REPLICATION

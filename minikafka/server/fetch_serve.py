@@ -32,6 +32,7 @@ import trio
 from minikafka.core.log import check_follower_fetch
 from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_size
 from minikafka.core.replication_quota import (
+    QuotaSide,
     ThrottleClass,
     decide_fetch_throttles,
     leader_charge_class,
@@ -212,7 +213,7 @@ class _LeaderThrottle:
         req: FetchRequest,
         readable: list[tuple[int, FetchPartition, LocalPartition]],
     ) -> None:
-        self.rm = rm
+        self.replica_manager = rm
         self.quotas = rm.replication_quotas
         self.precise = rm.config.replication_quota_precise
         self.exempt_in_sync = rm.config.replication_throttle_in_sync_exempt
@@ -258,8 +259,8 @@ class _LeaderThrottle:
         (core/replication_quota.py `decide_fetch_throttles`, the follower side's decision too)."""
         decisions = decide_fetch_throttles(
             list(zip(self.classes, self.in_sync, strict=True)),
-            exceeded=lambda cls: self.quotas.exceeded("leader", cls, now),
-            remaining=lambda cls: self.quotas.remaining("leader", cls, now),
+            exceeded=lambda cls: self.quotas.exceeded(QuotaSide.LEADER, cls, now),
+            remaining=lambda cls: self.quotas.remaining(QuotaSide.LEADER, cls, now),
             precise=self.precise,
             exempt_in_sync=self.exempt_in_sync,
         )
@@ -298,8 +299,8 @@ class _LeaderThrottle:
                 overhead = charge - records.get(cls, 0)
             else:
                 continue
-            self.quotas.record("leader", cls, charge, now)
-            metrics = self.rm.metrics
+            self.quotas.record(QuotaSide.LEADER, cls, charge, now)
+            metrics = self.replica_manager.metrics
             if charge:
                 metrics.inc(f"leader_{cls.value}_throttled_bytes", charge)
             if exempt.get(cls):

@@ -25,6 +25,7 @@ from minikafka.core.log import (
 )
 from minikafka.core.records import iter_batches
 from minikafka.core.replication_quota import (
+    QuotaSide,
     ThrottleClass,
     decide_fetch_throttles,
     follower_caught_up,
@@ -120,7 +121,7 @@ class ReplicaFetcherManager:
 class ReplicaFetcher:
     def __init__(self, manager: ReplicaFetcherManager, leader: BrokerInfo, index: int) -> None:
         c = manager.config
-        self.m = manager
+        self.manager = manager
         self.leader = leader
         self.index = index
         self.planner = FetchPlanner(
@@ -142,24 +143,26 @@ class ReplicaFetcher:
         try:
             while self.planner.partitions:
                 try:
-                    async with self.m.connect(
-                        *self.m.config.route(self.leader.host, self.leader.port),
-                        client_id=f"replica-fetcher-{self.m.config.node_id}-{self.index}",
-                        max_frame_bytes=self.m.config.socket_max_frame_bytes,
-                        credential=self.m.config.credential,  # a follower's fetch: issue 11
+                    async with self.manager.connect(
+                        *self.manager.config.route(self.leader.host, self.leader.port),
+                        client_id=f"replica-fetcher-{self.manager.config.node_id}-{self.index}",
+                        max_frame_bytes=self.manager.config.socket_max_frame_bytes,
+                        credential=self.manager.config.credential,  # a follower's fetch: issue 11
                     ) as conn:
                         await self._fetch_loop(conn)
                 except MiniKafkaError as exc:
-                    self.m.events.emit("fetch_error", leader=self.leader.node_id, error=str(exc))
-                    self.m.metrics.inc("fetch_errors")
-                    await trio.sleep(self.m.config.replica_fetch_backoff_ms / 1000)
+                    self.manager.events.emit(
+                        "fetch_error", leader=self.leader.node_id, error=str(exc)
+                    )
+                    self.manager.metrics.inc("fetch_errors")
+                    await trio.sleep(self.manager.config.replica_fetch_backoff_ms / 1000)
         finally:
             self.stopped = True
 
     async def _fetch_loop(self, conn) -> None:  # noqa: ANN001 - client Connection
         while self.planner.partitions:
             t = now_ms()
-            throttle = _FollowerThrottle(self.m, self.planner, t)
+            throttle = _FollowerThrottle(self.manager, self.planner, t)
             request = self.planner.build_request(
                 t, exclude=throttle.excluded, limits=throttle.limits
             )
@@ -184,9 +187,11 @@ class ReplicaFetcher:
         if throttled:
             # Kafka waits replica.fetch.backoff.ms; the precise mode looks again after a tenth
             # of a quota window, so that no fetch carries a second's worth of allowance at once.
-            backoff = self.m.config.replica_fetch_backoff_ms
-            if self.m.config.replication_quota_precise:
-                backoff = min(backoff, self.m.config.replication_quota_window_size_seconds * 100)
+            backoff = self.manager.config.replica_fetch_backoff_ms
+            if self.manager.config.replication_quota_precise:
+                backoff = min(
+                    backoff, self.manager.config.replication_quota_window_size_seconds * 100
+                )
             wait_ms = backoff if ready <= now_ms() else min(wait_ms, backoff)
         with trio.move_on_after(wait_ms / 1000):
             await self.wakeup.wait()
@@ -207,7 +212,7 @@ class ReplicaFetcher:
         for pr in response.partitions:
             tp = TopicPartition(pr.topic, pr.partition)
             st = self.planner.partitions.get(tp)
-            p = self.m.lookup(tp)
+            p = self.manager.lookup(tp)
             if st is None or p is None or st.fetch_offset != asked.get(tp) or p.is_leader:
                 continue  # removed or moved on while the fetch was in flight
             if pr.error_code != ErrorCode.NONE:
@@ -223,7 +228,7 @@ class ReplicaFetcher:
                 p.replica.on_leader_high_watermark(pr.high_watermark)
                 self.planner.observe_leader(tp, pr.high_watermark)
         if writes:
-            failed = await self.m.writer.append_each(writes)
+            failed = await self.manager.writer.append_each(writes)
             if failed:
                 appended = [a for a in appended if a[0].tp not in failed]
                 self._on_append_failed(failed, t)
@@ -237,27 +242,27 @@ class ReplicaFetcher:
                     returned_data=True,  # with `rotate`, to the end of the next request
                 )
                 self.planner.observe_leader(p.tp, leader_hw)
-                self.m.metrics.inc("replication_bytes_in", size)
+                self.manager.metrics.inc("replication_bytes_in", size)
                 p.bytes_in.record(size, t)
             # After appending: every throttled partition's bytes count, caught up or not.
             for p, _hw, size in appended:
-                cls = _follower_class(self.m, p)
+                cls = _follower_class(self.manager, p)
                 if cls is not None:
-                    self.m.quotas.record("follower", cls, size, t)
-                    self.m.metrics.inc(f"follower_{cls.value}_throttled_bytes", size)
+                    self.manager.quotas.record(QuotaSide.FOLLOWER, cls, size, t)
+                    self.manager.metrics.inc(f"follower_{cls.value}_throttled_bytes", size)
                     if p.tp in exempt:  # of which the quota could not have held back
-                        self.m.metrics.inc(f"follower_{cls.value}_exempt_bytes", size)
+                        self.manager.metrics.inc(f"follower_{cls.value}_exempt_bytes", size)
 
     def _on_append_failed(self, failed: dict[TopicPartition, Exception], t: int) -> None:
         """A partition whose append failed is fetched again after a backoff, unless the failure
         took the replica offline (server/offline_replicas.py removes it from its fetcher); the
         others go on (Kafka's AbstractFetcherThread marks only the failed partition)."""
         for tp, exc in failed.items():
-            self.m.events.emit(
+            self.manager.events.emit(
                 "fetch_append_failed", topic=tp.topic, partition=tp.partition, error=str(exc)
             )
-            self.m.metrics.inc("append_failures")
-            if not self.m.on_append_error(tp, exc, during="replica_fetch"):
+            self.manager.metrics.inc("append_failures")
+            if not self.manager.on_append_error(tp, exc, during="replica_fetch"):
                 self.planner.delay(tp, t)
 
     def _prepare_append(
@@ -266,7 +271,7 @@ class ReplicaFetcher:
         try:
             batches = list(iter_batches(pr.records))
         except CorruptRecordError as exc:
-            self.m.events.emit(
+            self.manager.events.emit(
                 "fetch_corrupt", topic=p.tp.topic, partition=p.tp.partition, error=str(exc)
             )
             self.planner.delay(p.tp, t)
@@ -292,15 +297,15 @@ class ReplicaFetcher:
         assert div is not None
         offset, epochs = p.replica.truncation(div.epoch, div.end_offset)
         old = p.log_end_offset
-        new_leo = await self.m.writer.truncate(p.tp, offset, epochs)
+        new_leo = await self.manager.writer.truncate(p.tp, offset, epochs)
         # The producers' state of the truncated log: undone in memory down to the HW, else
         # reloaded from the snapshot and the log (ProducerStateManager.truncateAndReload).
         reloaded = None
         if not p.producers.can_roll_back_to(new_leo):
-            reloaded = await self.m.writer.load_producers(p.tp)
+            reloaded = await self.manager.writer.load_producers(p.tp)
         p.replica.on_truncated(new_leo, epochs, reloaded)
         self.planner.advance(p.tp, fetch_offset=new_leo, last_fetched_epoch=latest_epoch(epochs))
-        self.m.events.emit(
+        self.manager.events.emit(
             "truncated",
             topic=p.tp.topic,
             partition=p.tp.partition,
@@ -311,7 +316,7 @@ class ReplicaFetcher:
         )
 
     def _on_partition_error(self, tp: TopicPartition, pr: FetchPartitionResponse, t: int) -> None:
-        self.m.events.emit(
+        self.manager.events.emit(
             "fetch_partition_error",
             topic=tp.topic,
             partition=tp.partition,
@@ -321,16 +326,16 @@ class ReplicaFetcher:
         self.planner.delay(tp, t)
 
 
-def _follower_class(m: ReplicaFetcherManager, p: LocalPartition) -> ThrottleClass | None:
+def _follower_class(manager: ReplicaFetcherManager, p: LocalPartition) -> ThrottleClass | None:
     if p.state is None:
         return None
-    _leader_list, follower_list = m.dynamic.topic_throttled_replicas(p.tp.topic)
+    _leader_list, follower_list = manager.dynamic.topic_throttled_replicas(p.tp.topic)
     return follower_throttle_class(
         partition=p.tp.partition,
-        local_id=m.config.node_id,
+        local_id=manager.config.node_id,
         adding_replicas=p.state.adding_replicas,
         topic_follower_list=follower_list,
-        config=m.dynamic.broker_config(m.config.node_id),
+        config=manager.dynamic.broker_config(manager.config.node_id),
     )
 
 
@@ -339,24 +344,24 @@ class _FollowerThrottle:
     partitions that are not caught up, are throttled, and whose quota is exceeded; in precise
     mode, cap the others of a throttled class by their share of the remaining allowance."""
 
-    def __init__(self, m: ReplicaFetcherManager, planner: FetchPlanner, now: int) -> None:
+    def __init__(self, manager: ReplicaFetcherManager, planner: FetchPlanner, now: int) -> None:
         excluded: set[TopicPartition] = set()
         exempt_now: set[TopicPartition] = set()
         self.limits: dict[TopicPartition, int] = {}
         self.exempt: frozenset[TopicPartition] = frozenset()
-        quotas = m.quotas
+        quotas = manager.quotas
         tps = list(planner.partitions)
         parts = []
         for tp in tps:
-            p = m.lookup(tp)
-            cls = _follower_class(m, p) if p is not None else None
+            p = manager.lookup(tp)
+            cls = _follower_class(manager, p) if p is not None else None
             parts.append((cls, follower_caught_up(planner.partitions[tp].lag)))
         decisions = decide_fetch_throttles(
             parts,
-            exceeded=lambda cls: quotas.exceeded("follower", cls, now),
-            remaining=lambda cls: quotas.remaining("follower", cls, now),
-            precise=m.config.replication_quota_precise,
-            exempt_in_sync=m.config.replication_throttle_in_sync_exempt,
+            exceeded=lambda cls: quotas.exceeded(QuotaSide.FOLLOWER, cls, now),
+            remaining=lambda cls: quotas.remaining(QuotaSide.FOLLOWER, cls, now),
+            precise=manager.config.replication_quota_precise,
+            exempt_in_sync=manager.config.replication_throttle_in_sync_exempt,
         )
         for tp, decision in zip(tps, decisions, strict=True):
             if decision.limit == 0:

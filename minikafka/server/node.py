@@ -161,7 +161,7 @@ class Node:
             offline=offline,
             rng=self.rng,
         )
-        rm = self.broker.rm
+        rm = self.broker.replica_manager
         await nursery.start(rm.run)
         nursery.start_soon(
             partial(

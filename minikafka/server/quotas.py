@@ -27,10 +27,9 @@ from __future__ import annotations
 import math
 
 from minikafka.core.dynamic_config import BrokerThrottleConfig
-from minikafka.core.replication_quota import ThrottleClass, class_rate
+from minikafka.core.replication_quota import QuotaSide, ThrottleClass, class_rate
 from minikafka.core.stats import Avg, Max, MetricConfig, Rate, Sensor, SimpleRate
 
-SIDES = ("leader", "follower")
 INACTIVE_SENSOR_EXPIRATION_MS = (
     3600 * 1000
 )  # ClientQuotaManager.InactiveSensorExpirationTimeSeconds
@@ -45,8 +44,8 @@ class ReplicationQuotas:
         self.window_ms = window_ms
         self.exempt_in_sync = exempt_in_sync
         self.config = BrokerThrottleConfig()
-        self._sensors: dict[tuple[str, ThrottleClass], Sensor] = {}
-        for side in SIDES:
+        self._sensors: dict[tuple[QuotaSide, ThrottleClass], Sensor] = {}
+        for side in QuotaSide:
             for cls in ThrottleClass:
                 cfg = MetricConfig(samples=samples, window_ms=window_ms, quota=None)
                 self._sensors[(side, cls)] = Sensor(f"{side}-{cls.value}", SimpleRate(cfg), cfg)
@@ -64,17 +63,17 @@ class ReplicationQuotas:
                 )
             )
 
-    def exceeded(self, side: str, cls: ThrottleClass | None, now_ms: int) -> bool:
+    def exceeded(self, side: QuotaSide, cls: ThrottleClass | None, now_ms: int) -> bool:
         return cls is not None and self._sensors[(side, cls)].quota_exceeded(now_ms)
 
-    def record(self, side: str, cls: ThrottleClass | None, nbytes: int, now_ms: int) -> None:
+    def record(self, side: QuotaSide, cls: ThrottleClass | None, nbytes: int, now_ms: int) -> None:
         if cls is not None and nbytes:
             self._sensors[(side, cls)].record(nbytes, now_ms)
 
-    def remaining(self, side: str, cls: ThrottleClass, now_ms: int) -> float:
+    def remaining(self, side: QuotaSide, cls: ThrottleClass, now_ms: int) -> float:
         return self._sensors[(side, cls)].precise_remaining_bytes(now_ms)
 
-    def rate(self, side: str, cls: ThrottleClass, now_ms: int) -> float:
+    def rate(self, side: QuotaSide, cls: ThrottleClass, now_ms: int) -> float:
         """For gauges: a read that leaves the quota window as it is."""
         return self._sensors[(side, cls)].peek(now_ms)
 

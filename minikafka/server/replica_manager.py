@@ -39,7 +39,7 @@ from minikafka.core.replica_effects import (
     StopFetching,
     WakeWaiters,
 )
-from minikafka.core.replication_quota import ThrottleClass
+from minikafka.core.replication_quota import QuotaSide, ThrottleClass
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import RunSync, now_ms
@@ -413,7 +413,7 @@ class ReplicaManager:
     def _register_quota_gauges(self, metrics: Metrics) -> None:
         """KIP-73's metrics by name, and the client quota picture (KIP-13)."""
         q = self.replication_quotas
-        for side in ("leader", "follower"):
+        for side in QuotaSide:
             for cls, label in (
                 (ThrottleClass.REPLICATION, "Replication"),
                 (ThrottleClass.REASSIGNMENT, "Reassignment"),
@@ -491,7 +491,7 @@ class ReplicaManager:
         return as_leader + as_follower
 
 
-def _rounded(measure, side: str, cls: ThrottleClass) -> float:  # noqa: ANN001
+def _rounded(measure, side: QuotaSide, cls: ThrottleClass) -> float:  # noqa: ANN001
     return round(measure(side, cls, now_ms()), 1)
 
 

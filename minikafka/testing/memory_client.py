@@ -49,7 +49,7 @@ class MemoryClusterClient(ClusterClient):
         self.brokers = {b.config.node_id: b.info for b in self.members}
         newest: dict[TopicPartition, PartitionMetadata] = {}
         for b in self.members:
-            for tp, p in b.rm.partitions.items():
+            for tp, p in b.replica_manager.partitions.items():
                 st = p.state
                 if st is None or (topics is not None and tp.topic not in topics):
                     continue

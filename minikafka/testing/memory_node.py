@@ -251,9 +251,9 @@ class MemoryBroker:
             connect=network.connect if network is not None else open_connection,
             run_sync=run_sync,
         )
-        self.rm = self.broker.rm
-        self.writer = self.rm.writer
-        self.fetchers = self.rm.fetchers
+        self.replica_manager = self.broker.replica_manager
+        self.writer = self.replica_manager.writer
+        self.fetchers = self.replica_manager.fetchers
         self._blocks = 0
         self.producer_ids = ProducerIdManager(self._next_block)
         if network is not None:
@@ -280,7 +280,11 @@ class MemoryBroker:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(
-                    partial(self.rm.run, isr_expiration=isr_expiration, hw_checkpoints=False)
+                    partial(
+                        self.replica_manager.run,
+                        isr_expiration=isr_expiration,
+                        hw_checkpoints=False,
+                    )
                 )
                 yield self
                 nursery.cancel_scope.cancel()
@@ -315,11 +319,11 @@ class MemoryBroker:
         client_id = header.client_id or ""  # as Node.dispatch: client quotas are per client id
         match body:
             case ProduceRequest():
-                return await handle_produce(self.rm, body, self.topics, client_id)
+                return await handle_produce(self.replica_manager, body, self.topics, client_id)
             case FetchRequest():
-                return await handle_fetch(self.rm, body, self.topics, client_id)
+                return await handle_fetch(self.replica_manager, body, self.topics, client_id)
             case ListOffsetsRequest():
-                return handle_list_offsets(self.rm, body, self.topics)
+                return handle_list_offsets(self.replica_manager, body, self.topics)
             case LeaderAndIsrRequest() | UpdateMetadataRequest() | StopReplicaRequest():
                 if isinstance(body, LeaderAndIsrRequest):
                     self.topics.update(st.topic for st in body.partitions)
@@ -333,10 +337,10 @@ class MemoryBroker:
     ) -> list[TopicPartitionError]:
         """What a LeaderAndIsr carrying `states` does (live leaders `brokers`)."""
         self.topics.update(st.topic for st in states)
-        return await self.rm.apply_leader_and_isr(states, brokers)
+        return await self.replica_manager.apply_leader_and_isr(states, brokers)
 
     def partition(self, topic: str, partition: int = 0) -> LocalPartition:
-        return self.rm.partitions[TopicPartition(topic, partition)]
+        return self.replica_manager.partitions[TopicPartition(topic, partition)]
 
     def log_bytes(self, topic: str, partition: int = 0) -> bytes:
         """Every durable batch of the partition, as stored (for byte-for-byte comparisons)."""
