@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
+from minikafka.core.leader_and_isr import LeaderAndIsrAction, classify_leader_and_isr
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.records import iter_batches, make_batch
-from minikafka.core.replica import LeaderAndIsrAction, LocalReplica, classify_leader_and_isr
+from minikafka.core.replica import LocalReplica
 from minikafka.core.replica_effects import (
     PersistEpochs,
     ProposeIsr,

@@ -21,8 +21,8 @@ Offsets, and the only calls that move them:
   carried by an append) and adopted by ``on_append_committed`` once written, as Kafka's
   LeaderEpochFileCache writes its checkpoint before it is used.
 
-LeaderAndIsr (Kafka ReplicaManager.becomeLeaderOrFollower): ``classify_leader_and_isr`` says
-what a request does to a partition. A role change takes two steps around the shell's writer
+LeaderAndIsr (Kafka ReplicaManager.becomeLeaderOrFollower): core/leader_and_isr.py says what a
+request does to a partition. A role change takes two steps around the shell's writer
 barrier: ``begin_leading`` / ``begin_following`` stop stamping and serving at once (so nothing of
 the old role is queued behind the barrier), ``become_leader`` / ``become_follower`` take the new
 role at the LEO once every queued append is committed.
@@ -37,7 +37,6 @@ Time comes in as ``now_ms``; nothing here reads a clock.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Sequence
 
 from minikafka.core.election import NO_LEADER
@@ -64,34 +63,7 @@ from minikafka.core.types import UNDEFINED_EPOCH, EpochEntry, TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import PartitionState
 
-__all__ = ["LeaderAndIsrAction", "LocalReplica", "classify_leader_and_isr"]
-
-
-class LeaderAndIsrAction(enum.Enum):
-    FENCED = "fenced"  # older than what we hold: FENCED_LEADER_EPOCH, nothing changes
-    STOP = "stop"  # this broker is no longer a replica: stop serving and fetching (no delete)
-    IGNORE = "ignore"  # not a replica, and nothing hosted here to stop
-    LEAD = "lead"
-    FOLLOW = "follow"
-
-
-def classify_leader_and_isr(
-    current: PartitionState | None, new: PartitionState, local_id: int
-) -> LeaderAndIsrAction:
-    """What a LeaderAndIsr entry does to a partition whose last controller state is `current`.
-
-    Stale (Kafka's Partition.makeLeader/makeFollower checks): an older leader epoch, or the same
-    leader epoch with an older partition epoch. The same state again is not stale (a resend)."""
-    if current is not None:
-        if new.leader_epoch != current.leader_epoch:
-            stale = new.leader_epoch < current.leader_epoch
-        else:
-            stale = new.partition_epoch < current.partition_epoch
-        if stale:
-            return LeaderAndIsrAction.FENCED
-    if local_id not in new.replicas:
-        return LeaderAndIsrAction.STOP if current is not None else LeaderAndIsrAction.IGNORE
-    return LeaderAndIsrAction.LEAD if new.leader == local_id else LeaderAndIsrAction.FOLLOW
+__all__ = ["LocalReplica"]
 
 
 class LocalReplica:
@@ -520,18 +492,3 @@ class LocalReplica:
         else:
             self.producers.rollback(new_log_end_offset)
         self._hw = min(self._hw, new_log_end_offset)
-
-    # ------------------------------------------------------------------------ reporting
-
-    def describe(self) -> dict[str, object]:
-        return {
-            "topic": self.tp.topic,
-            "partition": self.tp.partition,
-            "role": "leader" if self.is_leader else "follower",
-            "leader": self.leader_id,
-            "leader_epoch": self.leader_epoch,
-            "log_start_offset": self._log_start_offset,
-            "log_end_offset": self._leo,
-            "high_watermark": self.high_watermark,
-            "idempotent_producers": len(self.producers.entries),
-        }

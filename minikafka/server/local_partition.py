@@ -104,7 +104,17 @@ class LocalPartition:
         self._watchers.clear()
 
     def describe(self) -> dict[str, object]:
-        return self.replica.describe()
+        return {
+            "topic": self.tp.topic,
+            "partition": self.tp.partition,
+            "role": "leader" if self.is_leader else "follower",
+            "leader": self.leader_id,
+            "leader_epoch": self.leader_epoch,
+            "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset,
+            "high_watermark": self.high_watermark,
+            "idempotent_producers": len(self.producers.entries),
+        }
 
 
 def leader_error(

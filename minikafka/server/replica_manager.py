@@ -21,15 +21,13 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import asdict
-from functools import partial
 
 import trio
 
 from minikafka.client.connection import Connection, open_connection
+from minikafka.core.leader_and_isr import LeaderAndIsrAction, classify_leader_and_isr
 from minikafka.core.producer_state import entries_to_doc
 from minikafka.core.records import peek_header
-from minikafka.core.replica import LeaderAndIsrAction, classify_leader_and_isr
 from minikafka.core.replica_effects import (
     Effect,
     PersistEpochs,
@@ -39,7 +37,6 @@ from minikafka.core.replica_effects import (
     StopFetching,
     WakeWaiters,
 )
-from minikafka.core.replication_quota import QuotaSide, ThrottleClass
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import RunSync, now_ms
@@ -53,6 +50,7 @@ from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
+from minikafka.server.replica_gauges import register_replica_gauges
 from minikafka.storage import AppendWrite, LoadedPartition, LogDirError, LogStore, StorageError
 from minikafka.wire.messages import (
     BrokerInfo,
@@ -126,28 +124,7 @@ class ReplicaManager:
         # Every config change re-bounds the replication sensors (keeping their samples).
         dynamic.subscribe(lambda _snapshot: self.on_configs_changed())
         self.on_configs_changed()
-        self._register_gauges(metrics)
-
-    def _register_gauges(self, metrics: Metrics) -> None:
-        self._register_quota_gauges(metrics)
-        for counter in (
-            "bytes_in",
-            "bytes_out",
-            "replication_bytes_in",
-            "replication_bytes_out",
-            "isr_shrinks",
-            "isr_expands",
-            "produce_duplicates",  # idempotent retries answered from the original (KIP-98)
-            "produce_sequence_errors",  # refused: out of order, old epoch, unknown producer
-        ):
-            metrics.inc(counter, 0)  # present (as 0) from the first snapshot on
-        metrics.gauge("offline_replicas", lambda: len(self.offline))  # Kafka's OfflineReplicaCount
-        metrics.gauge("partitions", lambda: len(self.partitions))
-        metrics.gauge(
-            "leader_partitions", lambda: sum(p.is_leader for p in self.partitions.values())
-        )
-        metrics.gauge("under_replicated_partitions", self._under_replicated)
-        metrics.gauge("SumReplicaLag", self._sum_replica_lag)
+        register_replica_gauges(self, metrics)
 
     def on_configs_changed(self) -> None:
         """The dynamic configs changed: new replication bounds (samples kept)."""
@@ -242,8 +219,8 @@ class ReplicaManager:
     async def apply_leader_and_isr(
         self, states: Sequence[PartitionState], brokers: Sequence[BrokerInfo]
     ) -> list[TopicPartitionError]:
-        """Kafka's becomeLeaderOrFollower: each entry decided by core/replica.py
-        `classify_leader_and_isr`, then leaders and followers switched in two batches."""
+        """Kafka's becomeLeaderOrFollower: each entry decided by core/leader_and_isr.py, then
+        leaders and followers switched in two batches."""
         async with self._lock:
             errors = []
             leaders, followers = [], []
@@ -407,92 +384,6 @@ class ReplicaManager:
             if producers.can_roll_back_to(hw):
                 out[tp] = (hw, entries_to_doc(producers.state_at(hw)))
         return out
-
-    # ------------------------------------------------------------------ gauges
-
-    def _register_quota_gauges(self, metrics: Metrics) -> None:
-        """KIP-73's metrics by name, and the client quota picture (KIP-13)."""
-        q = self.replication_quotas
-        for side in QuotaSide:
-            for cls, label in (
-                (ThrottleClass.REPLICATION, "Replication"),
-                (ThrottleClass.REASSIGNMENT, "Reassignment"),
-            ):
-                metrics.gauge(
-                    f"{side.capitalize()}{label}ThrottledRate", partial(_rounded, q.rate, side, cls)
-                )
-        metrics.gauge(
-            "PartitionBytesInRate",
-            lambda: {
-                str(tp): round(p.bytes_in.measure(now_ms()), 1) for tp, p in self.partitions.items()
-            },
-        )
-        metrics.gauge(
-            "client_byte_rate",
-            lambda: {
-                "produce": self.produce_quotas.rates(now_ms()),
-                "fetch": self.fetch_quotas.rates(now_ms()),
-            },
-        )
-        # Kafka's per-client `throttle-time` (ClientQuotaManager): avg and max over the quota
-        # window of the throttle times imposed; None when none was within it (Kafka: NaN).
-        metrics.gauge(
-            "client_throttle_time_ms_avg",
-            lambda: {
-                "produce": self.produce_quotas.throttle_time_avg(now_ms()),
-                "fetch": self.fetch_quotas.throttle_time_avg(now_ms()),
-            },
-        )
-        metrics.gauge(
-            "client_throttle_time_ms_max",
-            lambda: {
-                "produce": self.produce_quotas.throttle_time_max(now_ms()),
-                "fetch": self.fetch_quotas.throttle_time_max(now_ms()),
-            },
-        )
-        metrics.gauge(
-            "throttle_configs",
-            lambda: {k: v for k, v in asdict(q.config).items() if v not in (None, False)},
-        )
-
-    def _under_replicated(self) -> int:
-        return sum(
-            1
-            for p in self.partitions.values()
-            if p.leader is not None and len(p.leader.isr) < len(p.leader.replicas)
-        )
-
-    def _sum_replica_lag(self) -> int:
-        """KIP-73's SumReplicaLag: "the sum of all replica lag values on the broker", both
-        sides of it, in messages (offsets).
-
-        - As leader: for each follower of each partition led here, leader LEO minus the LEO the
-          follower last fetched from (core/partition.py `replica_lag`).
-        - As follower: for each partition followed here, the leader's HW as of the last fetch
-          response minus our own LEO (`FollowerFetchState.lag`; unknown before the first
-          response, counted as 0). This is the half that an admin watching a bootstrapping
-          broker sees fall: it leads nothing, so the leader half reads 0 there.
-
-        Kafka never shipped a metric of this name. What it has is the follower's view:
-        FetcherLagMetrics `ConsumerLag` per partition (leader HW - the follower's next fetch
-        offset, from AbstractFetcherThread.processFetchRequest) and ReplicaFetcherManager's
-        `MaxLag`, their maximum. It reports no per-follower lag on the leader side. A lagging
-        replica is counted once by its leader and once by itself here, so summing this metric
-        over brokers counts it twice.
-        """
-        as_leader = sum(
-            p.leader.replica_lag(r)
-            for p in self.partitions.values()
-            if p.leader is not None
-            for r in p.leader.replicas
-            if r != self.config.node_id
-        )
-        as_follower = sum(f.planner.total_lag() for f in self.fetchers.fetchers.values())
-        return as_leader + as_follower
-
-
-def _rounded(measure, side: QuotaSide, cls: ThrottleClass) -> float:  # noqa: ANN001
-    return round(measure(side, cls, now_ms()), 1)
 
 
 def _error(st: PartitionState, code: ErrorCode) -> TopicPartitionError:
