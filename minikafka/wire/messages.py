@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from minikafka.core.types import NO_LEADER, UNDEFINED_EPOCH
 from minikafka.wire.admin_messages import (  # noqa: F401 - re-exported: one import place for every message
     AlterableConfig,
     AlterConfigsResource,
@@ -77,8 +78,8 @@ class ApiKey(IntEnum):
 
 # Sentinels with Kafka's values.
 CONSUMER_REPLICA_ID = -1  # FetchRequest.replica_id of a consumer
-NO_LEADER = -1
-NO_EPOCH = -1
+# NO_LEADER (core/types.py) is importable from here too, for the wire's readers.
+NO_EPOCH = UNDEFINED_EPOCH  # to be removed: minikafka/server/local_partition.py still uses it
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or HW for consumers)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 
@@ -218,8 +219,8 @@ class FetchPartition:
     partition: int
     fetch_offset: int
     partition_max_bytes: int
-    current_leader_epoch: int = NO_EPOCH
-    last_fetched_epoch: int = NO_EPOCH  # lets the leader answer with a diverging epoch
+    current_leader_epoch: int = UNDEFINED_EPOCH
+    last_fetched_epoch: int = UNDEFINED_EPOCH  # lets the leader answer with a diverging epoch
     log_start_offset: int = -1
 
 
@@ -278,7 +279,7 @@ class ListOffsetsPartitionResponse:
     partition: int
     error_code: int
     offset: int = -1
-    leader_epoch: int = NO_EPOCH
+    leader_epoch: int = UNDEFINED_EPOCH
 
 
 @dataclass(**MSG)
@@ -309,7 +310,7 @@ class OffsetForLeaderEpochPartitionResponse:
     topic: str
     partition: int
     error_code: int
-    leader_epoch: int = NO_EPOCH
+    leader_epoch: int = UNDEFINED_EPOCH
     end_offset: int = -1
 
 
@@ -435,7 +436,7 @@ class AlterPartitionItemResponse:
     partition: int
     error_code: int
     leader: int = NO_LEADER
-    leader_epoch: int = NO_EPOCH
+    leader_epoch: int = UNDEFINED_EPOCH
     isr: list[int] = field(default_factory=list)
     partition_epoch: int = -1
 

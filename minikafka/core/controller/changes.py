@@ -22,8 +22,7 @@ from dataclasses import dataclass, replace
 
 from minikafka.core.controller.model import VALUE, Event, PartitionRecord
 from minikafka.core.election import elect_leader
-from minikafka.core.types import TopicPartition
-from minikafka.wire.messages import NO_LEADER
+from minikafka.core.types import NO_LEADER, TopicPartition
 
 
 @dataclass(**VALUE)

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikafka.core.dynamic_config import ConfigSnapshot
-from minikafka.core.types import TopicPartition
-from minikafka.wire.messages import NO_LEADER, BrokerInfo, PartitionState
+from minikafka.core.types import NO_LEADER, TopicPartition
+from minikafka.wire.messages import BrokerInfo, PartitionState
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

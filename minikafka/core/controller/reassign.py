@@ -41,10 +41,9 @@ from minikafka.core.controller.model import VALUE, Event, PartitionRecord, SendS
 from minikafka.core.controller.throttles import ThrottleClaims, ThrottleKey, normalise_throttles
 from minikafka.core.controller.topics import replica_list_error
 from minikafka.core.election import elect_leader
-from minikafka.core.types import TopicPartition
+from minikafka.core.types import NO_LEADER, TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import (
-    NO_LEADER,
     ConfigEntity,
     OngoingPartitionReassignment,
     ReassignablePartition,

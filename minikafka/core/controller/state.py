@@ -50,11 +50,8 @@ from minikafka.core.controller.partition_requests import PartitionRequests
 from minikafka.core.controller.reassign import Reassignments
 from minikafka.core.controller.topic_requests import TopicRequests
 from minikafka.core.dynamic_config import TOPICS, ConfigSnapshot
-from minikafka.core.types import TopicPartition
+from minikafka.core.types import NO_LEADER, TopicPartition
 from minikafka.errors import ConfigError
-from minikafka.wire.messages import (
-    NO_LEADER,
-)
 
 DOC_VERSION = 1
 
