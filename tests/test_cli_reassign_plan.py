@@ -43,7 +43,7 @@ def plan_inputs(**over) -> reassign_plan.Inputs:
         },
         bytes_in={},
         bytes_in_source="unknown",
-        rf=2,
+        replication_factor=2,
         num_brokers=3,
         configs={
             "replica.fetch.response.max.bytes": (262144, "cluster.json"),

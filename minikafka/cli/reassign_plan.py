@@ -206,7 +206,7 @@ def at_throttle(
         throttle=throttle,
         bytes_in_per_broker=inputs.bytes_in or {b: 0.0 for b in inputs.traffic},
         network_bytes_per_s=network if network is not None else HUGE_NETWORK,
-        replication_factor=inputs.rf,
+        replication_factor=inputs.replication_factor,
         **_quota_kwargs(inputs),
     )
     lines = [
@@ -315,7 +315,7 @@ def for_deadline(
         bytes_in_per_broker=inputs.bytes_in or {b: 0.0 for b in inputs.traffic},
         network_bytes_per_s=network,
         max_fraction=fraction,
-        replication_factor=inputs.rf,
+        replication_factor=inputs.replication_factor,
         **_quota_kwargs(inputs),
     )
     figure = _compare(inputs, result.at_required, throttle_mode)

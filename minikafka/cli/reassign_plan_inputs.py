@@ -65,7 +65,7 @@ class Inputs:
     traffic: Mapping[int, runner.BrokerTraffic]
     bytes_in: Mapping[int, float]
     bytes_in_source: str
-    rf: int
+    replication_factor: int
     num_brokers: int
     configs: Mapping[str, tuple[Any, str]]  # name -> (value, "cluster.json" | "default")
     ongoing: int
@@ -104,7 +104,7 @@ class Inputs:
             },
             "bytes_in_per_broker": self.bytes_in,
             "bytes_in_source": self.bytes_in_source,
-            "replication_factor": self.rf,
+            "replication_factor": self.replication_factor,
             "brokers": self.num_brokers,
             "configs": {k: {"value": v, "source": s} for k, (v, s) in self.configs.items()},
             "ongoing_moves_included": self.ongoing,
@@ -150,7 +150,7 @@ class Inputs:
         out.append(f"BytesInPerSec per broker ({self.bytes_in_source}): {ins}")
         out += self._inbound_lines()
         out.append(
-            f"Replication factor {self.rf}, {self.num_brokers} live brokers; {shown(QUOTA_CONFIGS)}"
+            f"Replication factor {self.replication_factor}, {self.num_brokers} live brokers; {shown(QUOTA_CONFIGS)}"
         )
         algorithm = "the precise quota" if self.precise else "Kafka's algorithm"
         fetch = shown(FETCH_CONFIGS)
@@ -284,7 +284,7 @@ def inputs_from(
         traffic=runner.traffic_per_broker(planned, sizes, view.leaders),
         bytes_in=bytes_in,
         bytes_in_source=bytes_in_source,
-        rf=max(len(r) for r in proposed.values()),
+        replication_factor=max(len(r) for r in proposed.values()),
         num_brokers=len(view.live_brokers),
         configs=configs,
         ongoing=len(view.ongoing),

@@ -167,14 +167,14 @@ class Broker:
         self,
         *,
         config: NodeConfig,
-        rm: ReplicaManager,
+        rm: ReplicaManager,  # the keyword server/node.py and testing/memory_node.py pass
         link: ControllerLink,
         cache: MetadataCache,
         events: EventLog,
         dynamic: DynamicConfigs | None = None,
     ) -> None:
         self.config = config
-        self.rm = rm
+        self.replica_manager = rm
         self.link = link
         self.cache = cache
         self.events = events
@@ -196,11 +196,13 @@ class Broker:
         carries the client-quota throttle), or NotImplemented if this is not one."""
         match body:
             case ProduceRequest():
-                return await handle_produce(self.rm, body, self.cache.topics, client_id)
+                return await handle_produce(
+                    self.replica_manager, body, self.cache.topics, client_id
+                )
             case FetchRequest():
-                return await handle_fetch(self.rm, body, self.cache.topics, client_id)
+                return await handle_fetch(self.replica_manager, body, self.cache.topics, client_id)
             case ListOffsetsRequest():
-                return handle_list_offsets(self.rm, body, self.cache.topics)
+                return handle_list_offsets(self.replica_manager, body, self.cache.topics)
             case MetadataRequest():
                 return self.cache.response(body.topics)
             case LeaderAndIsrRequest():
@@ -211,7 +213,7 @@ class Broker:
                 self._accept_controller(body.controller_epoch)
                 self.cache.controller_id = body.controller_id
                 self.cache.update(brokers=body.brokers, partitions=body.partitions)
-                self.rm.apply_metadata(body.partitions)
+                self.replica_manager.apply_metadata(body.partitions)
                 self._apply_configs(body)
                 return UpdateMetadataResponse(error_code=ErrorCode.NONE)
             case StopReplicaRequest():
@@ -225,7 +227,7 @@ class Broker:
                 self._accept_controller(body.controller_epoch)
                 return StopReplicaResponse(
                     error_code=ErrorCode.NONE,
-                    partitions=await self.rm.apply_stop_replica(body.partitions),
+                    partitions=await self.replica_manager.apply_stop_replica(body.partitions),
                 )
             case CreateTopicsRequest():
                 return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
@@ -272,5 +274,5 @@ class Broker:
         self.cache.update(brokers=None, partitions=body.partitions)
         for b in body.live_leaders:
             self.cache.brokers.setdefault(b.node_id, b)
-        errors = await self.rm.apply_leader_and_isr(body.partitions, body.live_leaders)
+        errors = await self.replica_manager.apply_leader_and_isr(body.partitions, body.live_leaders)
         return LeaderAndIsrResponse(error_code=ErrorCode.NONE, partitions=errors)
