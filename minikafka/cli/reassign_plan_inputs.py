@@ -18,11 +18,13 @@ from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from tools.reassign import moves, plan_model, runner
 from tools.reassign import progress as prog
-from tools.reassign.model import (
+from tools.reassign.kafka_algorithm import (
     KAFKA_DEFAULTS,
     KafkaSettings,
-    MovingPartition,
     settings_from_configs,
+)
+from tools.reassign.model import (
+    MovingPartition,
 )
 from tools.reassign.units import human_bytes, human_rate
 

@@ -39,13 +39,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.core.types import TopicPartition
-from tools.reassign.model import (
+from tools.reassign.kafka_algorithm import (
     KafkaSettings,
+    aged_sensors,
+    kafka_prediction,
+)
+from tools.reassign.model import (
     MovingPartition,
     SensorLoad,
     TrafficPrediction,
-    aged_sensors,
-    kafka_prediction,
     sensor_loads,
     traffic_prediction,
 )
