@@ -1,5 +1,6 @@
 """The move model: the traffic model (tools/reassign/model.py) and the simulation of Kafka's
-quota algorithm (tools/reassign/kafka_algorithm.py), with the arithmetic in the comments. MB = 10**6 B, MiB = 2**20 B."""
+quota algorithm (tools/reassign/kafka_algorithm.py), with the arithmetic in the comments.
+MB = 10**6 B, MiB = 2**20 B."""
 
 from __future__ import annotations
 
