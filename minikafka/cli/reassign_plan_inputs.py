@@ -16,7 +16,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
-from tools.reassign import moves, plan_model, runner
+from tools.reassign import assignment_files, moves, plan_model, runner
 from tools.reassign import progress as prog
 from tools.reassign.kafka_algorithm import (
     KAFKA_DEFAULTS,
@@ -205,7 +205,7 @@ def gather(proposed: dict, bootstrap: str | None, cluster_dir: Path) -> Inputs:
     async def go() -> tuple[runner.ClusterView, dict]:
         async with open_client(address, client_id=CLIENT_ID) as client:
             view = await runner.read_cluster(Admin(client))
-            moves.validate_reassignment(
+            assignment_files.validate_reassignment(
                 proposed, current=view.assignment, live_brokers=view.live_brokers
             )
             planned = moves.move_map(view.assignment, proposed, view.ongoing)

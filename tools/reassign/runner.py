@@ -57,15 +57,17 @@ from minikafka.wire.messages import (
     FetchRequest,
     FetchResponse,
 )
+from tools.reassign.assignment_files import (
+    format_reassignment_json,
+    validate_reassignment,
+)
 from tools.reassign.moves import (
     ConfigChange,
     OngoingReassignment,
     PartitionMove,
     changes_by_entity,
-    format_reassignment_json,
     move_map,
     reassignment_throttle_configs,
-    validate_reassignment,
 )
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
