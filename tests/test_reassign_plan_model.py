@@ -65,7 +65,7 @@ def add_broker(bytes_in: dict[int, float]) -> list[MovingPartition]:
 
 
 def kip73(partitions: list[MovingPartition], bytes_in: dict[int, float], throttle: float):  # noqa: ANN201
-    """KIP-73's MoveTime as the plan computes it (runner.traffic_per_broker's bytes)."""
+    """KIP-73's MoveTime as the plan computes it (move_size.traffic_per_broker's bytes)."""
     sends: dict[int, int] = {}
     copies: dict[int, int] = {}
     for m in partitions:

@@ -54,7 +54,7 @@ from minikafka.cli.reassign_inputs import (
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.errors import ConfigError
-from tools.reassign import assignment_files, moves, runner
+from tools.reassign import assignment_files, move_size, moves, runner
 from tools.reassign.units import human_bytes
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
@@ -237,7 +237,7 @@ def _generate(o: Mapping[str, Any]) -> None:
                 live_brokers=view.live_brokers,
             )
             moved = [tp for tp in proposed if set(proposed[tp]) != set(view.assignment[tp])]
-            sizes = runner.sizes_in_bytes(await runner.estimate_log_sizes(client, moved))
+            sizes = move_size.sizes_in_bytes(await move_size.estimate_log_sizes(client, moved))
             return view, proposed, sizes
 
     view, proposed, sizes = runner.run(go)
@@ -274,7 +274,7 @@ def _generate(o: Mapping[str, Any]) -> None:
     )
     copies = ", ".join(f"broker {b} {human_bytes(n)}" for b, n in per_broker.items()) or "none"
     click.echo(f"Bytes to move: {human_bytes(total)} ({total} B), copied to {copies}")
-    click.echo(f"  ({runner.SIZE_NOTE})")
+    click.echo(f"  ({move_size.SIZE_NOTE})")
     click.echo(f"Proposal seed: {seed} (--seed {seed} proposes the same again)")
 
 

@@ -8,7 +8,7 @@ reassignment file, from the live cluster, beside the move model the system tests
         --network-bytes-per-s 125000000 --max-fraction 0.3
 
 Inputs, each printed with where it came from: the bytes each broker copies in and sends out
-(estimated log sizes x the move map, runner.traffic_per_broker; moves already in progress are
+(estimated log sizes x the move map, move_size.traffic_per_broker; moves already in progress are
 counted whole, since they share the throttle); BytesInPerSec per broker (the median of
 `bytes_in_per_s` over the last 10 s of each broker's metrics.jsonl, 0 when the cluster's files
 are not at hand); the replication factor (the largest in the file); and the node configs

@@ -16,7 +16,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
-from tools.reassign import assignment_files, moves, plan_model, runner
+from tools.reassign import assignment_files, move_size, moves, plan_model, runner
 from tools.reassign import progress as prog
 from tools.reassign.kafka_algorithm import (
     KAFKA_DEFAULTS,
@@ -64,7 +64,7 @@ class Inputs:
     moved: int  # partitions whose replica set changes (in progress ones included)
     total: int  # partitions in the cluster
     bytes_to_move: int  # estimated, every new replica counted
-    traffic: Mapping[int, runner.BrokerTraffic]
+    traffic: Mapping[int, move_size.BrokerTraffic]
     bytes_in: Mapping[int, float]
     bytes_in_source: str
     replication_factor: int
@@ -145,7 +145,7 @@ class Inputs:
         out = [
             f"Move: {self.moved} of the {self.total} partitions in the cluster change replicas "
             f"(MoveRatio {self.moved / max(self.total, 1):.2f}), "
-            f"{human_bytes(self.bytes_to_move)} to copy ({runner.SIZE_NOTE})",
+            f"{human_bytes(self.bytes_to_move)} to copy ({move_size.SIZE_NOTE})",
         ]
         if self.ongoing:
             out.append(f"  including {self.ongoing} moves in progress, counted whole")
@@ -210,7 +210,7 @@ def gather(proposed: dict, bootstrap: str | None, cluster_dir: Path) -> Inputs:
             )
             planned = moves.move_map(view.assignment, proposed, view.ongoing)
             moving = [tp for tp, m in planned.items() if m.moving]
-            sizes = runner.sizes_in_bytes(await runner.estimate_log_sizes(client, moving))
+            sizes = move_size.sizes_in_bytes(await move_size.estimate_log_sizes(client, moving))
             return view, sizes
 
     view, sizes = runner.run(go)
@@ -283,7 +283,7 @@ def inputs_from(
         moved=sum(m.moving for m in planned.values()),
         total=len(view.assignment),
         bytes_to_move=sum(sizes.get(tp, 0) * len(m.destinations) for tp, m in planned.items()),
-        traffic=runner.traffic_per_broker(planned, sizes, view.leaders),
+        traffic=move_size.traffic_per_broker(planned, sizes, view.leaders),
         bytes_in=bytes_in,
         bytes_in_source=bytes_in_source,
         replication_factor=max(len(r) for r in proposed.values()),
