@@ -1,6 +1,6 @@
 """`minikafka reassign plan`: KIP-73's operator arithmetic (REFERENCE.md section 6) for a
 reassignment file, from the live cluster, beside the move model the system tests use
-(tools/reassign/model.py, through tools/reassign/plan_model.py). Stores nothing.
+(tools/reassign/model.py, through tools/reassign/plan_input.py and plan_model.py). Stores nothing.
 
     minikafka reassign plan --reassignment-json-file moves.json --throttle 2000000 \\
         [--network-bytes-per-s 125000000] [--throttle-mode replication|reassignment]
@@ -21,7 +21,7 @@ KIP-73's per-partition `PartitionBytesInRate` as its leader wrote it (the median
 last 10 s of the leader's metrics.jsonl: on a follower the metric counts replication, not
 produce), else, without the cluster's files or without an entry for the partition, its
 leader's BytesInPerSec split evenly over every partition that broker leads, moving or not
-(plan_model.INBOUND_RULE). KIP-73's own MoveTime keeps BytesInPerSec per broker: that is its
+(plan_input.INBOUND_RULE). KIP-73's own MoveTime keeps BytesInPerSec per broker: that is its
 definition. The printed inputs and --json say which source each partition took.
 
 At a throttle the plan prints KIP-73's MoveTime (tools/reassign/plan.py) and its checks, then

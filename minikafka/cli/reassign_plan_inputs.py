@@ -16,7 +16,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
-from tools.reassign import assignment_files, move_size, moves, plan_model, runner
+from tools.reassign import assignment_files, move_size, moves, plan_input, runner
 from tools.reassign import progress as prog
 from tools.reassign.kafka_algorithm import (
     KAFKA_DEFAULTS,
@@ -31,16 +31,16 @@ from tools.reassign.units import human_bytes, human_rate
 BYTES_IN_WINDOW_S = 10.0
 # Where each moving partition's inbound rate came from (`Inputs.inbound_sources`).
 MEASURED_SOURCE = (
-    f"{plan_model.PARTITION_BYTES_IN} (median of the last {BYTES_IN_WINDOW_S:g} s of the "
+    f"{plan_input.PARTITION_BYTES_IN} (median of the last {BYTES_IN_WINDOW_S:g} s of the "
     "leaders' metrics.jsonl)"
 )
 SPLIT_NO_FILES = (
-    f"{plan_model.INBOUND_RULE} (moving or not; no {plan_model.PARTITION_BYTES_IN} without "
+    f"{plan_input.INBOUND_RULE} (moving or not; no {plan_input.PARTITION_BYTES_IN} without "
     "the cluster's files)"
 )
 SPLIT_NO_ENTRY = (
-    f"{plan_model.INBOUND_RULE} (moving or not; the last {BYTES_IN_WINDOW_S:g} s of the "
-    f"leader's metrics.jsonl give no {plan_model.PARTITION_BYTES_IN} for the partition)"
+    f"{plan_input.INBOUND_RULE} (moving or not; the last {BYTES_IN_WINDOW_S:g} s of the "
+    f"leader's metrics.jsonl give no {plan_input.PARTITION_BYTES_IN} for the partition)"
 )
 SHOWN_PARTITIONS = 8  # measured rates listed one by one up to this many, summarised beyond
 QUOTA_CONFIGS = {
@@ -71,7 +71,7 @@ class Inputs:
     num_brokers: int
     configs: Mapping[str, tuple[Any, str]]  # name -> (value, "cluster.json" | "default")
     ongoing: int
-    # The move model's input (plan_model.moving_partitions), where each moving partition's
+    # The move model's input (plan_input.moving_partitions), where each moving partition's
     # inbound rate came from (MEASURED_SOURCE, SPLIT_NO_FILES or SPLIT_NO_ENTRY), and how
     # many partitions each broker leads (the split's denominator).
     moving: tuple[MovingPartition, ...] = ()
@@ -88,7 +88,7 @@ class Inputs:
         if len(kinds) == 1:
             return kinds[0]
         if not kinds:
-            return plan_model.INBOUND_RULE
+            return plan_input.INBOUND_RULE
         counts = ", ".join(
             f"{sum(v == k for v in self.inbound_sources.values())}: {k}" for k in kinds
         )
@@ -112,7 +112,7 @@ class Inputs:
             "ongoing_moves_included": self.ongoing,
             "inbound_source": self.inbound_source,
             "inbound_split": {
-                "rule": plan_model.INBOUND_RULE,
+                "rule": plan_input.INBOUND_RULE,
                 "partitions_led": self.partitions_led,
             },
             "moving_partitions": [
@@ -125,7 +125,7 @@ class Inputs:
                     "size_bytes": m.size_bytes,
                     "inbound_bytes_per_s": round(m.inbound_bytes_per_s, 1),
                     "inbound_source": self.inbound_sources.get(
-                        TopicPartition(m.topic, m.partition), plan_model.INBOUND_RULE
+                        TopicPartition(m.topic, m.partition), plan_input.INBOUND_RULE
                     ),
                 }
                 for m in self.moving
@@ -166,7 +166,7 @@ class Inputs:
         by_source: dict[str, list[MovingPartition]] = {}
         for m in self.moving:
             tp = TopicPartition(m.topic, m.partition)
-            by_source.setdefault(self.inbound_sources.get(tp, plan_model.INBOUND_RULE), []).append(
+            by_source.setdefault(self.inbound_sources.get(tp, plan_input.INBOUND_RULE), []).append(
                 m
             )
         n = len(self.moving)
@@ -249,7 +249,7 @@ def inputs_from(
     """The plan's inputs from what `gather` read (pure). `metrics_lines`: each broker's
     metrics.jsonl lines of the last BYTES_IN_WINDOW_S seconds (None: the cluster's files are not
     at hand), whose PartitionBytesInRate gives each partition's inbound rate on its leader
-    (plan_model.inbound); partitions it does not name take the split of BytesInPerSec."""
+    (plan_input.inbound); partitions it does not name take the split of BytesInPerSec."""
     planned = moves.move_map(view.assignment, proposed, view.ongoing)
     names = {**QUOTA_CONFIGS, **FETCH_CONFIGS}
     ours = {k: v for k, v in node_configs.items() if k in names}
@@ -261,11 +261,11 @@ def inputs_from(
     measured = (
         None
         if metrics_lines is None
-        else plan_model.partition_bytes_in(metrics_lines, view.leaders)
+        else plan_input.partition_bytes_in(metrics_lines, view.leaders)
     )
-    inbound = plan_model.inbound(bytes_in, view.leaders, measured=measured)
+    inbound = plan_input.inbound(bytes_in, view.leaders, measured=measured)
     moving = tuple(
-        plan_model.moving_partitions(
+        plan_input.moving_partitions(
             planned,
             assignment=view.assignment,
             proposed=proposed,
@@ -292,7 +292,7 @@ def inputs_from(
         ongoing=len(view.ongoing),
         moving=moving,
         inbound_sources=sources,
-        partitions_led=plan_model.partitions_led(view.leaders),
+        partitions_led=plan_input.partitions_led(view.leaders),
         precise=typed.replication_quota_precise,
         kafka=settings_from_configs(ours),
     )
