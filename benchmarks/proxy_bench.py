@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from cluster_bench import BenchError, Say, machine_info, run_main
+from bench_harness import BenchError, Say, machine_info, run_main
 
 from cluster.ports import free_ports
 from minikafka.faults.config import ProxyConfig, ProxyLink
