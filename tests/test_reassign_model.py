@@ -13,12 +13,7 @@ from tools.reassign.kafka_algorithm import (
     overshoot_bound,
     sensor_fetchers,
 )
-from tools.reassign.model import (
-    MovingPartition,
-    kip73_formula,
-    sensor_loads,
-    traffic_prediction,
-)
+from tools.reassign.model import MovingPartition, kip73_formula, sensor_loads, traffic_prediction
 
 MB = 1_000_000
 MIB = 1 << 20

@@ -8,13 +8,8 @@ import pytest
 
 from minikafka.core.types import TopicPartition
 from tools.reassign import plan, plan_input, plan_model
-from tools.reassign.kafka_algorithm import (
-    KafkaSettings,
-    settings_from_configs,
-)
-from tools.reassign.model import (
-    MovingPartition,
-)
+from tools.reassign.kafka_algorithm import KafkaSettings, settings_from_configs
+from tools.reassign.model import MovingPartition
 from tools.reassign.moves import OngoingReassignment, move_map
 
 MB = 1_000_000

@@ -18,14 +18,8 @@ from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from tools.reassign import assignment_files, move_size, moves, plan_input, runner
 from tools.reassign import progress as prog
-from tools.reassign.kafka_algorithm import (
-    KAFKA_DEFAULTS,
-    KafkaSettings,
-    settings_from_configs,
-)
-from tools.reassign.model import (
-    MovingPartition,
-)
+from tools.reassign.kafka_algorithm import KAFKA_DEFAULTS, KafkaSettings, settings_from_configs
+from tools.reassign.model import MovingPartition
 from tools.reassign.units import human_bytes, human_rate
 
 BYTES_IN_WINDOW_S = 10.0

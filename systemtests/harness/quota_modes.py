@@ -34,10 +34,7 @@ from tools.reassign.kafka_algorithm import (
     sensor_fetchers,
     settings_from_configs,
 )
-from tools.reassign.model import (
-    MovingPartition,
-    traffic_prediction,
-)
+from tools.reassign.model import MovingPartition, traffic_prediction
 
 QUOTA_MODES = ("precise", "kafka")
 

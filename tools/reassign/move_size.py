@@ -23,12 +23,7 @@ from minikafka.client.consumer import Consumer
 from minikafka.core.records import iter_batches
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode, is_retriable
-from minikafka.wire.messages import (
-    CONSUMER_REPLICA_ID,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
-)
+from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse
 from tools.reassign.moves import PartitionMove
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)

@@ -21,11 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tools.reassign.kafka_algorithm import (
-    KafkaSettings,
-    aged_sensors,
-    kafka_prediction,
-)
+from tools.reassign.kafka_algorithm import KafkaSettings, aged_sensors, kafka_prediction
 from tools.reassign.model import (
     MovingPartition,
     SensorLoad,

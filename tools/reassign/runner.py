@@ -41,15 +41,8 @@ from minikafka.core.dynamic_config import (
 )
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError
-from minikafka.wire.messages import (
-    AlterableConfig,
-    AlterConfigsResource,
-    ConfigEntity,
-)
-from tools.reassign.assignment_files import (
-    format_reassignment_json,
-    validate_reassignment,
-)
+from minikafka.wire.messages import AlterableConfig, AlterConfigsResource, ConfigEntity
+from tools.reassign.assignment_files import format_reassignment_json, validate_reassignment
 from tools.reassign.moves import (
     ConfigChange,
     OngoingReassignment,

@@ -18,11 +18,7 @@ only through the helpers here:
 import random
 from collections.abc import Iterable, Sequence
 
-from minikafka.core.controller.changes import (
-    PartitionChange,
-    fence_changes,
-    unfence_changes,
-)
+from minikafka.core.controller.changes import PartitionChange, fence_changes, unfence_changes
 from minikafka.core.controller.model import (
     BrokerRecord,
     ControllerConfig,
@@ -36,10 +32,7 @@ from minikafka.core.controller.reassign import Reassignments
 from minikafka.core.controller.throttles import remove_unclaimed
 from minikafka.core.dynamic_config import ConfigSnapshot, topic_overrides
 from minikafka.core.types import TopicPartition
-from minikafka.wire.messages import (
-    BrokerInfo,
-    PartitionState,
-)
+from minikafka.wire.messages import BrokerInfo, PartitionState
 
 
 class ControllerBase:

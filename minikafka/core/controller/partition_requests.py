@@ -11,10 +11,7 @@ from collections.abc import Sequence
 
 from minikafka.core.controller.alter import alter_one
 from minikafka.core.controller.base import ControllerBase
-from minikafka.core.controller.model import (
-    Effect,
-    Event,
-)
+from minikafka.core.controller.model import Effect, Event
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (

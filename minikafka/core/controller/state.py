@@ -41,11 +41,7 @@ import random
 from typing import Any
 
 from minikafka.core.controller.broker_requests import BrokerRequests
-from minikafka.core.controller.model import (
-    BrokerRecord,
-    ControllerConfig,
-    PartitionRecord,
-)
+from minikafka.core.controller.model import BrokerRecord, ControllerConfig, PartitionRecord
 from minikafka.core.controller.partition_requests import PartitionRequests
 from minikafka.core.controller.reassign import Reassignments
 from minikafka.core.controller.topic_requests import TopicRequests

@@ -11,19 +11,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 from minikafka.core.controller.base import ControllerBase
-from minikafka.core.controller.changes import (
-    leaderless_changes,
-)
-from minikafka.core.controller.configs import (
-    alter_configs,
-    created_topic_configs,
-    describe_configs,
-)
-from minikafka.core.controller.model import (
-    Effect,
-    Event,
-    PartitionRecord,
-)
+from minikafka.core.controller.changes import leaderless_changes
+from minikafka.core.controller.configs import alter_configs, created_topic_configs, describe_configs
+from minikafka.core.controller.model import Effect, Event, PartitionRecord
 from minikafka.core.controller.topics import TopicPlan, plan_topic, replicas_per_broker
 from minikafka.core.dynamic_config import ConfigSnapshot
 from minikafka.core.types import TopicPartition
