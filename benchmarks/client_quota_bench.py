@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from cluster_bench import BenchError, Say, add_run_options, machine_info, metrics_after, run_main
+from bench_harness import BenchError, Say, add_run_options, machine_info, metrics_after, run_main
 
 from cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin

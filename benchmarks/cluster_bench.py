@@ -33,32 +33,36 @@ framing included, about 13 bytes per 100 B record). Progress goes to stderr; the
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import trio
+from bench_harness import (
+    BenchError,
+    Say,
+    add_run_options,
+    log_end_offsets,
+    machine_info,
+    metrics_after,
+    run_main,
+    wait_for_isr,
+)
 from lmdb_reference import measure_lmdb_append_mb_per_s
 from trio_reference import measure_trio_loopback_mb_per_s
 
 from cluster import ClusterSpec, LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
-from minikafka.client.consumer import Consumer
 from minikafka.core.records import make_batch
-from minikafka.errors import ConfigError, MiniKafkaError
+from minikafka.errors import ConfigError
 from tools.perf import PerfSpec, run_produce_perf
 
 BROKERS = 3
@@ -66,18 +70,10 @@ REPLICATION_FACTOR = 2
 CATCHUP_PARTITIONS = 100
 PRODUCE_TARGET_MB_S = 50.0
 CATCHUP_TARGET_RATIO = 0.25
-POLL_S = 0.02
 REFERENCE_RUNS = 3
 DEFAULT_SEED = 42
 # Fast failure detection, as in `make demo`: a killed broker is fenced within ~3 s.
 NODE_CONFIGS = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
-
-
-Say = Callable[[str], None]
-
-
-class BenchError(Exception):
-    """A phase failed or timed out; the message says which and why."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,44 +96,7 @@ class BenchConfig:
         return max(1, self.batch_bytes // self.record_size)
 
 
-# ---------------------------------------------------------------------------------- machine
-
-
-def machine_info() -> dict[str, Any]:
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {
-        "date": datetime.now().astimezone().isoformat(timespec="seconds"),
-        "commit": source_commit(),
-        "nproc": len(os.sched_getaffinity(0))
-        if hasattr(os, "sched_getaffinity")
-        else os.cpu_count(),
-        "cpu_model": model,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
-def source_commit() -> str:
-    """The git commit of this checkout (read-only `git rev-parse`), or "unknown"."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=Path(__file__).resolve().parent,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            env=os.environ | {"GIT_OPTIONAL_LOCKS": "0"},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return done.stdout.strip() if done.returncode == 0 else "unknown"
+# ---------------------------------------------------------------------------------- references
 
 
 def measure_references(tmpdir: Path, ref_mb: int, *, say: Say) -> dict[str, Any]:
@@ -208,61 +167,10 @@ async def create_and_produce(
 # ---------------------------------------------------------------------------------- catch-up
 
 
-async def wait_for_isr(
-    bootstrap: str, topic: str, broker: int, *, member: bool, timeout_s: float, what: str
-) -> tuple[float, list[int]]:
-    """Poll Metadata until `broker` is (member=True) or is not (member=False) in the ISR of every
-    partition of `topic` it replicates, and leads none of them when not a member.
-
-    Returns the monotonic time of the answer that showed it, and those partitions.
-    """
-    async with open_client(bootstrap, client_id="cluster-bench") as client:
-        with trio.move_on_after(timeout_s):
-            while True:
-                md = await client.refresh_metadata([topic])
-                seen = time.monotonic()
-                (t,) = [t for t in md.topics if t.name == topic]
-                mine = [p for p in t.partitions if broker in p.replicas]
-                if member:
-                    done = all(broker in p.isr for p in mine)
-                else:
-                    done = all(broker not in p.isr and p.leader != broker for p in mine)
-                if mine and done:
-                    return seen, sorted(p.partition for p in mine)
-                await trio.sleep(POLL_S)
-    raise BenchError(
-        f"broker {broker} {what} within {timeout_s}s (Metadata polled from {bootstrap})"
-    )
-
-
-async def log_end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    async with open_client(bootstrap, client_id="cluster-bench") as client:
-        await client.refresh_metadata([topic])
-        ends = await Consumer(client).list_offsets(client.partitions_of(topic), earliest=False)
-    return {tp.partition: offset for tp, offset in ends.items()}
-
-
 def batch_size(cfg: BenchConfig) -> int:
     """Bytes of one full batch as tools/perf.py builds it (the leader only restamps its header)."""
     value = b"\0" * cfg.record_size
     return len(make_batch([(int(time.time() * 1000), None, value)] * cfg.records_per_batch))
-
-
-def metrics_after(path: Path, offset: int) -> list[dict[str, Any]]:
-    """The metrics.jsonl lines written after byte `offset` (by the restarted incarnation)."""
-    try:
-        with path.open("rb") as f:
-            f.seek(offset)
-            lines = f.read().decode().splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a line being written as we read, or cut short by the kill
-    return out
 
 
 def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say: Say) -> dict[str, Any]:
@@ -496,37 +404,6 @@ def main(argv: list[str] | None = None) -> int:
         idempotence=args.idempotence,
     )
     return run_main(args, cfg, run_bench, render, prefix="minikafka-bench-")
-
-
-def add_run_options(p: argparse.ArgumentParser, *, set_help: str) -> None:
-    """The options every cluster benchmark shares: seed, keep, dir, json and node configs."""
-    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
-    p.add_argument("--keep", action="store_true", help="keep the cluster dir and print where")
-    p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=set_help)
-
-
-def run_main(
-    args: argparse.Namespace, cfg: Any, run: Callable, render_: Callable, *, prefix: str
-) -> int:
-    """The shared end of every benchmark's main: a temp working dir (kept with --keep), one
-    run, a one-line FAILED on error (exit 1), the table or --json on stdout."""
-    say = lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True)  # noqa: E731
-    base = Path(tempfile.mkdtemp(prefix=prefix, dir=args.dir))
-    say(f"seed {cfg.seed}; working dir {base}")
-    try:
-        result = run(cfg, base, say=say)
-    except (BenchError, MiniKafkaError, trio.TooSlowError) as exc:
-        say(f"FAILED: {exc}")
-        return 1
-    finally:
-        if args.keep:
-            say(f"kept {base}")
-        else:
-            shutil.rmtree(base, ignore_errors=True)
-    print(json.dumps(result) if args.json else render_(result))
-    return 0
 
 
 if __name__ == "__main__":

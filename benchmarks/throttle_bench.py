@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from cluster_bench import (
+from bench_harness import (
     BenchError,
     Say,
     add_run_options,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import (
+from minikafka.core.controller import (
     ControllerConfig,
+    ControllerState,
     Event,
     SendLeaderAndIsr,
     SendStopReplica,

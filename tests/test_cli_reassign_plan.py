@@ -11,7 +11,7 @@ from reassign_cli_support import MOVES, T0, T1, T2, invoke, refused, tp_file
 
 from minikafka.cli import reassign_plan, reassign_plan_inputs
 from minikafka.core.types import TopicPartition
-from tools.reassign import runner
+from tools.reassign import move_size, runner
 from tools.reassign.moves import PartitionMove
 
 # ---------------------------------------------------------------------------- plan
@@ -23,7 +23,9 @@ def test_traffic_counts_what_the_current_leader_sends_to_every_destination():
         T1: PartitionMove(sources=(2, 3), destinations=(1,)),  # leader 3
         T2: PartitionMove(sources=(1, 2), destinations=()),  # a reorder: nothing moves
     }
-    traffic = runner.traffic_per_broker(moves, {T0: 100, T1: 10, T2: 1000}, {T0: 1, T1: 3, T2: 1})
+    traffic = move_size.traffic_per_broker(
+        moves, {T0: 100, T1: 10, T2: 1000}, {T0: 1, T1: 3, T2: 1}
+    )
     assert {b: (t.copies_in, t.sends_out, t.bytes) for b, t in traffic.items()} == {
         1: (10, 200, 200),
         2: (0, 0, 0),
@@ -38,12 +40,12 @@ def plan_inputs(**over) -> reassign_plan.Inputs:
         total=4,
         bytes_to_move=6_000_000,
         traffic={
-            1: runner.BrokerTraffic(broker=1, copies_in=4_000_000, sends_out=0),
-            2: runner.BrokerTraffic(broker=2, copies_in=1_500_000, sends_out=2_000_000),
+            1: move_size.BrokerTraffic(broker=1, copies_in=4_000_000, sends_out=0),
+            2: move_size.BrokerTraffic(broker=2, copies_in=1_500_000, sends_out=2_000_000),
         },
         bytes_in={},
         bytes_in_source="unknown",
-        rf=2,
+        replication_factor=2,
         num_brokers=3,
         configs={
             "replica.fetch.response.max.bytes": (262144, "cluster.json"),

@@ -25,8 +25,7 @@ from controller_support import (
     updates,
 )
 
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import ControllerConfig, SendUpdateMetadata
+from minikafka.core.controller import ControllerConfig, ControllerState, SendUpdateMetadata
 from minikafka.errors import ErrorCode
 
 # ---------------------------------------------------------------------------- AlterPartition

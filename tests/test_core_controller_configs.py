@@ -10,9 +10,9 @@ import random
 
 import msgpack
 
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import (
+from minikafka.core.controller import (
     ControllerConfig,
+    ControllerState,
     Event,
     SendLeaderAndIsr,
     SendUpdateMetadata,

@@ -21,7 +21,7 @@ from controller_support import (
     updates,
 )
 
-from minikafka.core.controller_model import SendUpdateMetadata
+from minikafka.core.controller import SendUpdateMetadata
 from minikafka.errors import ErrorCode
 
 # ---------------------------------------------------------------------------- fencing

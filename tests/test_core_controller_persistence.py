@@ -14,8 +14,7 @@ import msgpack
 import pytest
 from controller_support import TIMEOUT, create, events, keep_alive, lai, make, register, states
 
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import ControllerConfig
+from minikafka.core.controller import ControllerConfig, ControllerState
 from minikafka.errors import ConfigError, ErrorCode
 
 # ---------------------------------------------------------------------------- persistence

@@ -1,4 +1,4 @@
-"""Partition reassignment in the controller state machine (KIP-455, core/controller_reassign.py):
+"""Partition reassignment in the controller state machine (KIP-455, core/controller/reassign.py):
 starting, progress to completion, cancelling and replacing, failures mid-move, and a move
 surviving a new controller.
 
@@ -16,8 +16,12 @@ import msgpack
 import pytest
 from controller_reassign_support import LR, Cluster, config_pushes, event, lai, names, shape, stops
 
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import ControllerConfig, SendStopReplica, SendUpdateMetadata
+from minikafka.core.controller import (
+    ControllerConfig,
+    ControllerState,
+    SendStopReplica,
+    SendUpdateMetadata,
+)
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
     ConfigEntity,

@@ -14,7 +14,7 @@ import random
 import pytest
 from controller_reassign_support import LR, Cluster
 
-from minikafka.core.controller_model import ControllerConfig
+from minikafka.core.controller import ControllerConfig
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import ConfigEntity
 

@@ -1,4 +1,4 @@
-"""The throttles recorded with a reassignment (core/controller_throttles.py): removed when the
+"""The throttles recorded with a reassignment (core/controller/throttles.py): removed when the
 last partition completes or is cancelled, handed on to additional moves, left in place when
 changed since, and refused when bad.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from controller_reassign_support import FR, FREP, LR, LREP, Cluster, config_pushes, event, names
 
-from minikafka.core.controller_model import Event
+from minikafka.core.controller import Event
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import ConfigEntity, ReassignablePartition
 

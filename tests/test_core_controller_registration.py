@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from controller_support import events, lai, make, register, updates
 
-from minikafka.core.controller_model import SendUpdateMetadata
+from minikafka.core.controller import SendUpdateMetadata
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import BrokerInfo
 

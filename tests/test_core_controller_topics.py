@@ -27,7 +27,7 @@ from controller_support import (
 )
 
 from minikafka.core.assignment import assign_replicas
-from minikafka.core.controller_model import ControllerConfig
+from minikafka.core.controller import ControllerConfig
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import CreatableTopic
 

@@ -79,8 +79,8 @@ def test_nothing_ready_gives_no_request_and_the_time_to_wait():
     p.delay(TopicPartition("t", 0), now_ms=0)
     p.delay(TopicPartition("t", 1), now_ms=50)
     assert p.build_request(now_ms=10) is None
-    assert p.next_ready_ms() == 1000
-    assert FetchPlanner(SETTINGS, random.Random(0)).next_ready_ms() is None
+    assert p.next_deadline_ms() == 1000
+    assert FetchPlanner(SETTINGS, random.Random(0)).next_deadline_ms() is None
 
 
 def test_excluded_partitions_are_left_out_of_the_request():

@@ -181,7 +181,7 @@ def _check(**kw) -> FetchCheck:
         ({"fetch_offset": 22}, ErrorCode.NONE, None),  # inside the current epoch
         ({"current_leader_epoch": 6}, ErrorCode.FENCED_LEADER_EPOCH, None),
         ({"current_leader_epoch": 8}, ErrorCode.UNKNOWN_LEADER_EPOCH, None),
-        # NO_EPOCH skips fencing (old clients)
+        # UNDEFINED_EPOCH skips fencing (old clients)
         ({"current_leader_epoch": -1, "fetch_offset": 22}, ErrorCode.NONE, None),
         # fencing is checked before anything else
         ({"current_leader_epoch": 6, "fetch_offset": 99}, ErrorCode.FENCED_LEADER_EPOCH, None),

@@ -7,8 +7,7 @@ import random
 
 import trio
 
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import ControllerConfig
+from minikafka.core.controller import ControllerConfig, ControllerState
 from minikafka.core.producer_ids import BLOCK_SIZE, BrokerProducerIds, ProducerIdBlock
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.server.producer_ids import ProducerIdManager

@@ -43,7 +43,13 @@ from minikafka.client.consumer import Consumer
 from minikafka.core.records import iter_batches
 from minikafka.core.types import TopicPartition
 from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest
-from tools.reassign.moves import format_reassignment_json, move_map, propose_assignment
+from tools.reassign.assignment_files import (
+    format_reassignment_json,
+    propose_assignment,
+)
+from tools.reassign.moves import (
+    move_map,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -1,21 +1,19 @@
-"""The move model (tools/reassign/model.py): the traffic model and the simulation of Kafka's
-quota algorithm, with the arithmetic in the comments. MB = 10**6 B, MiB = 2**20 B."""
+"""The move model: the traffic model (tools/reassign/model.py) and the simulation of Kafka's
+quota algorithm (tools/reassign/kafka_algorithm.py), with the arithmetic in the comments.
+MB = 10**6 B, MiB = 2**20 B."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools.reassign.model import (
+from tools.reassign.kafka_algorithm import (
     KafkaSettings,
-    MovingPartition,
     aged_sensors,
     kafka_prediction,
-    kip73_formula,
     overshoot_bound,
     sensor_fetchers,
-    sensor_loads,
-    traffic_prediction,
 )
+from tools.reassign.model import MovingPartition, kip73_formula, sensor_loads, traffic_prediction
 
 MB = 1_000_000
 MIB = 1 << 20

@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from minikafka.core.types import TopicPartition
-from tools.reassign import plan, plan_model
-from tools.reassign.model import KafkaSettings, MovingPartition, settings_from_configs
+from tools.reassign import plan, plan_input, plan_model
+from tools.reassign.kafka_algorithm import KafkaSettings, settings_from_configs
+from tools.reassign.model import MovingPartition
 from tools.reassign.moves import OngoingReassignment, move_map
 
 MB = 1_000_000
@@ -40,13 +41,13 @@ SIZES = {tp: 10 * MB for tp in T}
 
 
 def model_input(current, proposed, leaders, bytes_in, ongoing=None) -> list[MovingPartition]:  # noqa: ANN001
-    return plan_model.moving_partitions(
+    return plan_input.moving_partitions(
         move_map(current, proposed, ongoing),
         assignment=current,
         proposed=proposed,
         leaders=leaders,
         sizes=SIZES,
-        inbound=plan_model.inbound_per_partition(bytes_in, leaders),
+        inbound=plan_input.inbound_per_partition(bytes_in, leaders),
     )
 
 
@@ -59,7 +60,7 @@ def add_broker(bytes_in: dict[int, float]) -> list[MovingPartition]:
 
 
 def kip73(partitions: list[MovingPartition], bytes_in: dict[int, float], throttle: float):  # noqa: ANN201
-    """KIP-73's MoveTime as the plan computes it (runner.traffic_per_broker's bytes)."""
+    """KIP-73's MoveTime as the plan computes it (move_size.traffic_per_broker's bytes)."""
     sends: dict[int, int] = {}
     copies: dict[int, int] = {}
     for m in partitions:
@@ -91,13 +92,13 @@ def compare(partitions, bytes_in, throttle, mode="replication"):  # noqa: ANN001
 
 def test_inbound_is_split_evenly_over_every_partition_a_broker_leads_moving_or_not():
     leaders = {**DECOM_LEADERS, TopicPartition("v", 0): -1}  # v-0 has no leader
-    inbound = plan_model.inbound_per_partition({1: 2.4 * MB, 2: 1.2 * MB, 3: 5 * MB}, leaders)
+    inbound = plan_input.inbound_per_partition({1: 2.4 * MB, 2: 1.2 * MB, 3: 5 * MB}, leaders)
     # Broker 1 leads t's 4 partitions: 0.6 MB/s each; broker 2 leads u's 4: 0.3 MB/s each.
     # Broker 3 leads nothing: its 5 MB/s goes nowhere; v-0 without a leader takes no writes.
     assert inbound == {**{tp: 0.6 * MB for tp in T}, **{tp: 0.3 * MB for tp in U}}
-    assert plan_model.partitions_led(leaders) == {1: 4, 2: 4}
+    assert plan_input.partitions_led(leaders) == {1: 4, 2: 4}
     # A broker missing from BytesInPerSec (no metrics) counts as 0 B/s in.
-    assert plan_model.inbound_per_partition({}, {T[0]: 1}) == {T[0]: 0.0}
+    assert plan_input.inbound_per_partition({}, {T[0]: 1}) == {T[0]: 0.0}
 
 
 def metrics_line(ts: float, rates: dict | None, bytes_in: float = 0.0) -> dict:
@@ -125,25 +126,25 @@ def test_partition_bytes_in_is_the_median_on_each_partitions_leader():
         2: [metrics_line(1.0, {"t-0": 999.0, "u-0": 40.0}), metrics_line(2.0, {"t-0": 999.0})],
     }
     leaders = {t0: 1, t1: 1, u0: 2, u1: 2, v0: 3, w0: -1}  # broker 3 has no lines; w-0 no leader
-    assert plan_model.partition_bytes_in(lines, leaders) == {t0: 225.0, t1: 25.0, u0: 40.0}
-    assert plan_model.partition_bytes_in({}, leaders) == {}
+    assert plan_input.partition_bytes_in(lines, leaders) == {t0: 225.0, t1: 25.0, u0: 40.0}
+    assert plan_input.partition_bytes_in({}, leaders) == {}
 
 
 def test_inbound_prefers_partition_bytes_in_and_falls_back_to_the_split_per_partition():
     # Broker 1 leads t's 4 partitions, 2.4 MB/s in all: split, 0.6 MB/s each. Its metrics say
     # 160 kB/s for t-0 and t-1 (a bursty producer: the median of BytesInPerSec took a burst).
     measured = {T[0]: 160_000.0, T[1]: 158_000.0}
-    inbound = plan_model.inbound({1: 2.4 * MB, 2: 1.2 * MB}, DECOM_LEADERS, measured=measured)
+    inbound = plan_input.inbound({1: 2.4 * MB, 2: 1.2 * MB}, DECOM_LEADERS, measured=measured)
     assert inbound.rates == {
         T[0]: 160_000.0, T[1]: 158_000.0, T[2]: 0.6 * MB, T[3]: 0.6 * MB,
         **{tp: 0.3 * MB for tp in U},
     }  # fmt: skip
     assert inbound.measured == frozenset(measured)
-    assert inbound.source(T[0]) == plan_model.MEASURED and inbound.source(T[2]) == plan_model.SPLIT
+    assert inbound.source(T[0]) == plan_input.MEASURED and inbound.source(T[2]) == plan_input.SPLIT
     # Without the cluster's files nothing is measured: today's split for every partition.
-    assert plan_model.inbound({1: 2.4 * MB}, DECOM_LEADERS, measured=None).measured == frozenset()
+    assert plan_input.inbound({1: 2.4 * MB}, DECOM_LEADERS, measured=None).measured == frozenset()
     # A measured partition without a leader now takes no writes.
-    assert plan_model.inbound({}, {T[0]: -1}, measured={T[0]: 5.0}).rates == {}
+    assert plan_input.inbound({}, {T[0]: -1}, measured={T[0]: 5.0}).rates == {}
 
 
 def test_decommission_input_lists_target_then_leaving_sources_with_the_leader():

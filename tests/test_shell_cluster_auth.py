@@ -19,8 +19,7 @@ import pytest
 import trio
 
 from minikafka.core.cluster_auth import ClusterCredential, proof
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import ControllerConfig
+from minikafka.core.controller import ControllerConfig, ControllerState
 from minikafka.core.records import make_batch
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.server.config import NodeConfig

@@ -7,8 +7,7 @@ import random
 import pytest
 import trio
 
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import ControllerConfig
+from minikafka.core.controller import ControllerConfig, ControllerState
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig

@@ -10,7 +10,7 @@ import pytest
 from codec_support import header
 
 from minikafka.errors import LocalProtocolError
-from minikafka.wire import codec
+from minikafka.wire import converters
 from minikafka.wire.codec import RequestHeader, encode_request, encode_response
 from minikafka.wire.messages import (
     API,
@@ -98,6 +98,6 @@ def test_int_enum_fields_encode_as_plain_ints():
 
 def test_every_api_type_compiles_once():
     for request_type, response_type in API.values():
-        assert codec._converters(request_type) is codec._converters(request_type)
-        assert codec._converters(response_type) is codec._converters(response_type)
+        assert converters.converters(request_type) is converters.converters(request_type)
+        assert converters.converters(response_type) is converters.converters(response_type)
     assert set(API_KEY_OF) == {req for req, _ in API.values()}

@@ -13,6 +13,7 @@ from codec_support import header, produce_body, raw_request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from minikafka.core.types import UNDEFINED_EPOCH
 from minikafka.errors import ErrorCode
 from minikafka.wire.codec import (
     INT32_MAX,
@@ -28,7 +29,6 @@ from minikafka.wire.codec import (
 )
 from minikafka.wire.messages import (
     API,
-    NO_EPOCH,
     ApiKey,
     ApiVersionRange,
     ApiVersionsRequest,
@@ -211,8 +211,8 @@ def test_missing_fields_with_defaults_get_the_default():
         partition=0,
         fetch_offset=5,
         partition_max_bytes=9,
-        current_leader_epoch=NO_EPOCH,
-        last_fetched_epoch=NO_EPOCH,
+        current_leader_epoch=UNDEFINED_EPOCH,
+        last_fetched_epoch=UNDEFINED_EPOCH,
         log_start_offset=-1,
     )
     _, meta = decode_request(raw_request(ApiKey.METADATA, {}))

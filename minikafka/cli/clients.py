@@ -55,7 +55,7 @@ def topics_create(
     from minikafka.server.config import parse_settings
 
     settings = parse_settings(configs)
-    # The throttled-replica lists become the topic's dynamic configs (core/controller_topics.py):
+    # The throttled-replica lists become the topic's dynamic configs (core/controller/topics.py):
     # checked here as `configs --alter` checks them, so a typo is one line and nothing is sent.
     lists = {k: v for k, v in settings.items() if k in KNOWN_CONFIGS[TOPICS]}
     if lists:

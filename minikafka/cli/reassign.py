@@ -54,7 +54,7 @@ from minikafka.cli.reassign_inputs import (
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.errors import ConfigError
-from tools.reassign import moves, runner
+from tools.reassign import assignment_files, move_size, moves, runner
 from tools.reassign.units import human_bytes
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
@@ -218,16 +218,18 @@ def reassign_cmd(ctx: click.Context, **options: Any) -> None:
 
 
 def _generate(o: Mapping[str, Any]) -> None:
-    text = read_file(o["topics_to_move_json_file"], "topics-to-move file", moves.TOPICS_FORM)
-    topics = moves.parse_topics_json(text)
-    brokers = moves.parse_broker_list(o["broker_list"])
+    text = read_file(
+        o["topics_to_move_json_file"], "topics-to-move file", assignment_files.TOPICS_FORM
+    )
+    topics = assignment_files.parse_topics_json(text)
+    brokers = assignment_files.parse_broker_list(o["broker_list"])
     seed = parse_seed(o["seed"])
     address = resolve_bootstrap(o["bootstrap"], o["cluster_dir"])
 
     async def go() -> tuple[runner.ClusterView, dict, dict]:
         async with open_client(address, client_id=CLIENT_ID) as client:
             view = await runner.read_cluster(Admin(client))
-            proposed = moves.propose_assignment(
+            proposed = assignment_files.propose_assignment(
                 view.assignment,
                 topics,
                 brokers,
@@ -235,7 +237,7 @@ def _generate(o: Mapping[str, Any]) -> None:
                 live_brokers=view.live_brokers,
             )
             moved = [tp for tp in proposed if set(proposed[tp]) != set(view.assignment[tp])]
-            sizes = runner.sizes_in_bytes(await runner.estimate_log_sizes(client, moved))
+            sizes = move_size.sizes_in_bytes(await move_size.estimate_log_sizes(client, moved))
             return view, proposed, sizes
 
     view, proposed, sizes = runner.run(go)
@@ -248,8 +250,8 @@ def _generate(o: Mapping[str, Any]) -> None:
     if o["as_json"]:
         print_json(
             {
-                "current": json.loads(moves.format_reassignment_json(current)),
-                "proposed": json.loads(moves.format_reassignment_json(proposed)),
+                "current": json.loads(assignment_files.format_reassignment_json(current)),
+                "proposed": json.loads(assignment_files.format_reassignment_json(proposed)),
                 "move_ratio": ratio,
                 "moved_partitions": moved,
                 "cluster_partitions": len(view.assignment),
@@ -261,10 +263,10 @@ def _generate(o: Mapping[str, Any]) -> None:
         )
         return
     click.echo("Current partition replica assignment")
-    click.echo(moves.format_reassignment_json(current))
+    click.echo(assignment_files.format_reassignment_json(current))
     click.echo("")
     click.echo("Proposed partition reassignment configuration")
-    click.echo(moves.format_reassignment_json(proposed))
+    click.echo(assignment_files.format_reassignment_json(proposed))
     click.echo("")
     click.echo(
         f"MoveRatio: {ratio:.2f} ({moved} of the {len(view.assignment)} partitions in the "
@@ -272,7 +274,7 @@ def _generate(o: Mapping[str, Any]) -> None:
     )
     copies = ", ".join(f"broker {b} {human_bytes(n)}" for b, n in per_broker.items()) or "none"
     click.echo(f"Bytes to move: {human_bytes(total)} ({total} B), copied to {copies}")
-    click.echo(f"  ({runner.SIZE_NOTE})")
+    click.echo(f"  ({move_size.SIZE_NOTE})")
     click.echo(f"Proposal seed: {seed} (--seed {seed} proposes the same again)")
 
 

@@ -20,7 +20,7 @@ import click
 from minikafka.client.cluster_client import parse_bootstrap
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ClusterError, ConfigError
-from tools.reassign import moves
+from tools.reassign import assignment_files, moves
 from tools.reassign import progress as prog
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -75,8 +75,8 @@ def read_file(path: str, what: str, form: str) -> str:
 
 
 def read_reassignment(path: str) -> dict[TopicPartition, list[int]]:
-    return moves.parse_reassignment_json(
-        read_file(path, "reassignment file", moves.REASSIGNMENT_FORM)
+    return assignment_files.parse_reassignment_json(
+        read_file(path, "reassignment file", assignment_files.REASSIGNMENT_FORM)
     )
 
 

@@ -1,6 +1,6 @@
 """`minikafka reassign plan`: KIP-73's operator arithmetic (REFERENCE.md section 6) for a
 reassignment file, from the live cluster, beside the move model the system tests use
-(tools/reassign/model.py, through tools/reassign/plan_model.py). Stores nothing.
+(tools/reassign/model.py, through tools/reassign/plan_input.py and plan_model.py). Stores nothing.
 
     minikafka reassign plan --reassignment-json-file moves.json --throttle 2000000 \\
         [--network-bytes-per-s 125000000] [--throttle-mode replication|reassignment]
@@ -8,7 +8,7 @@ reassignment file, from the live cluster, beside the move model the system tests
         --network-bytes-per-s 125000000 --max-fraction 0.3
 
 Inputs, each printed with where it came from: the bytes each broker copies in and sends out
-(estimated log sizes x the move map, runner.traffic_per_broker; moves already in progress are
+(estimated log sizes x the move map, move_size.traffic_per_broker; moves already in progress are
 counted whole, since they share the throttle); BytesInPerSec per broker (the median of
 `bytes_in_per_s` over the last 10 s of each broker's metrics.jsonl, 0 when the cluster's files
 are not at hand); the replication factor (the largest in the file); and the node configs
@@ -21,7 +21,7 @@ KIP-73's per-partition `PartitionBytesInRate` as its leader wrote it (the median
 last 10 s of the leader's metrics.jsonl: on a follower the metric counts replication, not
 produce), else, without the cluster's files or without an entry for the partition, its
 leader's BytesInPerSec split evenly over every partition that broker leads, moving or not
-(plan_model.INBOUND_RULE). KIP-73's own MoveTime keeps BytesInPerSec per broker: that is its
+(plan_input.INBOUND_RULE). KIP-73's own MoveTime keeps BytesInPerSec per broker: that is its
 definition. The printed inputs and --json say which source each partition took.
 
 At a throttle the plan prints KIP-73's MoveTime (tools/reassign/plan.py) and its checks, then
@@ -206,7 +206,7 @@ def at_throttle(
         throttle=throttle,
         bytes_in_per_broker=inputs.bytes_in or {b: 0.0 for b in inputs.traffic},
         network_bytes_per_s=network if network is not None else HUGE_NETWORK,
-        replication_factor=inputs.rf,
+        replication_factor=inputs.replication_factor,
         **_quota_kwargs(inputs),
     )
     lines = [
@@ -315,7 +315,7 @@ def for_deadline(
         bytes_in_per_broker=inputs.bytes_in or {b: 0.0 for b in inputs.traffic},
         network_bytes_per_s=network,
         max_fraction=fraction,
-        replication_factor=inputs.rf,
+        replication_factor=inputs.replication_factor,
         **_quota_kwargs(inputs),
     )
     figure = _compare(inputs, result.at_required, throttle_mode)

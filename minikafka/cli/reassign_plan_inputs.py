@@ -16,29 +16,25 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
-from tools.reassign import moves, plan_model, runner
+from tools.reassign import assignment_files, move_size, moves, plan_input, runner
 from tools.reassign import progress as prog
-from tools.reassign.model import (
-    KAFKA_DEFAULTS,
-    KafkaSettings,
-    MovingPartition,
-    settings_from_configs,
-)
+from tools.reassign.kafka_algorithm import KAFKA_DEFAULTS, KafkaSettings, settings_from_configs
+from tools.reassign.model import MovingPartition
 from tools.reassign.units import human_bytes, human_rate
 
 BYTES_IN_WINDOW_S = 10.0
 # Where each moving partition's inbound rate came from (`Inputs.inbound_sources`).
 MEASURED_SOURCE = (
-    f"{plan_model.PARTITION_BYTES_IN} (median of the last {BYTES_IN_WINDOW_S:g} s of the "
+    f"{plan_input.PARTITION_BYTES_IN} (median of the last {BYTES_IN_WINDOW_S:g} s of the "
     "leaders' metrics.jsonl)"
 )
 SPLIT_NO_FILES = (
-    f"{plan_model.INBOUND_RULE} (moving or not; no {plan_model.PARTITION_BYTES_IN} without "
+    f"{plan_input.INBOUND_RULE} (moving or not; no {plan_input.PARTITION_BYTES_IN} without "
     "the cluster's files)"
 )
 SPLIT_NO_ENTRY = (
-    f"{plan_model.INBOUND_RULE} (moving or not; the last {BYTES_IN_WINDOW_S:g} s of the "
-    f"leader's metrics.jsonl give no {plan_model.PARTITION_BYTES_IN} for the partition)"
+    f"{plan_input.INBOUND_RULE} (moving or not; the last {BYTES_IN_WINDOW_S:g} s of the "
+    f"leader's metrics.jsonl give no {plan_input.PARTITION_BYTES_IN} for the partition)"
 )
 SHOWN_PARTITIONS = 8  # measured rates listed one by one up to this many, summarised beyond
 QUOTA_CONFIGS = {
@@ -62,14 +58,14 @@ class Inputs:
     moved: int  # partitions whose replica set changes (in progress ones included)
     total: int  # partitions in the cluster
     bytes_to_move: int  # estimated, every new replica counted
-    traffic: Mapping[int, runner.BrokerTraffic]
+    traffic: Mapping[int, move_size.BrokerTraffic]
     bytes_in: Mapping[int, float]
     bytes_in_source: str
-    rf: int
+    replication_factor: int
     num_brokers: int
     configs: Mapping[str, tuple[Any, str]]  # name -> (value, "cluster.json" | "default")
     ongoing: int
-    # The move model's input (plan_model.moving_partitions), where each moving partition's
+    # The move model's input (plan_input.moving_partitions), where each moving partition's
     # inbound rate came from (MEASURED_SOURCE, SPLIT_NO_FILES or SPLIT_NO_ENTRY), and how
     # many partitions each broker leads (the split's denominator).
     moving: tuple[MovingPartition, ...] = ()
@@ -86,7 +82,7 @@ class Inputs:
         if len(kinds) == 1:
             return kinds[0]
         if not kinds:
-            return plan_model.INBOUND_RULE
+            return plan_input.INBOUND_RULE
         counts = ", ".join(
             f"{sum(v == k for v in self.inbound_sources.values())}: {k}" for k in kinds
         )
@@ -104,13 +100,13 @@ class Inputs:
             },
             "bytes_in_per_broker": self.bytes_in,
             "bytes_in_source": self.bytes_in_source,
-            "replication_factor": self.rf,
+            "replication_factor": self.replication_factor,
             "brokers": self.num_brokers,
             "configs": {k: {"value": v, "source": s} for k, (v, s) in self.configs.items()},
             "ongoing_moves_included": self.ongoing,
             "inbound_source": self.inbound_source,
             "inbound_split": {
-                "rule": plan_model.INBOUND_RULE,
+                "rule": plan_input.INBOUND_RULE,
                 "partitions_led": self.partitions_led,
             },
             "moving_partitions": [
@@ -123,7 +119,7 @@ class Inputs:
                     "size_bytes": m.size_bytes,
                     "inbound_bytes_per_s": round(m.inbound_bytes_per_s, 1),
                     "inbound_source": self.inbound_sources.get(
-                        TopicPartition(m.topic, m.partition), plan_model.INBOUND_RULE
+                        TopicPartition(m.topic, m.partition), plan_input.INBOUND_RULE
                     ),
                 }
                 for m in self.moving
@@ -143,14 +139,14 @@ class Inputs:
         out = [
             f"Move: {self.moved} of the {self.total} partitions in the cluster change replicas "
             f"(MoveRatio {self.moved / max(self.total, 1):.2f}), "
-            f"{human_bytes(self.bytes_to_move)} to copy ({runner.SIZE_NOTE})",
+            f"{human_bytes(self.bytes_to_move)} to copy ({move_size.SIZE_NOTE})",
         ]
         if self.ongoing:
             out.append(f"  including {self.ongoing} moves in progress, counted whole")
         out.append(f"BytesInPerSec per broker ({self.bytes_in_source}): {ins}")
         out += self._inbound_lines()
         out.append(
-            f"Replication factor {self.rf}, {self.num_brokers} live brokers; {shown(QUOTA_CONFIGS)}"
+            f"Replication factor {self.replication_factor}, {self.num_brokers} live brokers; {shown(QUOTA_CONFIGS)}"
         )
         algorithm = "the precise quota" if self.precise else "Kafka's algorithm"
         fetch = shown(FETCH_CONFIGS)
@@ -164,7 +160,7 @@ class Inputs:
         by_source: dict[str, list[MovingPartition]] = {}
         for m in self.moving:
             tp = TopicPartition(m.topic, m.partition)
-            by_source.setdefault(self.inbound_sources.get(tp, plan_model.INBOUND_RULE), []).append(
+            by_source.setdefault(self.inbound_sources.get(tp, plan_input.INBOUND_RULE), []).append(
                 m
             )
         n = len(self.moving)
@@ -203,12 +199,12 @@ def gather(proposed: dict, bootstrap: str | None, cluster_dir: Path) -> Inputs:
     async def go() -> tuple[runner.ClusterView, dict]:
         async with open_client(address, client_id=CLIENT_ID) as client:
             view = await runner.read_cluster(Admin(client))
-            moves.validate_reassignment(
+            assignment_files.validate_reassignment(
                 proposed, current=view.assignment, live_brokers=view.live_brokers
             )
             planned = moves.move_map(view.assignment, proposed, view.ongoing)
             moving = [tp for tp, m in planned.items() if m.moving]
-            sizes = runner.sizes_in_bytes(await runner.estimate_log_sizes(client, moving))
+            sizes = move_size.sizes_in_bytes(await move_size.estimate_log_sizes(client, moving))
             return view, sizes
 
     view, sizes = runner.run(go)
@@ -247,7 +243,7 @@ def inputs_from(
     """The plan's inputs from what `gather` read (pure). `metrics_lines`: each broker's
     metrics.jsonl lines of the last BYTES_IN_WINDOW_S seconds (None: the cluster's files are not
     at hand), whose PartitionBytesInRate gives each partition's inbound rate on its leader
-    (plan_model.inbound); partitions it does not name take the split of BytesInPerSec."""
+    (plan_input.inbound); partitions it does not name take the split of BytesInPerSec."""
     planned = moves.move_map(view.assignment, proposed, view.ongoing)
     names = {**QUOTA_CONFIGS, **FETCH_CONFIGS}
     ours = {k: v for k, v in node_configs.items() if k in names}
@@ -259,11 +255,11 @@ def inputs_from(
     measured = (
         None
         if metrics_lines is None
-        else plan_model.partition_bytes_in(metrics_lines, view.leaders)
+        else plan_input.partition_bytes_in(metrics_lines, view.leaders)
     )
-    inbound = plan_model.inbound(bytes_in, view.leaders, measured=measured)
+    inbound = plan_input.inbound(bytes_in, view.leaders, measured=measured)
     moving = tuple(
-        plan_model.moving_partitions(
+        plan_input.moving_partitions(
             planned,
             assignment=view.assignment,
             proposed=proposed,
@@ -281,16 +277,16 @@ def inputs_from(
         moved=sum(m.moving for m in planned.values()),
         total=len(view.assignment),
         bytes_to_move=sum(sizes.get(tp, 0) * len(m.destinations) for tp, m in planned.items()),
-        traffic=runner.traffic_per_broker(planned, sizes, view.leaders),
+        traffic=move_size.traffic_per_broker(planned, sizes, view.leaders),
         bytes_in=bytes_in,
         bytes_in_source=bytes_in_source,
-        rf=max(len(r) for r in proposed.values()),
+        replication_factor=max(len(r) for r in proposed.values()),
         num_brokers=len(view.live_brokers),
         configs=configs,
         ongoing=len(view.ongoing),
         moving=moving,
         inbound_sources=sources,
-        partitions_led=plan_model.partitions_led(view.leaders),
+        partitions_led=plan_input.partitions_led(view.leaders),
         precise=typed.replication_quota_precise,
         kafka=settings_from_configs(ours),
     )

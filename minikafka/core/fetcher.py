@@ -17,7 +17,7 @@ Rules:
     and the ones the response cap left out come first.
 - A partition whose fetch failed with a retriable error is delayed by `replica.fetch.backoff.ms`
   (Kafka's `delayPartitions`); when no partition is ready, the fetcher backs off until the
-  earliest one is (`next_ready_ms`).
+  earliest one is (`next_deadline_ms`).
 - `last_fetched_epoch` travels with every fetch so that the leader can answer with a diverging
   epoch (KIP-320), after which the follower truncates (core/log.py) before fetching on.
 """
@@ -125,7 +125,7 @@ class FetchPlanner:
             partitions=parts,
         )
 
-    def next_ready_ms(self) -> int | None:
+    def next_deadline_ms(self) -> int | None:
         """When the earliest delayed partition becomes ready again (None if no partitions)."""
         if not self.partitions:
             return None

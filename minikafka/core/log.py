@@ -165,7 +165,7 @@ def check_follower_fetch(
 
     Mirrors Kafka Partition.fetchRecords -> localLogWithEpochOrThrow, then readRecords:
 
-    1. Fencing (skipped when current_leader_epoch < 0, i.e. NO_EPOCH): a fetcher behind the
+    1. Fencing (skipped when current_leader_epoch < 0, i.e. UNDEFINED_EPOCH): a fetcher behind the
        leader's epoch gets FENCED_LEADER_EPOCH, one ahead of it UNKNOWN_LEADER_EPOCH.
     2. When last_fetched_epoch >= 0 (KIP-320): (e, end) = end_offset_for_epoch(epochs,
        last_fetched_epoch, LEO). A fetch offset below the log start is OFFSET_OUT_OF_RANGE

@@ -102,7 +102,7 @@ def kafka_fetch_response_size_of_runs(runs: Iterable[tuple[str, int, bool, int]]
     """The same size for partitions given as runs `(topic, records_bytes, diverging, count)`:
     `count` consecutive partitions alike, in response order. One run stands for any number of
     partitions, so a model that charges hundreds of alike partitions per response
-    (tools/reassign/model.py) pays per run, not per partition."""
+    (tools/reassign/kafka_algorithm.py) pays per run, not per partition."""
     topics: list[list] = []  # [topic, partitions, their bytes]
     for topic, records_bytes, diverging, count in runs:
         if count <= 0:

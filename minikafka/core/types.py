@@ -16,5 +16,10 @@ class TopicPartition(NamedTuple):
 # (leader_epoch, start_offset) entries of a leader-epoch cache, ascending in both.
 EpochEntry = tuple[int, int]
 
+# Kafka's sentinels, one definition each: the wire, the controller and the log share them.
+# A leader epoch nobody knows (RecordBatch.NO_PARTITION_LEADER_EPOCH, LeaderAndIsr's -1): a
+# fetcher that sends it skips the epoch fencing.
 UNDEFINED_EPOCH = -1
+# A partition without a leader (LeaderAndIsr.NO_LEADER, MetadataResponse's -1).
+NO_LEADER = -1
 UNDEFINED_OFFSET = -1

@@ -173,7 +173,7 @@ class Broker:
         self,
         *,
         config: NodeConfig,
-        rm: ReplicaManager,
+        rm: ReplicaManager,  # the keyword server/node.py and testing/memory_node.py pass
         link: ControllerLink,
         cache: MetadataCache,
         events: EventLog,

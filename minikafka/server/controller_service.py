@@ -1,4 +1,4 @@
-"""The controller role: the Trio shell around the pure ControllerState (core/controller.py).
+"""The controller role: the Trio shell around the pure ControllerState (core/controller/state.py).
 
 Every state change follows one path, under one lock: call the state machine, persist its whole
 document to LMDB (so a restarted controller resumes where it left off, with a new controller
@@ -26,9 +26,9 @@ from functools import partial
 import trio
 
 from minikafka.client.connection import Connection, hold_connection
-from minikafka.core.controller import ControllerState
-from minikafka.core.controller_model import (
+from minikafka.core.controller import (
     ControllerConfig,
+    ControllerState,
     Event,
     SendLeaderAndIsr,
     SendStopReplica,

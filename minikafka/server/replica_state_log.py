@@ -9,7 +9,7 @@ compact lists because a broker leads up to hundreds of partitions and samples ev
 
 A replica the controller has not yet given a state (its LeaderAndIsr is still being applied: a
 new partition being created, one loaded from disk after a restart) has no leader epoch yet
-(NO_EPOCH) and no role, so it has no row: there is nothing the invariant could check of it, and
+(UNDEFINED_EPOCH) and no role, so it has no row: there is nothing the invariant could check of it, and
 the checker refuses an epoch below 0 (measured: a 500-partition topic is still being created on
 its brokers ~0.2 s after the controller reports every ISR full, so the first sample of each
 broker held ~145 such replicas).

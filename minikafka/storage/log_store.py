@@ -1,9 +1,8 @@
 """The partition logs of one node, in one LMDB environment: batches, epochs, checkpoints.
 
-This module (with `metadata_store`) is the only place lmdb is imported. It owns:
+This module (with `env` and `metadata_store`) is the only place lmdb is imported. It owns, in
+the environment of the node's data dir (storage/env.py, shared with `MetadataStore`):
 
-- the environment of a node data dir, opened once per process and shared by `LogStore` and
-  `MetadataStore` through `EnvLease` (LMDB forbids opening one environment twice in a process);
 - one named database per partition log, `log/<topic>/<partition>`: key = 8-byte big-endian base
   offset, value = the whole batch bytes (header included, payload never decoded here);
 - the named database `partition-meta`: per partition (same key as the log's name) a msgpack map
@@ -41,29 +40,18 @@ from minikafka.core.fetch_limits import ResponseBudget
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.records import HEADER, HEADER_SIZE, peek_header
 from minikafka.core.types import EpochEntry, TopicPartition
-from minikafka.errors import MiniKafkaError
 from minikafka.storage import producer_snapshots
+from minikafka.storage.env import (  # noqa: F401 - importable from here too
+    EnvLease,
+    LogDirError,
+    StorageError,
+    StoreConfig,
+)
 
 _KEY = struct.Struct(">Q")
 _META_DB = b"partition-meta"
 _LOG_PREFIX = "log/"
-
-
-class StorageError(MiniKafkaError):
-    """A storage operation failed or was refused; nothing of it was written."""
-
-
-class LogDirError(StorageError):
-    """The disk or the LMDB environment failed (MDB_MAP_FULL, ENOSPC, EIO ...): Kafka's
-    KafkaStorageException, which takes the replicas it hit offline (log-dir failure). A refusal
-    of the store's own rules (an append off the log end) is a plain StorageError instead."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class StoreConfig:
-    map_size_bytes: int = 1 << 36  # 64 GiB address space, sparse
-    sync: bool = True  # LMDB sync/metasync: the durability policy
-    max_partitions: int = 8192
+_DEFAULT_CONFIG = StoreConfig()  # frozen: one shared default is safe
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,67 +80,6 @@ class ReadSpec:
     fetch_offset: int
     max_offset: int  # exclusive: only batches whose next offset <= max_offset
     partition_max_bytes: int
-
-
-class EnvLease:
-    """A reference to the process-wide LMDB environment of one directory; `close()` releases it."""
-
-    _lock = threading.Lock()
-    _open: dict[str, list[Any]] = {}  # realpath -> [env, config, refcount]
-
-    def __init__(self, path: str | os.PathLike[str], config: StoreConfig) -> None:
-        os.makedirs(path, exist_ok=True)
-        key = os.path.realpath(path)
-        with self._lock:
-            entry = self._open.get(key)
-            if entry is None:
-                try:
-                    env = lmdb.open(
-                        key,
-                        map_size=config.map_size_bytes,
-                        max_dbs=config.max_partitions + 8,
-                        max_readers=512,
-                        sync=config.sync,
-                        metasync=config.sync,
-                        writemap=False,
-                        readahead=False,
-                    )
-                except lmdb.Error as exc:
-                    raise StorageError(f"cannot open LMDB environment {path}: {exc}") from exc
-                entry = self._open[key] = [env, config, 0]
-            elif entry[1] != config:
-                raise StorageError(f"{path} is already open with {entry[1]}, not {config}")
-            entry[2] += 1
-        self._key: str | None = key  # only once the lease is counted
-        self.env: lmdb.Environment = entry[0]
-
-    def close(self) -> None:
-        """Release this lease (idempotent); the last lease closes the environment."""
-        with self._lock:
-            if self._key is None:
-                return
-            entry = self._open[self._key]
-            entry[2] -= 1
-            if entry[2] == 0:
-                del self._open[self._key]
-                entry[0].close()
-            self._key = None
-
-    @property
-    def closed(self) -> bool:
-        return self._key is None
-
-    @contextmanager
-    def txn(self, *, write: bool) -> Iterator[lmdb.Transaction]:
-        """One transaction: committed on success, aborted on any exception (lmdb's and the OS's
-        -> LogDirError)."""
-        if self._key is None:
-            raise StorageError("the store is closed")
-        try:
-            with self.env.begin(write=write, buffers=not write) as txn:
-                yield txn
-        except (lmdb.Error, OSError) as exc:
-            raise LogDirError(f"LMDB: {exc}") from exc
 
 
 class _DropGate:
@@ -259,7 +186,7 @@ def _checked_pairs(
 class LogStore:
     """All partition logs of one node; every method is synchronous and runs one transaction."""
 
-    def __init__(self, path: str | os.PathLike[str], config: StoreConfig = StoreConfig()) -> None:
+    def __init__(self, path: str | os.PathLike[str], config: StoreConfig = _DEFAULT_CONFIG) -> None:
         self._config = config
         self._lease = EnvLease(path, config)
         self._env = self._lease.env

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-from minikafka.storage.log_store import EnvLease, StorageError, StoreConfig
+from minikafka.storage.env import EnvLease, StorageError, StoreConfig
 
 _DB_NAME = b"controller-metadata"
 _DOC_KEY = b"doc"

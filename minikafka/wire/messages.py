@@ -8,6 +8,10 @@ leader fills a response in request order (KIP-74) and KIP-73 has followers rando
 Record data travels as opaque `bytes` (a concatenation of record batches, see core/records.py).
 The codec (wire/codec.py) checks every field against these annotations, so a peer that sends a
 wrong type gets a RemoteProtocolError, never a half-built message.
+
+The messages of a few families live in modules of their own (admin_messages.py,
+auth_messages.py, controller_messages.py, producer_messages.py); this module re-exports every
+name, so that `minikafka.wire.messages` stays the one import place, and holds the registry.
 """
 
 from __future__ import annotations
@@ -15,6 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from minikafka.core.types import (  # noqa: F401 - NO_LEADER re-exported for the wire's readers
+    NO_LEADER,
+    UNDEFINED_EPOCH,
+)
 from minikafka.wire.admin_messages import (  # noqa: F401 - re-exported: one import place for every message
     AlterableConfig,
     AlterConfigsResource,
@@ -40,6 +48,27 @@ from minikafka.wire.auth_messages import (  # noqa: F401 - re-exported
     ClusterAuthenticateResponse,
     ClusterHandshakeRequest,
     ClusterHandshakeResponse,
+)
+from minikafka.wire.controller_messages import (  # noqa: F401 - re-exported likewise
+    AlterPartitionItem,
+    AlterPartitionItemResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerInfo,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    OfflineReplica,
+    PartitionState,
+    StopReplicaPartition,
+    StopReplicaRequest,
+    StopReplicaResponse,
+    TopicPartitionError,
+    UpdateMetadataRequest,
+    UpdateMetadataResponse,
 )
 from minikafka.wire.producer_messages import (  # noqa: F401 - re-exported likewise
     AllocateProducerIdsRequest,
@@ -77,42 +106,9 @@ class ApiKey(IntEnum):
 
 # Sentinels with Kafka's values.
 CONSUMER_REPLICA_ID = -1  # FetchRequest.replica_id of a consumer
-NO_LEADER = -1
-NO_EPOCH = -1
+NO_EPOCH = UNDEFINED_EPOCH  # to be removed: minikafka/server/local_partition.py still uses it
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or HW for consumers)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
-
-
-# ---------------------------------------------------------------------------- shared shapes
-
-
-@dataclass(**MSG)
-class BrokerInfo:
-    node_id: int
-    host: str
-    port: int
-
-
-@dataclass(**MSG)
-class TopicPartitionError:
-    topic: str
-    partition: int
-    error_code: int
-
-
-@dataclass(**MSG)
-class PartitionState:
-    """A partition's registration as the controller holds it (LeaderAndIsr, UpdateMetadata)."""
-
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    isr: list[int]
-    partition_epoch: int
-    replicas: list[int]
-    adding_replicas: list[int] = field(default_factory=list)
-    removing_replicas: list[int] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- ApiVersions
@@ -218,8 +214,8 @@ class FetchPartition:
     partition: int
     fetch_offset: int
     partition_max_bytes: int
-    current_leader_epoch: int = NO_EPOCH
-    last_fetched_epoch: int = NO_EPOCH  # lets the leader answer with a diverging epoch
+    current_leader_epoch: int = UNDEFINED_EPOCH
+    last_fetched_epoch: int = UNDEFINED_EPOCH  # lets the leader answer with a diverging epoch
     log_start_offset: int = -1
 
 
@@ -278,7 +274,7 @@ class ListOffsetsPartitionResponse:
     partition: int
     error_code: int
     offset: int = -1
-    leader_epoch: int = NO_EPOCH
+    leader_epoch: int = UNDEFINED_EPOCH
 
 
 @dataclass(**MSG)
@@ -309,141 +305,13 @@ class OffsetForLeaderEpochPartitionResponse:
     topic: str
     partition: int
     error_code: int
-    leader_epoch: int = NO_EPOCH
+    leader_epoch: int = UNDEFINED_EPOCH
     end_offset: int = -1
 
 
 @dataclass(**MSG)
 class OffsetForLeaderEpochResponse:
     partitions: list[OffsetForLeaderEpochPartitionResponse]
-
-
-# ---------------------------------------------------------------------------- controller -> broker
-
-
-@dataclass(**MSG)
-class LeaderAndIsrRequest:
-    controller_id: int
-    controller_epoch: int
-    broker_epoch: int  # the receiving broker's epoch: a restarted broker rejects old requests
-    partitions: list[PartitionState]
-    live_leaders: list[BrokerInfo]
-
-
-@dataclass(**MSG)
-class LeaderAndIsrResponse:
-    error_code: int
-    partitions: list[TopicPartitionError] = field(default_factory=list)
-
-
-@dataclass(**MSG)
-class UpdateMetadataRequest:
-    controller_id: int
-    controller_epoch: int
-    brokers: list[BrokerInfo]
-    partitions: list[PartitionState]
-    # The whole dynamic config snapshot when `configs_version` >= 0 (sent when it changes and to
-    # a newly registered broker); -1: this request carries no configs, keep the ones you have.
-    configs: list[ConfigEntity] = field(default_factory=list)
-    configs_version: int = -1
-
-
-@dataclass(**MSG)
-class UpdateMetadataResponse:
-    error_code: int
-
-
-@dataclass(**MSG)
-class StopReplicaPartition:
-    topic: str
-    partition: int
-    leader_epoch: int
-    delete: bool
-
-
-@dataclass(**MSG)
-class StopReplicaRequest:
-    controller_id: int
-    controller_epoch: int
-    broker_epoch: int
-    partitions: list[StopReplicaPartition]
-
-
-@dataclass(**MSG)
-class StopReplicaResponse:
-    error_code: int
-    partitions: list[TopicPartitionError] = field(default_factory=list)
-
-
-# ---------------------------------------------------------------------------- broker -> controller
-
-
-@dataclass(**MSG)
-class BrokerRegistrationRequest:
-    broker_id: int
-    incarnation_id: str  # new on every process start: a restart is a new incarnation
-    host: str
-    port: int
-
-
-@dataclass(**MSG)
-class BrokerRegistrationResponse:
-    error_code: int
-    broker_epoch: int = -1
-
-
-@dataclass(**MSG)
-class OfflineReplica:
-    topic: str
-    partition: int
-
-
-@dataclass(**MSG)
-class BrokerHeartbeatRequest:
-    broker_id: int
-    broker_epoch: int
-    # Every replica this broker cannot write, in every heartbeat (KIP-858's OfflineLogDirs at
-    # partition grain; server/offline_replicas.py).
-    offline_replicas: list[OfflineReplica] = field(default_factory=list)
-
-
-@dataclass(**MSG)
-class BrokerHeartbeatResponse:
-    error_code: int
-    is_fenced: bool = False
-
-
-@dataclass(**MSG)
-class AlterPartitionItem:
-    topic: str
-    partition: int
-    leader_epoch: int
-    new_isr: list[int]
-    partition_epoch: int
-
-
-@dataclass(**MSG)
-class AlterPartitionRequest:
-    broker_id: int
-    broker_epoch: int
-    partitions: list[AlterPartitionItem]
-
-
-@dataclass(**MSG)
-class AlterPartitionItemResponse:
-    topic: str
-    partition: int
-    error_code: int
-    leader: int = NO_LEADER
-    leader_epoch: int = NO_EPOCH
-    isr: list[int] = field(default_factory=list)
-    partition_epoch: int = -1
-
-
-@dataclass(**MSG)
-class AlterPartitionResponse:
-    error_code: int
-    partitions: list[AlterPartitionItemResponse] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------- CreateTopics

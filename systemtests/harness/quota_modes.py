@@ -27,15 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.reassign.model import (
-    MovingPartition,
+from tools.reassign.kafka_algorithm import (
     aged_sensors,
     kafka_prediction,
     overshoot_bound,
     sensor_fetchers,
     settings_from_configs,
-    traffic_prediction,
 )
+from tools.reassign.model import MovingPartition, traffic_prediction
 
 QUOTA_MODES = ("precise", "kafka")
 

@@ -1,31 +1,34 @@
-"""The partition reassignment tool's pure parts: Kafka's ReassignPartitionsCommand arithmetic
-(`moves`) and the operator's throttle arithmetic from KIP-73 (`plan`)."""
+"""The partition reassignment tool's pure parts: Kafka's ReassignPartitionsCommand files and
+arithmetic (`assignment_files`, `moves`) and the operator's throttle arithmetic from KIP-73
+(`plan`)."""
 
-from tools.reassign.moves import (
+from tools.reassign.assignment_files import (
     BROKER_LIST_FORM,
+    REASSIGNMENT_FORM,
+    TOPICS_FORM,
+    format_reassignment_json,
+    generate,
+    parse_broker_list,
+    parse_reassignment_json,
+    parse_topics_json,
+    propose_assignment,
+    validate_reassignment,
+)
+from tools.reassign.moves import (
     MODE_REASSIGNMENT,
     MODE_REPLICATION,
     MODES,
-    REASSIGNMENT_FORM,
-    TOPICS_FORM,
     ConfigChange,
     OngoingReassignment,
     PartitionMove,
     bytes_to_move,
     bytes_to_move_per_broker,
     changes_by_entity,
-    format_reassignment_json,
-    generate,
     move_map,
     move_ratio,
-    parse_broker_list,
-    parse_reassignment_json,
-    parse_topics_json,
-    propose_assignment,
     reassignment_throttle_configs,
     throttle_lists,
     throttled_brokers,
-    validate_reassignment,
 )
 from tools.reassign.plan import (
     BrokerMoveTime,

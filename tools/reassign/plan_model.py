@@ -1,30 +1,15 @@
-"""`reassign plan`'s move model, pure: the plan's cluster facts as the input of
-tools/reassign/model.py (the one model the plan and the system tests share), and the model's
-figures beside KIP-73's MoveTime as lines and JSON.
-
-The input (`moving_partitions`), per partition whose replicas change:
-- its leader: the metadata's. One whose leader is not among its sources (none elected) is taken
-  as led by its first current replica that is a source: it needs one to be copied at all;
-- its replicas during the move as Kafka lists them: the target, then the sources leaving
-  (`target ++ (original -- target)`, as the controller writes them);
-- its destinations (the adding replicas of `moves.move_map`) and its estimated size;
-- its inbound rate (`inbound`): its leader's `PartitionBytesInRate` (KIP-73's per-partition
-  metric, `partition_bytes_in`) where the cluster's metrics name it, else the even split of its
-  leader's BytesInPerSec over every partition that broker leads, moving or not
-  (`inbound_per_partition`, `INBOUND_RULE`). The split is wrong for a skewed load, and for a
-  bursty one: a producer writing in bursts makes per-second BytesInPerSec samples alternate
-  0 and the burst, and their median takes either, while the partition's windowed Rate (11 x 1 s,
-  Kafka's quota windows) averages the bursts. Measured on the README's decommission
-  (2026-11-24): the split gave 253 kB/s per moving partition, PartitionBytesInRate 213-217 kB/s.
+"""`reassign plan`'s move model, pure: the model's figures (tools/reassign/model.py, the one
+model the plan and the system tests share) beside KIP-73's MoveTime, as lines and JSON. Its
+input, the plan's cluster facts as `MovingPartition`s, is tools/reassign/plan_input.py's.
 
 The output:
 - `compare`: the traffic model (`model.traffic_prediction`: per throttled sensor, catch-up bytes
   C over the throttle T less its keep-up rate K) next to KIP-73's MoveTime, which sensor binds,
   and, when the two figures differ by more than 2 %, one line saying why: the binding sensor's
   K against the largest BytesInPerSec that KIP-73 subtracts from every throttle, taken apart;
-- `simulate`: Kafka's own algorithm (`model.kafka_prediction`), for clusters that run it
+- `simulate`: Kafka's own algorithm (`kafka_algorithm.kafka_prediction`), for clusters that run it
   (`replication.quota.precise=false`, minikafka's default), with settings from the node configs
-  (`model.settings_from_configs`, as the system tests build theirs);
+  (`kafka_algorithm.settings_from_configs`, as the system tests build theirs);
 - `required_throttle`: the model inverted, the T that finishes within Y seconds:
   max over sensors of K + C / Y.
 """
@@ -32,24 +17,20 @@ The output:
 from __future__ import annotations
 
 import math
-import statistics
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.core.types import TopicPartition
+from tools.reassign.kafka_algorithm import KafkaSettings, aged_sensors, kafka_prediction
 from tools.reassign.model import (
-    KafkaSettings,
     MovingPartition,
     SensorLoad,
     TrafficPrediction,
-    aged_sensors,
-    kafka_prediction,
     sensor_loads,
     traffic_prediction,
 )
-from tools.reassign.moves import MODE_REASSIGNMENT, MODE_REPLICATION, PartitionMove
+from tools.reassign.moves import MODE_REASSIGNMENT, MODE_REPLICATION
+from tools.reassign.plan_input import INBOUND_RULE
 from tools.reassign.units import human_bytes, human_rate, human_seconds
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
@@ -57,11 +38,6 @@ VALUE = dict(frozen=True, slots=True, kw_only=True)
 # `reassign --throttle-mode` -> the model's mode: KIP-73's replica lists, or KIP-542's rates.
 MODEL_MODES = {MODE_REPLICATION: "lists", MODE_REASSIGNMENT: "kip542"}
 TOLERANCE = 0.02  # figures within 2 % are the same figure (timer and size estimates are coarser)
-INBOUND_RULE = "each broker's BytesInPerSec split evenly over the partitions it leads"
-PARTITION_BYTES_IN = "PartitionBytesInRate"  # the metrics.jsonl key (replica_manager's gauge)
-# Where a partition's inbound rate came from (`Inbound.source`).
-MEASURED = "PartitionBytesInRate"
-SPLIT = "split"
 # The simulation is not run when the model already says the move lasts beyond twice its limit:
 # it would spend seconds of CPU (~4 ms per simulated second under load) only to say "not done".
 SIMULATE_UP_TO = 2.0
@@ -76,114 +52,6 @@ def _differs(reference: float | None, other: float | None) -> bool:
     if reference is None or other is None:
         return (reference is None) != (other is None)
     return abs(other - reference) > TOLERANCE * reference
-
-
-# ---------------------------------------------------------------------------- the input
-
-
-def partitions_led(leaders: Mapping[TopicPartition, int]) -> dict[int, int]:
-    """How many partitions each broker leads, sorted by broker (-1: no leader, not counted)."""
-    return dict(sorted(Counter(b for b in leaders.values() if b >= 0).items()))
-
-
-def inbound_per_partition(
-    bytes_in: Mapping[int, float], leaders: Mapping[TopicPartition, int]
-) -> dict[TopicPartition, float]:
-    """Each partition's share of its leader's BytesInPerSec (`INBOUND_RULE`). A partition
-    without a leader takes no writes; a broker missing from `bytes_in` counts as 0 B/s."""
-    led = partitions_led(leaders)
-    return {tp: bytes_in.get(b, 0.0) / led[b] for tp, b in sorted(leaders.items()) if b in led}
-
-
-def partition_bytes_in(
-    lines: Mapping[int, Sequence[Mapping[str, Any]]], leaders: Mapping[TopicPartition, int]
-) -> dict[TopicPartition, float]:
-    """Each partition's `PartitionBytesInRate` on its leader: the median of the values the
-    leader's metrics lines give it (`lines`: broker -> its recent metrics.jsonl lines, oldest
-    first). Only the leader's figure is the produce rate: the metric counts every byte appended
-    to a replica (replica_manager's gauge, local_partition.bytes_in), so on a follower it is
-    replication, which lags and bursts with the fetches. The median, as for BytesInPerSec
-    (progress.median_bytes_in): a burst that is over is not a steady rate. A partition without
-    a leader, whose leader has no lines, or whose leader's lines never name it with a number,
-    is left out (the caller falls back to the split)."""
-    out: dict[TopicPartition, float] = {}
-    for tp, broker in sorted(leaders.items()):
-        values = []
-        for line in lines.get(broker, ()) if broker >= 0 else ():
-            rates = line.get(PARTITION_BYTES_IN)
-            value = rates.get(str(tp)) if isinstance(rates, Mapping) else None
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                values.append(float(value))
-        if values:
-            out[tp] = statistics.median(values)
-    return out
-
-
-@dataclass(**VALUE)
-class Inbound:
-    """Each led partition's inbound rate for the model, and which were measured."""
-
-    rates: Mapping[TopicPartition, float]
-    measured: frozenset[TopicPartition]  # from PartitionBytesInRate; the others: the split
-
-    def source(self, tp: TopicPartition) -> str:
-        return MEASURED if tp in self.measured else SPLIT
-
-
-def inbound(
-    bytes_in: Mapping[int, float],
-    leaders: Mapping[TopicPartition, int],
-    *,
-    measured: Mapping[TopicPartition, float] | None,
-) -> Inbound:
-    """The model's inbound rate per led partition (module docstring): `measured`
-    (`partition_bytes_in`; None without the cluster's files) where it names the partition, else
-    its share of its leader's BytesInPerSec (`inbound_per_partition`). The split's share stays
-    BytesInPerSec / partitions led even where a neighbour was measured: the fallback is the
-    figure the plan gave before, not a new estimate."""
-    split = inbound_per_partition(bytes_in, leaders)
-    got = {tp: r for tp, r in (measured or {}).items() if tp in split}
-    return Inbound(rates={**split, **got}, measured=frozenset(got))
-
-
-def _leader(move: PartitionMove, current: Sequence[int], leader: int) -> int:
-    if leader in move.sources:
-        return leader
-    return next((b for b in current if b in move.sources), move.sources[0])
-
-
-def moving_partitions(
-    planned: Mapping[TopicPartition, PartitionMove],
-    *,
-    assignment: Mapping[TopicPartition, Sequence[int]],
-    proposed: Mapping[TopicPartition, Sequence[int]],
-    leaders: Mapping[TopicPartition, int],
-    sizes: Mapping[TopicPartition, int],
-    inbound: Mapping[TopicPartition, float],
-) -> list[MovingPartition]:
-    """The model's input (module docstring), one per partition with something to copy, sorted.
-    `assignment`: the metadata's replicas; an ongoing move not in `proposed` keeps its target,
-    which the metadata lists first."""
-    out = []
-    for tp, move in sorted(planned.items()):
-        if not move.moving:
-            continue
-        current = tuple(assignment.get(tp, ()))
-        target = tuple(proposed.get(tp, current))
-        out.append(
-            MovingPartition(
-                topic=tp.topic,
-                partition=tp.partition,
-                leader=_leader(move, current, leaders.get(tp, -1)),
-                replicas=tuple(dict.fromkeys((*target, *move.sources))),
-                destinations=tuple(move.destinations),
-                size_bytes=sizes.get(tp, 0),
-                inbound_bytes_per_s=inbound.get(tp, 0.0),
-                # Kafka elects the target's first replica when the move completes.
-                final_leader=target[0] if target else None,
-            )
-        )
-    return out
 
 
 # ---------------------------------------------------------------------------- the traffic model

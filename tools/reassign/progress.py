@@ -13,7 +13,7 @@ minikafka/server/jsonl.py):
   exactly the new replicas, under either throttle mode) or, when no throttle applies,
   `replication_bytes_in`, read at the line just before the copy started and at the latest line.
 
-bytes left on a destination = estimated size of the partitions it is adding (runner.LogSize)
+bytes left on a destination = estimated size of the partitions it is adding (move_size.LogSize)
 - bytes it fetched since its first copy started; 0 once none of them is still moving. The rate
 is the follower throttle's own measure (`FollowerReplicationThrottledRate` +
 `FollowerReassignmentThrottledRate`), or `replication_bytes_in_per_s` without a throttle; ETA =
@@ -35,16 +35,9 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.core.types import TopicPartition
 from minikafka.server.jsonl import jsonl_parts
+from tools.reassign.move_size import estimate_log_sizes, sizes_in_bytes
 from tools.reassign.moves import OngoingReassignment
-from tools.reassign.runner import (
-    IN_PROGRESS,
-    ClusterView,
-    PartitionStatus,
-    estimate_log_sizes,
-    read_cluster,
-    sizes_in_bytes,
-    statuses,
-)
+from tools.reassign.runner import IN_PROGRESS, ClusterView, PartitionStatus, read_cluster, statuses
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

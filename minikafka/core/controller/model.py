@@ -1,6 +1,6 @@
 """The controller's values: its config, its effects, and the records it keeps.
 
-Effects are what the controller state machine (core/controller.py) asks the shell to do. The
+Effects are what the controller state machine (core/controller/state.py) asks the shell to do. The
 shell persists `ControllerState.to_doc()` after every call that returned effects, then executes
 them in order: `SendLeaderAndIsr`, `SendUpdateMetadata` and `SendStopReplica` become LeaderAndIsr,
 UpdateMetadata and StopReplica requests (the shell adds controller id/epoch and the live broker
@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikafka.core.dynamic_config import ConfigSnapshot
-from minikafka.core.types import TopicPartition
-from minikafka.wire.messages import NO_LEADER, BrokerInfo, PartitionState
+from minikafka.core.types import NO_LEADER, TopicPartition
+from minikafka.wire.messages import BrokerInfo, PartitionState
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 
@@ -94,7 +94,7 @@ Effect = SendLeaderAndIsr | SendUpdateMetadata | SendStopReplica | Event
 class PartitionRecord:
     """A partition's registration (KRaft PartitionRegistration), replaced whole on change.
 
-    While a reassignment moves it (core/controller_reassign.py), `replicas` is the union
+    While a reassignment moves it (core/controller/reassign.py), `replicas` is the union
     `target ++ (current -- target)` and `adding` / `removing` say which replicas come and go
     (KIP-455); a broker learns from `adding` that it is being added (the KIP-542 throttle).
     """

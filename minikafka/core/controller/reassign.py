@@ -22,7 +22,7 @@ controller's ReplicaAssignment.reassignTo, which keeps the *original* replicas o
 - Every replica that leaves is sent StopReplica(delete=True); a fenced one when it is back
   (`stops` is persisted, and skipped if the broker has become a replica again meanwhile).
 
-Throttles (beyond Kafka, core/controller_throttles.py): the `throttle_configs` of a request
+Throttles (beyond Kafka, core/controller/throttles.py): the `throttle_configs` of a request
 become a throttle group that its moving partitions belong to; a partition given a new target
 with new throttles joins the new group. When the last partition of a group completes or is
 cancelled, the group's claims are released, and the keys nobody claims any more wait in
@@ -36,15 +36,14 @@ from collections.abc import Container, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from minikafka.core.controller_changes import PartitionChange
-from minikafka.core.controller_model import VALUE, Event, PartitionRecord, SendStopReplica
-from minikafka.core.controller_throttles import ThrottleClaims, ThrottleKey, normalise_throttles
-from minikafka.core.controller_topics import replica_list_error
+from minikafka.core.controller.changes import PartitionChange
+from minikafka.core.controller.model import VALUE, Event, PartitionRecord, SendStopReplica
+from minikafka.core.controller.throttles import ThrottleClaims, ThrottleKey, normalise_throttles
+from minikafka.core.controller.topics import replica_list_error
 from minikafka.core.election import elect_leader
-from minikafka.core.types import TopicPartition
+from minikafka.core.types import NO_LEADER, TopicPartition
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import (
-    NO_LEADER,
     ConfigEntity,
     OngoingPartitionReassignment,
     ReassignablePartition,

@@ -6,8 +6,8 @@ request may record the dynamic configs the reassign tool set for it (`throttle_c
 become a *throttle group*, and each config key is *claimed* by every group that recorded it, the
 latest recorded value winning (so `--additional`, which re-sets the throttles, hands a key on
 instead of racing to remove it). When the last partition of a group completes or is cancelled
-(core/controller_reassign.py), the group releases its claims; a key no group claims any more is
-deleted through the dynamic-config path (core/controller_configs.py) if it still has the recorded
+(core/controller/reassign.py), the group releases its claims; a key no group claims any more is
+deleted through the dynamic-config path (core/controller/configs.py) if it still has the recorded
 value, and otherwise left in place with a `throttle_left_in_place` event naming it: someone
 changed it since, and it is theirs now.
 """
@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from minikafka.core.controller_configs import OP_DELETE, alter_configs
-from minikafka.core.controller_model import VALUE, Event
+from minikafka.core.controller.configs import OP_DELETE, alter_configs
+from minikafka.core.controller.model import VALUE, Event
 from minikafka.core.dynamic_config import (
     ConfigSnapshot,
     check_config_name,

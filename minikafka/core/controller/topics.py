@@ -31,7 +31,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 
 from minikafka.core.assignment import AssignmentError, assign_replicas
-from minikafka.core.controller_model import VALUE, ControllerConfig, PartitionRecord
+from minikafka.core.controller.model import VALUE, ControllerConfig, PartitionRecord
 from minikafka.core.dynamic_config import TOPICS, validate_changes
 from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import CreatableTopic, CreatableTopicResult

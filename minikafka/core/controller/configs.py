@@ -4,7 +4,7 @@ Mirrors KRaft's ConfigurationControlManager.incrementalAlterConfigs: resources a
 request order, each against the state the previous ones produced; one bad resource does not stop
 the others, but within a resource nothing is applied if any part of it is invalid (the rules are
 core/dynamic_config.py's). Every resource changed by one request gets the same new snapshot
-version. The controller (core/controller.py) keeps the result and pushes it to the brokers.
+version. The controller (core/controller/state.py) keeps the result and pushes it to the brokers.
 
 Error codes, as Kafka answers them: a malformed request (duplicate resource, duplicate config
 name, an op other than set/delete, set without a value) is INVALID_REQUEST; an unknown topic is
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 
-from minikafka.core.controller_model import Event
+from minikafka.core.controller.model import Event
 from minikafka.core.dynamic_config import (
     TOPICS,
     ConfigSnapshot,
@@ -93,7 +93,7 @@ def created_topic_configs(
     snapshot: ConfigSnapshot, topic: str, configs: Mapping[str, str], *, version: int
 ) -> tuple[ConfigSnapshot, Event]:
     """A new topic's throttle lists, given at creation and already validated
-    (core/controller_topics.py): the snapshot holding them at `version`, and the
+    (core/controller/topics.py): the snapshot holding them at `version`, and the
     `config_changed` event an alter setting them would emit."""
     after = snapshot.with_entity(TOPICS, topic, configs, version=version)
     fields = {

@@ -18,7 +18,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from minikafka.core.controller_model import Event
+from minikafka.core.controller.model import Event
 
 MAX_HOST_CHARS = 253
 _LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\Z")

@@ -1,7 +1,7 @@
 """Partition transitions the controller makes on its own: when a broker is fenced or returns.
 
 Pure functions from the partition table to a list of `PartitionChange`s; the controller
-(core/controller.py) applies them, logs them and turns them into requests.
+(core/controller/state.py) applies them, logs them and turns them into requests.
 
 Fencing mirrors KRaft `ReplicationControlManager.handleBrokerFenced` /
 `generateLeaderAndIsrUpdates`: the broker leaves the ISR of every partition, except where it is
@@ -20,10 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, replace
 
-from minikafka.core.controller_model import VALUE, Event, PartitionRecord
+from minikafka.core.controller.model import VALUE, Event, PartitionRecord
 from minikafka.core.election import elect_leader
-from minikafka.core.types import TopicPartition
-from minikafka.wire.messages import NO_LEADER
+from minikafka.core.types import NO_LEADER, TopicPartition
 
 
 @dataclass(**VALUE)

@@ -1,0 +1,155 @@
+"""Topic and config requests to the controller: CreateTopics, IncrementalAlterConfigs,
+DescribeConfigs.
+
+The checks and the placement are pure (core/controller/topics.py, core/controller/configs.py);
+here they are applied to the controller's tables. A config change is one new `ConfigSnapshot`,
+pushed whole to every live broker (`_push_configs`, core/controller/base.py), as KRaft's
+ConfigurationControlManager commits one ConfigRecord batch per request.
+"""
+
+from collections import Counter
+from collections.abc import Sequence
+
+from minikafka.core.controller.base import ControllerBase
+from minikafka.core.controller.changes import leaderless_changes
+from minikafka.core.controller.configs import alter_configs, created_topic_configs, describe_configs
+from minikafka.core.controller.model import Effect, Event, PartitionRecord
+from minikafka.core.controller.topics import TopicPlan, plan_topic, replicas_per_broker
+from minikafka.core.dynamic_config import ConfigSnapshot
+from minikafka.core.types import TopicPartition
+from minikafka.errors import ErrorCode
+from minikafka.wire.messages import (
+    AlterConfigsResource,
+    AlterConfigsResourceResponse,
+    CreatableTopic,
+    CreatableTopicResult,
+    DescribeConfigsResource,
+    DescribeConfigsResult,
+)
+
+
+class TopicRequests(ControllerBase):
+    # ------------------------------------------------------------------------ topics
+
+    def create_topics(
+        self, topics: Sequence[CreatableTopic], now_ms: int, *, validate_only: bool = False
+    ) -> tuple[list[CreatableTopicResult], list[Effect]]:
+        """CreateTopics: one result per topic, in order; one bad topic doesn't stop the others.
+
+        `validate_only` checks and places (consuming rng draws) but creates nothing.
+        """
+        self._observe(now_ms)
+        counts = Counter(t.name for t in topics)
+        live = self._live_ids()
+        results: list[CreatableTopicResult] = []
+        events: list[Event] = []
+        created: set[TopicPartition] = set()
+        configs = self._configs
+        hosted = replicas_per_broker(self._partitions.values())  # topics planned here add up
+        for topic in topics:
+            if counts[topic.name] > 1:
+                message = (
+                    f"Create topics request contains multiple entries for topic '{topic.name}'."
+                )
+                results.append(
+                    CreatableTopicResult(
+                        name=topic.name,
+                        error_code=ErrorCode.INVALID_REQUEST,
+                        error_message=message,
+                    )
+                )
+                continue
+            plan = plan_topic(
+                topic,
+                existing=self._topics,
+                registered=self._brokers,
+                live=live,
+                config=self.config,
+                rng=self.rng,
+                hosted=hosted,
+            )
+            if isinstance(plan, CreatableTopicResult):
+                results.append(plan)
+                continue
+            hosted.update(b for replicas in plan.replicas for b in replicas)
+            results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.NONE))
+            if not validate_only:
+                partitions, configs = self._create(plan, events, configs)
+                created |= partitions
+        if not created:
+            return results, []
+        push = self._push_configs(configs) if configs is not self._configs else []
+        effects = self._effects(events, created, broker_list_changed=False)
+        # The throttle lists go out before the LeaderAndIsr that starts the new replicas'
+        # fetchers, so no fetch escapes them (KRaft writes a topic's ConfigRecords before its
+        # TopicRecord, in the same batch).
+        n_events = sum(isinstance(e, Event) for e in effects)
+        return results, [*effects[:n_events], *push, *effects[n_events:]]
+
+    def _create(
+        self, plan: TopicPlan, events: list[Event], configs: ConfigSnapshot
+    ) -> tuple[set[TopicPartition], ConfigSnapshot]:
+        """Record the topic and its partitions; -> (them, `configs` with the topic's throttle
+        lists given at creation, at the next snapshot version)."""
+        # KRaft createTopic: leader = first ISR member, leader and partition epochs 0.
+        self._topics[plan.name] = dict(plan.configs)
+        if plan.dynamic_configs:  # one snapshot version for the whole request
+            configs, event = created_topic_configs(
+                configs, plan.name, plan.dynamic_configs, version=self._configs.version + 1
+            )
+            events.append(event)
+        created: set[TopicPartition] = set()
+        for index, (replicas, isr) in enumerate(zip(plan.replicas, plan.isrs, strict=True)):
+            tp = TopicPartition(plan.name, index)
+            self._partitions[tp] = PartitionRecord(
+                replicas=tuple(replicas), isr=tuple(isr), leader=isr[0]
+            )
+            created.add(tp)
+        fields = {
+            "topic": plan.name,
+            "partitions": len(plan.replicas),
+            "replication_factor": len(plan.replicas[0]),
+            "assignment": [list(r) for r in plan.replicas],
+            "configs": {**plan.configs, **plan.dynamic_configs},
+        }
+        events.append(Event(name="topic_created", fields=fields))
+        return created, configs
+
+    # ------------------------------------------------------------------------ configs
+
+    def alter_configs(
+        self, resources: Sequence[AlterConfigsResource], *, validate_only: bool = False
+    ) -> tuple[list[AlterConfigsResourceResponse], list[Effect]]:
+        """IncrementalAlterConfigs: one response per resource, in order.
+
+        A change emits `config_changed` events and pushes the whole new snapshot to every live
+        broker; `validate_only` answers as if applied and changes nothing. A topic whose
+        unclean.leader.election.enable turns true gets an unclean election at once for its
+        leaderless partitions (Kafka's controller does on that change:
+        KafkaController.processTopicUncleanLeaderElectionEnable), not at the next fence.
+        """
+        responses, after, events = alter_configs(
+            self._configs, resources, topic_exists=self._topics.__contains__
+        )
+        if validate_only or after is self._configs:
+            return responses, []
+        pushed = self._push_configs(after)
+        elections: list[Event] = []
+        changed = self._apply(
+            leaderless_changes(
+                self._partitions,
+                live=set(self._live_ids()),
+                unclean_allowed=self._unclean_allowed,
+                reason="unclean_enabled",
+                only=lambda tp, _record: self._unclean_allowed(tp.topic),
+            ),
+            elections,
+        )
+        tail = self._effects(elections, changed) if changed else []
+        return responses, [*events, *pushed, *tail]
+
+    def describe_configs(
+        self, resources: Sequence[DescribeConfigsResource]
+    ) -> list[DescribeConfigsResult]:
+        """DescribeConfigs: see core/controller/configs.py for the shape of the results."""
+        return describe_configs(self._configs, resources, topic_exists=self._topics.__contains__)
