@@ -180,7 +180,7 @@ class ReplicaFetcher:
         the follower quota held everything back, wait replica.fetch.backoff.ms (Kafka's
         maybeFetch waits fetchBackOffMs when the request comes out empty)."""
         self.wakeup = trio.Event()
-        ready = self.planner.next_ready_ms()
+        ready = self.planner.next_deadline_ms()
         if ready is None:
             return
         wait_ms = max(ready - now_ms(), 1)

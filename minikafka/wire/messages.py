@@ -106,7 +106,6 @@ class ApiKey(IntEnum):
 
 # Sentinels with Kafka's values.
 CONSUMER_REPLICA_ID = -1  # FetchRequest.replica_id of a consumer
-NO_EPOCH = UNDEFINED_EPOCH  # to be removed: minikafka/server/local_partition.py still uses it
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or HW for consumers)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 
