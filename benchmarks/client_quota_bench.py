@@ -43,7 +43,6 @@ bounded in time and count; a failure stops the cluster and ends the run with one
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -64,11 +63,11 @@ from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
+from minikafka.testing.seeds import resolve_seed
 from minikafka.wire.admin_messages import AlterableConfig, AlterConfigsResource
 from tools.perf import PerfSpec, run_produce_perf
 
 BROKER = 1
-DEFAULT_SEED = 42
 TARGET = 1.05  # rate / quota, every case
 MAX_REQUESTS_PER_TASK = 10_000_000  # the count bound of every client loop (time ends it first)
 NODE_CONFIGS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
@@ -409,11 +408,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.kinds_list = tuple(k.strip() for k in args.kinds.split(","))
     if not args.kinds_list or any(k not in TOPIC for k in args.kinds_list):
         p.error(f"--kinds {args.kinds!r}: expected produce, fetch or produce,fetch")
-    if args.seed is None:
-        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
-        if not env.isdigit():
-            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
-        args.seed = int(env)
+    try:
+        args.seed = resolve_seed(args.seed)  # printed by the run (seed_line)
+    except ConfigError as exc:
+        p.error(str(exc))
     positive = ("seconds", "ref_s", "quota_mb", "partitions", "record_size", "batch_records")
     for name in (*positive, "fill_batches", "timeout_s"):
         if getattr(args, name) <= 0:

@@ -36,7 +36,6 @@ import argparse
 import json
 import os
 import platform
-import random
 import shutil
 import statistics
 import subprocess
@@ -59,6 +58,7 @@ from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.core.records import make_batch
 from minikafka.errors import ConfigError, MiniKafkaError
+from minikafka.testing.seeds import derive_rng, resolve_seed, seed_line
 from tools.perf import PerfSpec, run_produce_perf
 
 BROKERS = 3
@@ -68,7 +68,6 @@ PRODUCE_TARGET_MB_S = 50.0
 CATCHUP_TARGET_RATIO = 0.25
 POLL_S = 0.02
 REFERENCE_RUNS = 3
-DEFAULT_SEED = 42
 # Fast failure detection, as in `make demo`: a killed broker is fenced within ~3 s.
 NODE_CONFIGS = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
 
@@ -267,7 +266,7 @@ def metrics_after(path: Path, offset: int) -> list[dict[str, Any]]:
 
 def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say: Say) -> dict[str, Any]:
     """Kill a broker, wait until it is fenced, wipe it, restart it, time its catch-up."""
-    broker = random.Random(cfg.seed).choice([n.node_id for n in lc.spec.brokers])
+    broker = derive_rng(cfg.seed, "catch-up-broker").choice([n.node_id for n in lc.spec.brokers])
     others = ",".join(n.address for n in lc.spec.brokers if n.node_id != broker)
     node_dir = lc.spec.node(broker).data_dir
     say(f"killing broker {broker}; waiting until the controller fences it")
@@ -464,11 +463,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.node_configs = parse_node_configs(args.set)
     except ConfigError as exc:
         p.error(str(exc))
-    if args.seed is None:
-        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
-        if not env.isdigit():
-            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
-        args.seed = int(env)
+    try:
+        args.seed = resolve_seed(args.seed)  # printed by the run (seed_line)
+    except ConfigError as exc:
+        p.error(str(exc))
     positive = ("data_mb", "records", "record_size", "batch_bytes", "produce_partitions")
     positive += ("in_flight", "batches_per_request", "ref_mb", "timeout_s")
     for name in positive:
@@ -500,7 +498,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def add_run_options(p: argparse.ArgumentParser, *, set_help: str) -> None:
     """The options every cluster benchmark shares: seed, keep, dir, json and node configs."""
-    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
+    p.add_argument(
+        "--seed", type=int, default=None, help="default: $MINIKAFKA_SEED, else random (printed)"
+    )
     p.add_argument("--keep", action="store_true", help="keep the cluster dir and print where")
     p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -514,7 +514,7 @@ def run_main(
     run, a one-line FAILED on error (exit 1), the table or --json on stdout."""
     say = lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     base = Path(tempfile.mkdtemp(prefix=prefix, dir=args.dir))
-    say(f"seed {cfg.seed}; working dir {base}")
+    say(f"{seed_line(cfg.seed)}; working dir {base}")
     try:
         result = run(cfg, base, say=say)
     except (BenchError, MiniKafkaError, trio.TooSlowError) as exc:

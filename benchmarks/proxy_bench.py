@@ -40,7 +40,6 @@ import argparse
 import bisect
 import json
 import os
-import random
 import statistics
 import subprocess
 import sys
@@ -55,10 +54,12 @@ import trio
 from cluster_bench import BenchError, Say, machine_info, run_main
 
 from cluster.ports import free_ports
+from minikafka.errors import ConfigError
 from minikafka.faults.config import ProxyConfig, ProxyLink
 from minikafka.faults.control import FaultProxyClient
 from minikafka.faults.links import burst_bytes
 from minikafka.faults.proxy import FaultProxy
+from minikafka.testing.seeds import derive_rng, resolve_seed
 
 HOST = "127.0.0.1"
 LINK = (1, 2)
@@ -66,7 +67,6 @@ WRITE_BYTES = 64 * 1024
 RECV_BYTES = 1 << 20
 PING_BYTES = 1024
 WINDOW_S = 1.0  # the sliding window of the pacing peak
-DEFAULT_SEED = 42
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,7 +201,7 @@ async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str
 async def throughput(bench: Bench, say: Say) -> dict[str, Any]:
     cfg = bench.cfg
     total = (cfg.mb << 20) // WRITE_BYTES * WRITE_BYTES
-    chunk = random.Random(cfg.seed).randbytes(WRITE_BYTES)
+    chunk = derive_rng(cfg.seed, "throughput-bytes").randbytes(WRITE_BYTES)
     direct, proxied = [], []
     for n in range(cfg.runs):
         direct.append(await one_way(bench, bench.sink_port, total, chunk))
@@ -304,7 +304,7 @@ async def paced(bench: Bench, cap: int, say: Say) -> dict[str, Any]:
 async def round_trips(bench: Bench, port: int, rounds: int) -> dict[str, float]:
     """`rounds` 1 KiB ping-pongs through `port`; RTT statistics in ms."""
     client, server = await bench.pair(port)
-    msg = random.Random(bench.cfg.seed).randbytes(PING_BYTES)
+    msg = derive_rng(bench.cfg.seed, "ping-bytes").randbytes(PING_BYTES)
     rtts = []
 
     async def echo() -> None:
@@ -354,7 +354,7 @@ async def latency(bench: Bench, say: Say) -> dict[str, Any]:
 
 async def blocked_then_healed(bench: Bench) -> dict[str, Any]:
     cfg = bench.cfg
-    payload = random.Random(cfg.seed + 1).randbytes(cfg.block_mib << 20)
+    payload = derive_rng(cfg.seed, "blocked-bytes").randbytes(cfg.block_mib << 20)
     client, server = await bench.pair(bench.proxy_port)
     await bench.set_faults(blocked=True)
     received = bytearray()
@@ -565,7 +565,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--block-s", type=float, default=1.0, help="seconds blocked before the heal")
     p.add_argument("--block-mib", type=int, default=1, help="MiB written while blocked")
     p.add_argument("--timeout-s", type=float, default=30.0, help="bound of each phase")
-    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
+    p.add_argument(
+        "--seed", type=int, default=None, help="default: $MINIKAFKA_SEED, else random (printed)"
+    )
     p.add_argument("--keep", action="store_true", help="keep the working dir and print it")
     p.add_argument("--dir", default=None, help="parent of the temporary working dir")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -576,11 +578,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--caps {args.caps!r}: expected MB/s values separated by commas, e.g. 1,4")
     if any(cap * 1e6 < 1 for cap in args.caps_mb):
         p.error(f"--caps {args.caps!r}: every cap must be at least 1 B/s")
-    if args.seed is None:
-        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
-        if not env.isdigit():
-            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
-        args.seed = int(env)
+    try:
+        args.seed = resolve_seed(args.seed)  # printed by the run (seed_line)
+    except ConfigError as exc:
+        p.error(str(exc))
     positive = ("mb", "runs", "pace_s", "rounds", "rtt_rounds", "block_s", "block_mib")
     for name in (*positive, "timeout_s"):
         if getattr(args, name) <= 0:

@@ -25,6 +25,7 @@ from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer, ProducerConfig
 from minikafka.core.records import make_batch
 from minikafka.errors import ClusterError, MiniKafkaError
+from minikafka.testing.seeds import resolve_seed, seed_line
 
 
 async def exercise(
@@ -128,8 +129,11 @@ def check_demo_dir(base_dir: Path) -> None:
             raise ClusterError(f"{refuse}: it holds {name!r}, not part of its cluster; {accepted}")
 
 
-def run_demo(base_dir: Path, *, records: int = 20_000, seed: int = 42) -> dict[str, object]:
+def run_demo(
+    base_dir: Path, *, records: int = 20_000, seed: int | None = None
+) -> dict[str, object]:
     say = lambda msg: click.echo(f"demo: {msg}")  # noqa: E731
+    seed = resolve_seed(seed)
     check_demo_dir(base_dir)  # before anything is stopped or deleted
     if (base_dir / "cluster.json").exists():
         try:
@@ -143,7 +147,7 @@ def run_demo(base_dir: Path, *, records: int = 20_000, seed: int = 42) -> dict[s
         seed=seed,
         node_configs={"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"},
     )
-    say(f"starting a controller and 3 brokers in {base_dir} (seed {seed})")
+    say(f"starting a controller and 3 brokers in {base_dir} ({seed_line(seed)})")
     with LocalCluster.up(spec, progress=lambda m: say(m)) as lc:
         for s in lc.status():
             say(f"  node {s.node_id} {','.join(s.roles):<10} {s.address}  pid {s.pid}")
