@@ -51,7 +51,15 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from cluster_bench import BenchError, Say, add_run_options, machine_info, metrics_after, run_main
+from cluster_bench import (
+    BenchError,
+    Say,
+    add_run_options,
+    machine_info,
+    metrics_after,
+    resolve_args_seed,
+    run_main,
+)
 
 from cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
@@ -63,7 +71,6 @@ from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
 from minikafka.testing.load import Bounds, load_producer, run_senders
-from minikafka.testing.seeds import resolve_seed
 from minikafka.wire.admin_messages import AlterableConfig, AlterConfigsResource
 from tools.perf import PerfSpec, run_produce_perf
 
@@ -405,10 +412,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.kinds_list = tuple(k.strip() for k in args.kinds.split(","))
     if not args.kinds_list or any(k not in TOPIC for k in args.kinds_list):
         p.error(f"--kinds {args.kinds!r}: expected produce, fetch or produce,fetch")
-    try:
-        args.seed = resolve_seed(args.seed)  # printed by the run (seed_line)
-    except ConfigError as exc:
-        p.error(str(exc))
+    resolve_args_seed(p, args)
     positive = ("seconds", "ref_s", "quota_mb", "partitions", "record_size", "batch_records")
     for name in (*positive, "fill_batches", "timeout_s"):
         if getattr(args, name) <= 0:

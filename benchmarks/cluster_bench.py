@@ -69,6 +69,7 @@ CATCHUP_TARGET_RATIO = 0.25
 POLL_S = 0.02
 REFERENCE_RUNS = 3
 # Fast failure detection, as in `make demo`: a killed broker is fenced within ~3 s.
+SEED_HELP = "default: $MINIKAFKA_SEED, else random (printed)"
 NODE_CONFIGS = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
 
 
@@ -463,10 +464,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.node_configs = parse_node_configs(args.set)
     except ConfigError as exc:
         p.error(str(exc))
-    try:
-        args.seed = resolve_seed(args.seed)  # printed by the run (seed_line)
-    except ConfigError as exc:
-        p.error(str(exc))
+    resolve_args_seed(p, args)
     positive = ("data_mb", "records", "record_size", "batch_bytes", "produce_partitions")
     positive += ("in_flight", "batches_per_request", "ref_mb", "timeout_s")
     for name in positive:
@@ -498,13 +496,20 @@ def main(argv: list[str] | None = None) -> int:
 
 def add_run_options(p: argparse.ArgumentParser, *, set_help: str) -> None:
     """The options every cluster benchmark shares: seed, keep, dir, json and node configs."""
-    p.add_argument(
-        "--seed", type=int, default=None, help="default: $MINIKAFKA_SEED, else random (printed)"
-    )
+    p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     p.add_argument("--keep", action="store_true", help="keep the cluster dir and print where")
     p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=set_help)
+
+
+def resolve_args_seed(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--seed, else $MINIKAFKA_SEED, else a fresh seed (minikafka/testing/seeds.py); `run_main`
+    prints it. A bad one ends the parse with one line."""
+    try:
+        args.seed = resolve_seed(args.seed)
+    except ConfigError as exc:
+        p.error(str(exc))
 
 
 def run_main(

@@ -51,15 +51,14 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from cluster_bench import BenchError, Say, machine_info, run_main
+from cluster_bench import SEED_HELP, BenchError, Say, machine_info, resolve_args_seed, run_main
 
 from cluster.ports import free_ports
-from minikafka.errors import ConfigError
 from minikafka.faults.config import ProxyConfig, ProxyLink
 from minikafka.faults.control import FaultProxyClient
 from minikafka.faults.links import burst_bytes
 from minikafka.faults.proxy import FaultProxy
-from minikafka.testing.seeds import derive_rng, resolve_seed
+from minikafka.testing.seeds import derive_rng
 
 HOST = "127.0.0.1"
 LINK = (1, 2)
@@ -565,9 +564,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--block-s", type=float, default=1.0, help="seconds blocked before the heal")
     p.add_argument("--block-mib", type=int, default=1, help="MiB written while blocked")
     p.add_argument("--timeout-s", type=float, default=30.0, help="bound of each phase")
-    p.add_argument(
-        "--seed", type=int, default=None, help="default: $MINIKAFKA_SEED, else random (printed)"
-    )
+    p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     p.add_argument("--keep", action="store_true", help="keep the working dir and print it")
     p.add_argument("--dir", default=None, help="parent of the temporary working dir")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -578,10 +575,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--caps {args.caps!r}: expected MB/s values separated by commas, e.g. 1,4")
     if any(cap * 1e6 < 1 for cap in args.caps_mb):
         p.error(f"--caps {args.caps!r}: every cap must be at least 1 B/s")
-    try:
-        args.seed = resolve_seed(args.seed)  # printed by the run (seed_line)
-    except ConfigError as exc:
-        p.error(str(exc))
+    resolve_args_seed(p, args)
     positive = ("mb", "runs", "pace_s", "rounds", "rtt_rounds", "block_s", "block_mib")
     for name in (*positive, "timeout_s"):
         if getattr(args, name) <= 0:

@@ -48,6 +48,7 @@ from cluster_bench import (
     log_end_offsets,
     machine_info,
     metrics_after,
+    resolve_args_seed,
     run_main,
     wait_for_isr,
 )
@@ -58,7 +59,6 @@ from minikafka.client.cluster_client import open_client
 from minikafka.core.records import make_batch
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
-from minikafka.testing.seeds import resolve_seed
 from tools.perf import PerfSpec, run_produce_perf
 
 TOPIC = "throttled"
@@ -333,10 +333,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--rates {args.rates!r}: expected MB/s values separated by commas, e.g. 1,4")
     if "replication.quota.precise" in args.node_configs:
         p.error("replication.quota.precise is set per case; choose with --mode")
-    try:
-        args.seed = resolve_seed(args.seed)  # printed by the run (seed_line)
-    except ConfigError as exc:
-        p.error(str(exc))
+    resolve_args_seed(p, args)
     for name in ("data_mb", "partitions", "record_size", "batch_bytes", "timeout_s"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
