@@ -27,11 +27,13 @@ import trio
 
 from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
-from minikafka.errors import MiniKafkaError
+from minikafka.errors import ConfigError, MiniKafkaError
+from minikafka.testing.seeds import resolve_seed, seed_line
 
 POLL_S = 0.02  # Metadata polling while waiting for an ISR change
 
 Say = Callable[[str], None]
+SEED_HELP = "default: $MINIKAFKA_SEED, else random (printed)"
 
 
 class BenchError(Exception):
@@ -137,11 +139,20 @@ def metrics_after(path: Path, offset: int) -> list[dict[str, Any]]:
 
 def add_run_options(p: argparse.ArgumentParser, *, set_help: str) -> None:
     """The options every cluster benchmark shares: seed, keep, dir, json and node configs."""
-    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
+    p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     p.add_argument("--keep", action="store_true", help="keep the cluster dir and print where")
     p.add_argument("--dir", default=None, help="parent of the temporary cluster dir")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help=set_help)
+
+
+def resolve_args_seed(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """--seed, else $MINIKAFKA_SEED, else a fresh seed (minikafka/testing/seeds.py); `run_main`
+    prints it. A bad one ends the parse with one line."""
+    try:
+        args.seed = resolve_seed(args.seed)
+    except ConfigError as exc:
+        p.error(str(exc))
 
 
 def run_main(
@@ -151,7 +162,7 @@ def run_main(
     run, a one-line FAILED on error (exit 1), the table or --json on stdout."""
     say = lambda msg: print(f"bench: {msg}", file=sys.stderr, flush=True)  # noqa: E731
     base = Path(tempfile.mkdtemp(prefix=prefix, dir=args.dir))
-    say(f"seed {cfg.seed}; working dir {base}")
+    say(f"{seed_line(cfg.seed)}; working dir {base}")
     try:
         result = run(cfg, base, say=say)
     except (BenchError, MiniKafkaError, trio.TooSlowError) as exc:

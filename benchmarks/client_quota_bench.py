@@ -10,7 +10,7 @@ uses the project's own clients (KIP-219 on both sides: the broker answers a thro
 once and mutes the connection for the throttle time, and the client's Connection sends that
 broker nothing meanwhile), one ClusterClient (one connection) with `in_flight` tasks, each
 keeping one request outstanding on its own partition:
-- produce: `Producer(acks=1).send_batches` of one batch of `--batch-records` x `--record-size`
+- produce: `Producer(acks=1).send_batches` (the load kit, minikafka/testing/load.py) of one batch of `--batch-records` x `--record-size`
   B per request, over and over;
 - fetch: `Consumer(max_wait_ms=0).fetch_once` of its partition with `partition_max_bytes` one
   batch, so each answer is one batch, wrapping to offset 0 at the end of the fill.
@@ -43,7 +43,6 @@ bounded in time and count; a failure stops the cluster and ends the run with one
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -52,23 +51,30 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from bench_harness import BenchError, Say, add_run_options, machine_info, metrics_after, run_main
+from bench_harness import (
+    BenchError,
+    Say,
+    add_run_options,
+    machine_info,
+    metrics_after,
+    resolve_args_seed,
+    run_main,
+)
 
 from cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
-from minikafka.client.producer import Producer, ProducerConfig
 from minikafka.core.dynamic_config import CLIENTS, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
+from minikafka.testing.load import Bounds, load_producer, run_senders
 from minikafka.wire.admin_messages import AlterableConfig, AlterConfigsResource
 from tools.perf import PerfSpec, run_produce_perf
 
 BROKER = 1
-DEFAULT_SEED = 42
 TARGET = 1.05  # rate / quota, every case
 MAX_REQUESTS_PER_TASK = 10_000_000  # the count bound of every client loop (time ends it first)
 NODE_CONFIGS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
@@ -129,22 +135,19 @@ class Tally:
 async def produce_phase(
     client: ClusterClient, cfg: QuotaBenchConfig, in_flight: int, until: float
 ) -> Tally:
-    producer = Producer(client, ProducerConfig(acks=1, delivery_timeout_s=cfg.timeout_s))
+    producer = load_producer(client, acks=1, delivery_timeout_s=cfg.timeout_s)
     tps = client.partitions_of(TOPIC["produce"])
     batch = one_batch(cfg)
     tally = Tally()
 
-    async def task(tp: TopicPartition) -> None:
-        for _ in range(MAX_REQUESTS_PER_TASK):
-            if trio.current_time() >= until:
-                return
-            await producer.send_batches([(tp, batch, cfg.batch_records)])
-            tally.add(len(batch))
+    async def task(k: int) -> bool:  # task k keeps one request outstanding on its partition
+        await producer.send_batches([(tps[k % len(tps)], batch, cfg.batch_records)])
+        tally.add(len(batch))
+        return True
 
-    with trio.move_on_at(until):  # a request still waiting for a throttle is cut at the end
-        async with trio.open_nursery() as nursery:
-            for i in range(in_flight):
-                nursery.start_soon(task, tps[i % len(tps)])
+    # A request still waiting for a throttle is cut at the end (`cut`).
+    bounds = Bounds(until=until, max_sends=MAX_REQUESTS_PER_TASK * in_flight, cut=True)
+    await run_senders(in_flight, task, bounds)
     return tally
 
 
@@ -409,11 +412,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.kinds_list = tuple(k.strip() for k in args.kinds.split(","))
     if not args.kinds_list or any(k not in TOPIC for k in args.kinds_list):
         p.error(f"--kinds {args.kinds!r}: expected produce, fetch or produce,fetch")
-    if args.seed is None:
-        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
-        if not env.isdigit():
-            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
-        args.seed = int(env)
+    resolve_args_seed(p, args)
     positive = ("seconds", "ref_s", "quota_mb", "partitions", "record_size", "batch_records")
     for name in (*positive, "fill_batches", "timeout_s"):
         if getattr(args, name) <= 0:

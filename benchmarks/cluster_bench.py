@@ -33,8 +33,6 @@ framing included, about 13 bytes per 100 B record). Progress goes to stderr; the
 from __future__ import annotations
 
 import argparse
-import os
-import random
 import shutil
 import statistics
 import sys
@@ -52,6 +50,7 @@ from bench_harness import (
     log_end_offsets,
     machine_info,
     metrics_after,
+    resolve_args_seed,
     run_main,
     wait_for_isr,
 )
@@ -63,6 +62,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.records import make_batch
 from minikafka.errors import ConfigError
+from minikafka.testing.seeds import derive_rng
 from tools.perf import PerfSpec, run_produce_perf
 
 BROKERS = 3
@@ -71,7 +71,6 @@ CATCHUP_PARTITIONS = 100
 PRODUCE_TARGET_MB_S = 50.0
 CATCHUP_TARGET_RATIO = 0.25
 REFERENCE_RUNS = 3
-DEFAULT_SEED = 42
 # Fast failure detection, as in `make demo`: a killed broker is fenced within ~3 s.
 NODE_CONFIGS = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
 
@@ -175,7 +174,7 @@ def batch_size(cfg: BenchConfig) -> int:
 
 def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say: Say) -> dict[str, Any]:
     """Kill a broker, wait until it is fenced, wipe it, restart it, time its catch-up."""
-    broker = random.Random(cfg.seed).choice([n.node_id for n in lc.spec.brokers])
+    broker = derive_rng(cfg.seed, "catch-up-broker").choice([n.node_id for n in lc.spec.brokers])
     others = ",".join(n.address for n in lc.spec.brokers if n.node_id != broker)
     node_dir = lc.spec.node(broker).data_dir
     say(f"killing broker {broker}; waiting until the controller fences it")
@@ -372,11 +371,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.node_configs = parse_node_configs(args.set)
     except ConfigError as exc:
         p.error(str(exc))
-    if args.seed is None:
-        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
-        if not env.isdigit():
-            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
-        args.seed = int(env)
+    resolve_args_seed(p, args)
     positive = ("data_mb", "records", "record_size", "batch_bytes", "produce_partitions")
     positive += ("in_flight", "batches_per_request", "ref_mb", "timeout_s")
     for name in positive:

@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -49,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
-from bench_harness import BenchError, Say, machine_info, run_main
+from bench_harness import SEED_HELP, BenchError, Say, machine_info, resolve_args_seed, run_main
 from proxy_bench_phases import (
     HOST,
     LINK,
@@ -66,9 +65,6 @@ from cluster.ports import free_ports
 from minikafka.faults.config import ProxyConfig, ProxyLink
 from minikafka.faults.control import FaultProxyClient
 from minikafka.faults.proxy import FaultProxy
-
-DEFAULT_SEED = 42
-
 
 # ---------------------------------------------------------------------------------- the run
 
@@ -237,7 +233,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--block-s", type=float, default=1.0, help="seconds blocked before the heal")
     p.add_argument("--block-mib", type=int, default=1, help="MiB written while blocked")
     p.add_argument("--timeout-s", type=float, default=30.0, help="bound of each phase")
-    p.add_argument("--seed", type=int, default=None, help="default: $MINIKAFKA_SEED or 42")
+    p.add_argument("--seed", type=int, default=None, help=SEED_HELP)
     p.add_argument("--keep", action="store_true", help="keep the working dir and print it")
     p.add_argument("--dir", default=None, help="parent of the temporary working dir")
     p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -248,11 +244,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--caps {args.caps!r}: expected MB/s values separated by commas, e.g. 1,4")
     if any(cap * 1e6 < 1 for cap in args.caps_mb):
         p.error(f"--caps {args.caps!r}: every cap must be at least 1 B/s")
-    if args.seed is None:
-        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
-        if not env.isdigit():
-            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
-        args.seed = int(env)
+    resolve_args_seed(p, args)
     positive = ("mb", "runs", "pace_s", "rounds", "rtt_rounds", "block_s", "block_mib")
     for name in (*positive, "timeout_s"):
         if getattr(args, name) <= 0:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import bisect
 import os
-import random
 import statistics
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from bench_harness import BenchError, Say
 
 from minikafka.faults.control import FaultProxyClient
 from minikafka.faults.links import burst_bytes
+from minikafka.testing.seeds import derive_rng
 
 HOST = "127.0.0.1"
 LINK = (1, 2)
@@ -165,7 +165,7 @@ async def one_way(bench: Bench, port: int, total: int, chunk: bytes) -> dict[str
 async def throughput(bench: Bench, say: Say) -> dict[str, Any]:
     cfg = bench.cfg
     total = (cfg.mb << 20) // WRITE_BYTES * WRITE_BYTES
-    chunk = random.Random(cfg.seed).randbytes(WRITE_BYTES)
+    chunk = derive_rng(cfg.seed, "throughput-bytes").randbytes(WRITE_BYTES)
     direct, proxied = [], []
     for n in range(cfg.runs):
         direct.append(await one_way(bench, bench.sink_port, total, chunk))
@@ -268,7 +268,7 @@ async def paced(bench: Bench, cap: int, say: Say) -> dict[str, Any]:
 async def round_trips(bench: Bench, port: int, rounds: int) -> dict[str, float]:
     """`rounds` 1 KiB ping-pongs through `port`; RTT statistics in ms."""
     client, server = await bench.pair(port)
-    msg = random.Random(bench.cfg.seed).randbytes(PING_BYTES)
+    msg = derive_rng(bench.cfg.seed, "ping-bytes").randbytes(PING_BYTES)
     rtts = []
 
     async def echo() -> None:
@@ -318,7 +318,7 @@ async def latency(bench: Bench, say: Say) -> dict[str, Any]:
 
 async def blocked_then_healed(bench: Bench) -> dict[str, Any]:
     cfg = bench.cfg
-    payload = random.Random(cfg.seed + 1).randbytes(cfg.block_mib << 20)
+    payload = derive_rng(cfg.seed, "blocked-bytes").randbytes(cfg.block_mib << 20)
     client, server = await bench.pair(bench.proxy_port)
     await bench.set_faults(blocked=True)
     received = bytearray()

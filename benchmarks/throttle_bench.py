@@ -33,7 +33,6 @@ the run with one `bench: FAILED: ...` line.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import time
@@ -49,6 +48,7 @@ from bench_harness import (
     log_end_offsets,
     machine_info,
     metrics_after,
+    resolve_args_seed,
     run_main,
     wait_for_isr,
 )
@@ -63,7 +63,6 @@ from tools.perf import PerfSpec, run_produce_perf
 
 TOPIC = "throttled"
 LEADER, VICTIM = 1, 2
-DEFAULT_SEED = 42
 METRICS_INTERVAL_MS = 100
 ELAPSED_TARGET = (0.95, 1.10)
 PEAK_TARGET = 1.10  # largest 2 s rate / throttle, precise mode
@@ -334,11 +333,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--rates {args.rates!r}: expected MB/s values separated by commas, e.g. 1,4")
     if "replication.quota.precise" in args.node_configs:
         p.error("replication.quota.precise is set per case; choose with --mode")
-    if args.seed is None:
-        env = os.environ.get("MINIKAFKA_SEED", str(DEFAULT_SEED))
-        if not env.isdigit():
-            p.error(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer")
-        args.seed = int(env)
+    resolve_args_seed(p, args)
     for name in ("data_mb", "partitions", "record_size", "batch_bytes", "timeout_s"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")

@@ -2,8 +2,8 @@
 
     [MINIKAFKA_SOAK_RUNS=50] [MINIKAFKA_SEED=1] .venv/bin/pytest systemtests -m soak [--run-dir runs]
 
-Run i (seed `$MINIKAFKA_SEED` + i, default 1 + i) is the `mixed-faults` experiment
-(minikafka/experiment/catalog.py): every 3 s a kill, a pause or a network partition of a
+Run i (seed `$MINIKAFKA_SEED` + i, else a fresh random base + i, printed) is the
+`mixed-faults` experiment (minikafka/experiment/catalog.py): every 3 s a kill, a pause or a network partition of a
 leader, a follower, a random broker or the controller, drawn from the seed, for 24 s of load
 by 4 acks=all producers that retry, idempotent (KIP-98), then heal, settle and read everything
 back. Each run must be valid
@@ -25,11 +25,14 @@ import pytest
 
 from minikafka.experiment.catalog import variants
 from minikafka.experiment.runner import run_experiment
+from minikafka.testing.seeds import resolve_seed, seed_line
 
 pytestmark = pytest.mark.soak
 
 RUNS = int(os.environ.get("MINIKAFKA_SOAK_RUNS", "50"))
-SEED_BASE = int(os.environ.get("MINIKAFKA_SEED", "1"))
+# A fresh base each session unless MINIKAFKA_SEED names one (minikafka/testing/seeds.py): every
+# soak explores new schedules; the test ids and soak.json carry the seeds to replay.
+SEED_BASE = resolve_seed()
 
 
 class Totals:
@@ -81,7 +84,7 @@ def totals(pytestconfig: pytest.Config):
     reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
     if reporter is not None:
         line = ", ".join(f"{k} {doc[k]}" for k in ("runs", "valid", "acknowledged", *ANOMALIES))
-        reporter.write_line(f"\nsoak: {line} ({t.path})")
+        reporter.write_line(f"\nsoak: {line} ({t.path}); base {seed_line(SEED_BASE)}")
 
 
 @pytest.mark.parametrize("index", range(RUNS), ids=[f"seed-{SEED_BASE + i}" for i in range(RUNS)])

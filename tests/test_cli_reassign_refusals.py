@@ -12,6 +12,7 @@ from minikafka.cli import reassign as cli
 from minikafka.cli import reassign_inputs as inputs
 from minikafka.cli.main import main
 from minikafka.errors import ConfigError
+from minikafka.testing import seeds
 
 # ---------------------------------------------------------------------------- CLI refusals
 
@@ -126,10 +127,10 @@ def test_plan_options(tmp_path):
 
 def test_the_seed_comes_from_the_option_then_the_environment(monkeypatch):
     monkeypatch.setenv("MINIKAFKA_SEED", "7")
-    assert inputs.parse_seed(None) == 7
-    assert inputs.parse_seed("3") == 3
+    assert seeds.resolve_seed(None) == 7
+    assert seeds.resolve_seed("3") == 3
     monkeypatch.delenv("MINIKAFKA_SEED")
-    assert 0 <= inputs.parse_seed(None) < 1 << 31
+    assert 0 <= seeds.resolve_seed(None) < 1 << 31
 
 
 def test_check_action_returns_the_action_when_everything_fits():

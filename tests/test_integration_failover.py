@@ -20,10 +20,9 @@ from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
-from minikafka.client.producer import Producer, ProducerConfig
-from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.testing.checker import check_acknowledged
+from minikafka.testing.load import Bounds, batch_of, load_producer, run_senders
 
 pytestmark = pytest.mark.integration
 
@@ -51,25 +50,26 @@ async def _produce(
     stop: trio.Event,
     workers: int = 4,
 ) -> None:
-    producer = Producer(client, ProducerConfig(acks=-1, delivery_timeout_s=60))
+    producer = load_producer(client, acks=-1, delivery_timeout_s=60)
     seq = iter(range(10**9))
     now = int(time.time() * 1000)
 
-    async def worker() -> None:
-        while not stop.is_set():
-            items, values = [], []
-            for _ in range(10):
-                n = next(seq)
-                tp = tps[n % len(tps)]
-                vals = [f"{tp}:{n}:{i}".encode() for i in range(5)]
-                items.append((tp, make_batch([(now, None, v) for v in vals]), len(vals)))
-                values.append(vals)
-            for res, vals in zip(await producer.send_batches(items), values, strict=True):
-                acked.append((res.tp, res.base_offset, vals))
+    async def send(_k: int) -> bool:
+        if stop.is_set():
+            return False
+        items, values = [], []
+        for _ in range(10):
+            n = next(seq)
+            tp = tps[n % len(tps)]
+            vals = [f"{tp}:{n}:{i}".encode() for i in range(5)]
+            items.append((tp, *batch_of(vals, now_ms=now)))
+            values.append(vals)
+        for res, vals in zip(await producer.send_batches(items), values, strict=True):
+            acked.append((res.tp, res.base_offset, vals))
+        return True
 
-    async with trio.open_nursery() as nursery:
-        for _ in range(workers):
-            nursery.start_soon(worker)
+    # The load stops at `stop`, or at the latest after 300 s or 200,000 requests.
+    await run_senders(workers, send, Bounds(until=trio.current_time() + 300, max_sends=200_000))
 
 
 async def _read_all(

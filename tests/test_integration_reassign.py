@@ -21,12 +21,11 @@ from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
-from minikafka.client.producer import Producer, ProducerConfig
-from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.storage import LogStore, StoreConfig
 from minikafka.testing.checker import check_acknowledged
+from minikafka.testing.load import Bounds, batch_of, load_producer, run_senders
 from minikafka.wire.messages import ConfigEntity
 
 pytestmark = pytest.mark.integration
@@ -58,19 +57,27 @@ def cluster(tmp_path):
 async def _produce(
     client: ClusterClient, tps: list[TopicPartition], acked: list, stop: trio.Event
 ) -> None:
-    producer = Producer(client, ProducerConfig(acks=-1, delivery_timeout_s=60))
+    producer = load_producer(client, acks=-1, delivery_timeout_s=60)
     now = int(time.time() * 1000)
     n = 0
-    while not stop.is_set():
+
+    async def send(_k: int) -> bool:
+        nonlocal n
+        if stop.is_set():
+            return False
         items, values = [], []
         for tp in tps:
             vals = [f"{tp}:{n}:{i}".encode() for i in range(5)]
-            items.append((tp, make_batch([(now, None, v) for v in vals]), len(vals)))
+            items.append((tp, *batch_of(vals, now_ms=now)))
             values.append(vals)
             n += 1
         for res, vals in zip(await producer.send_batches(items), values, strict=True):
             acked.append((res.tp, res.base_offset, vals))
         await trio.sleep(0.02)
+        return True
+
+    # The load stops at `stop`, or at the latest after 300 s or 100,000 requests.
+    await run_senders(1, send, Bounds(until=trio.current_time() + 300, max_sends=100_000))
 
 
 async def _read_all(client: ClusterClient, tps: list[TopicPartition]) -> list:

@@ -27,7 +27,6 @@ so that no single response is a large share of the 2 MB/s budget (REFERENCE.md s
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import sys
 import time
@@ -42,6 +41,7 @@ from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
 from minikafka.core.records import iter_batches
 from minikafka.core.types import TopicPartition
+from minikafka.testing.seeds import derive_rng
 from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest
 from tools.reassign.assignment_files import (
     format_reassignment_json,
@@ -147,7 +147,9 @@ def cluster_facts(lc: LocalCluster) -> tuple[dict, dict]:
 def choose_seed(current: dict) -> tuple[int, dict]:
     """The first --generate seed whose busiest destination gains two partitions."""
     for seed in range(200):
-        proposed = propose_assignment(current, [TOPIC], BROKERS, random.Random(seed))
+        proposed = propose_assignment(
+            current, [TOPIC], BROKERS, derive_rng(seed, "reassign-generate")
+        )
         gains: dict[int, int] = {}
         for move in move_map(current, proposed).values():
             for b in move.destinations:

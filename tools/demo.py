@@ -1,10 +1,11 @@
 """The main job of `make demo`: a local cluster, a replicated topic, produce, consume, check.
 
 Starts a controller and three brokers on 127.0.0.1, creates a topic (12 partitions, replication
-factor 2), produces records with acks=all, reads every partition back from the start, checks that
-each acknowledged record is there exactly once at its offset, prints what it did, and stops the
-cluster (keeping its data dir for `minikafka cluster logs`). It starts over in its directory,
-deleting what is there, only if that holds nothing but a minikafka cluster (`check_demo_dir`).
+factor 2), produces records with acks=all (the load kit, minikafka/testing/load.py), reads every
+partition back from the start, checks that each acknowledged record is there at its offset (the
+checker, minikafka/testing/checker.py), prints what it did, and stops the cluster (keeping its
+data dir for `minikafka cluster logs`). It starts over in its directory, deleting what is there,
+only if that holds nothing but a minikafka cluster (`check_demo_dir`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,18 @@ from cluster import LocalCluster, plan_cluster
 from cluster.clusterfile import CLUSTER_FILE, LOCK_FILE, read_record
 from cluster.fault_proxy import PROXY_DIR
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import open_client
+from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
-from minikafka.client.producer import Producer, ProducerConfig
-from minikafka.core.records import make_batch
+from minikafka.core.types import TopicPartition
 from minikafka.errors import ClusterError, MiniKafkaError
+from minikafka.testing.checker import check_acknowledged
+from minikafka.testing.load import Bounds, batch_of, load_producer, run_senders
+from minikafka.testing.seeds import resolve_seed, seed_line
+
+PRODUCE_MAX_S = 120.0  # the demo's produce bound (20,000 records take about a second)
+PER_BATCH = 100
+
+Acked = list[tuple[TopicPartition, int, list[bytes]]]
 
 
 async def exercise(
@@ -39,50 +47,68 @@ async def exercise(
             f"created topic {topic}: {partitions} partitions, replication factor 2, leaders on brokers {leaders}"
         )
         tps = client.partitions_of(topic)
-        producer = Producer(client, ProducerConfig(acks=-1))
-        now = int(time.time() * 1000)
-        acked: dict = {}
-        per_batch = 100
         t0 = trio.current_time()
-        for start in range(0, records, per_batch * len(tps)):
-            items = []
-            for k, tp in enumerate(tps):
-                first = start + k * per_batch
-                values = [
-                    f"record-{i}".encode() for i in range(first, min(first + per_batch, records))
-                ]
-                if values:
-                    items.append((tp, make_batch([(now, None, v) for v in values]), len(values)))
-            for res in await producer.send_batches(items):
-                acked[(res.tp, res.base_offset)] = res.record_count
+        acked = await produce(client, tps, records)
         produce_s = trio.current_time() - t0
         say(
             f"produced {records} records with acks=all in {produce_s:.2f} s ({records / produce_s:.0f} records/s)"
         )
-        consumer = Consumer(client, max_wait_ms=100)
-        positions = await consumer.list_offsets(tps, earliest=True)
-        ends = await consumer.list_offsets(tps, earliest=False)
-        seen: dict = {}
-        with trio.fail_after(60):
-            while any(positions[tp] < ends[tp] for tp in tps):
-                got = await consumer.fetch_once(
-                    {tp: o for tp, o in positions.items() if o < ends[tp]}
-                )
-                for tp, recs in got.items():
-                    for r in recs:
-                        seen[(tp, r.offset)] = r.value
-                    if recs:
-                        positions[tp] = recs[-1].offset + 1
-        missing = sum(
-            1
-            for (tp, base), n in acked.items()
-            for off in range(base, base + n)
-            if (tp, off) not in seen
-        )
-        say(
-            f"consumed {len(seen)} records back from offset 0 of every partition; acknowledged but missing: {missing}"
-        )
-        return {"acked": sum(acked.values()), "consumed": len(seen), "missing": missing}
+        consumed = await read_all(client, tps)
+    verdict = check_acknowledged(acked, consumed)  # the project's checker (testing/checker.py)
+    missing = len(verdict.lost) + len(verdict.corrupted)
+    say(
+        f"consumed {len(consumed)} records back from offset 0 of every partition; acknowledged but missing: {missing}"
+    )
+    return {"acked": verdict.acknowledged, "consumed": len(consumed), "missing": missing}
+
+
+async def produce(client: ClusterClient, tps: list[TopicPartition], records: int) -> Acked:
+    """`records` values `record-<i>`, PER_BATCH a batch, one request per round over every
+    partition (the load kit: bounded by the rounds and PRODUCE_MAX_S)."""
+    producer = load_producer(client, acks=-1)
+    now = int(time.time() * 1000)
+    starts = range(0, records, PER_BATCH * len(tps))
+    rounds = iter(starts)
+    acked: Acked = []
+
+    async def send_round(_k: int) -> bool:
+        start = next(rounds, None)
+        if start is None:
+            return False
+        items, values = [], []
+        for k, tp in enumerate(tps):
+            first = start + k * PER_BATCH
+            vals = [f"record-{i}".encode() for i in range(first, min(first + PER_BATCH, records))]
+            if vals:
+                items.append((tp, *batch_of(vals, now_ms=now)))
+                values.append(vals)
+        for res, vals in zip(await producer.send_batches(items), values, strict=True):
+            acked.append((res.tp, res.base_offset, vals))
+        return True
+
+    bounds = Bounds(until=trio.current_time() + PRODUCE_MAX_S, max_sends=len(starts) + 1, cut=True)
+    await run_senders(1, send_round, bounds)
+    if sum(len(vals) for _tp, _base, vals in acked) < records:
+        raise MiniKafkaError(f"producing {records} records took over {PRODUCE_MAX_S:.0f} s")
+    return acked
+
+
+async def read_all(
+    client: ClusterClient, tps: list[TopicPartition]
+) -> list[tuple[TopicPartition, int, bytes]]:
+    """Every partition from its log start to its high watermark (within 60 s)."""
+    consumer = Consumer(client, max_wait_ms=100)
+    positions = await consumer.list_offsets(tps, earliest=True)
+    ends = await consumer.list_offsets(tps, earliest=False)
+    consumed = []
+    with trio.fail_after(60):
+        while any(positions[tp] < ends[tp] for tp in tps):
+            got = await consumer.fetch_once({tp: o for tp, o in positions.items() if o < ends[tp]})
+            for tp, recs in got.items():
+                consumed.extend((tp, r.offset, r.value) for r in recs)
+                if recs:
+                    positions[tp] = recs[-1].offset + 1
+    return consumed
 
 
 def check_demo_dir(base_dir: Path) -> None:
@@ -128,8 +154,11 @@ def check_demo_dir(base_dir: Path) -> None:
             raise ClusterError(f"{refuse}: it holds {name!r}, not part of its cluster; {accepted}")
 
 
-def run_demo(base_dir: Path, *, records: int = 20_000, seed: int = 42) -> dict[str, object]:
+def run_demo(
+    base_dir: Path, *, records: int = 20_000, seed: int | None = None
+) -> dict[str, object]:
     say = lambda msg: click.echo(f"demo: {msg}")  # noqa: E731
+    seed = resolve_seed(seed)
     check_demo_dir(base_dir)  # before anything is stopped or deleted
     if (base_dir / "cluster.json").exists():
         try:
@@ -143,7 +172,7 @@ def run_demo(base_dir: Path, *, records: int = 20_000, seed: int = 42) -> dict[s
         seed=seed,
         node_configs={"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"},
     )
-    say(f"starting a controller and 3 brokers in {base_dir} (seed {seed})")
+    say(f"starting a controller and 3 brokers in {base_dir} ({seed_line(seed)})")
     with LocalCluster.up(spec, progress=lambda m: say(m)) as lc:
         for s in lc.status():
             say(f"  node {s.node_id} {','.join(s.roles):<10} {s.address}  pid {s.pid}")

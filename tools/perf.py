@@ -3,7 +3,8 @@
 Records of `record_size` bytes are packed into batches of about `batch_bytes`; batches go to the
 topic's partitions round-robin, several partitions per Produce request (one per leader), with
 `in_flight` requests outstanding (the idempotent producer, on by default with acks=all, keeps
-at most 5 batches per partition unresolved). An optional target rate paces the sends. The report gives
+at most 5 batches per partition unresolved). An optional target rate paces the sends. The load
+is the kit's (minikafka/testing/load.py): bounded by `num_records` and `max_s`. The report gives
 records/s, MB/s and per-batch latency percentiles (send to acknowledgement).
 """
 
@@ -17,9 +18,9 @@ from dataclasses import dataclass
 import trio
 
 from minikafka.client.cluster_client import open_client
-from minikafka.client.producer import Producer, ProducerConfig
 from minikafka.core.records import make_batch
 from minikafka.errors import ConfigError
+from minikafka.testing.load import Bounds, Rate, load_producer, run_senders
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -34,6 +35,7 @@ class PerfSpec:
     batches_per_request: int = 10
     # Kafka's enable.idempotence: None = on with acks=all (the producer's default), else off.
     idempotence: bool | None = None
+    max_s: float = 24 * 3600.0  # the run's time bound (its count bound is num_records)
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -59,13 +61,13 @@ async def run_produce_perf(
         full = make_batch([(now, None, value)] * per_batch)
         tail_count = spec.num_records % per_batch
         n_batches = spec.num_records // per_batch + (1 if tail_count else 0)
-        producer = Producer(
-            client, ProducerConfig(acks=spec.acks, enable_idempotence=spec.idempotence)
-        )
+        producer = load_producer(client, acks=spec.acks, idempotence=spec.idempotence)
         latencies: list[float] = []
         sent = {"records": 0, "bytes": 0}
         next_batch = 0
         start = trio.current_time()
+        pace = Rate(spec.throughput, start) if spec.throughput > 0 else None
+        bounds = Bounds(until=start + spec.max_s, max_sends=n_batches, cut=True)
 
         def take() -> list[tuple]:
             nonlocal next_batch
@@ -77,20 +79,19 @@ async def run_produce_perf(
                 next_batch += 1
             return items
 
-        async def worker() -> None:
-            while True:
-                items = take()
-                if not items:
-                    return
-                if spec.throughput > 0:  # pace: the first record of this request may go at ...
-                    due = start + sent["records"] / spec.throughput
-                    await trio.sleep_until(due)
-                t0 = trio.current_time()
-                await producer.send_batches(items)
-                dt = (trio.current_time() - t0) * 1000
-                latencies.extend([dt] * len(items))
-                sent["records"] += sum(c for _tp, _b, c in items)
-                sent["bytes"] += sum(c * spec.record_size for _tp, _b, c in items)
+        async def send(_k: int) -> bool:
+            items = take()
+            if not items:
+                return False
+            if pace is not None:  # the first record of this request may go when it is due
+                await pace.wait_for(sent["records"])
+            t0 = trio.current_time()
+            await producer.send_batches(items)
+            dt = (trio.current_time() - t0) * 1000
+            latencies.extend([dt] * len(items))
+            sent["records"] += sum(c for _tp, _b, c in items)
+            sent["bytes"] += sum(c * spec.record_size for _tp, _b, c in items)
+            return True
 
         async def reporter() -> None:
             while progress is not None:
@@ -102,9 +103,7 @@ async def run_produce_perf(
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(reporter)
-            async with trio.open_nursery() as workers:
-                for _ in range(spec.in_flight):
-                    workers.start_soon(worker)
+            await run_senders(spec.in_flight, send, bounds)
             nursery.cancel_scope.cancel()
         elapsed = trio.current_time() - start
     latencies.sort()

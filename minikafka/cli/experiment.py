@@ -94,19 +94,19 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
 @friendly_errors
 def run_cmd(name: str | None, **opts: Any) -> None:
     """Run catalog experiment NAME (see `experiment list`), or a custom one from the options."""
-    from minikafka.cli.reassign_inputs import parse_seed
     from minikafka.experiment.runner import run_experiment
+    from minikafka.testing.seeds import resolve_seed, seed_line
 
     if opts["cluster_dir"] is not None and name is not None:
         raise ConfigError(
             "--dir (a running cluster) is for custom runs; catalog runs start their own"
         )
-    opts["seed"] = parse_seed(opts["seed"])
+    opts["seed"] = resolve_seed(opts["seed"])
     specs = _specs(name, opts)
     outcomes = []
     for spec in specs:
         what = spec.description or "custom experiment"
-        click.echo(f"== {spec.name} (seed {spec.seed}): {what}", err=True)
+        click.echo(f"== {spec.name} ({seed_line(spec.seed)}): {what}", err=True)
         try:
             outcome = run_experiment(
                 spec, opts["out"], cluster_dir=opts["cluster_dir"], keep_data=opts["keep_data"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import random
 from pathlib import Path
 
 import click
@@ -25,6 +24,7 @@ from minikafka.server.config import (
     parse_routes,
     parse_settings,
 )
+from minikafka.testing.seeds import resolve_seed
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,9 +58,8 @@ def _node_options(fn):  # noqa: ANN001, ANN202
             click.option(
                 "--seed",
                 type=int,
-                default=0,
-                show_default=True,
-                help="Seed of the node's RNG (MINIKAFKA_SEED).",
+                default=None,
+                help="Seed of the node's RNG (default: $MINIKAFKA_SEED, else 0).",
             ),
             click.option(
                 "--set",
@@ -88,7 +87,7 @@ def _run_node(
     listen: str,
     controller_addr: str | None,
     data_dir: Path,
-    seed: int,
+    seed: int | None,
     settings: tuple[str, ...],
     routes: tuple[str, ...] = (),
 ) -> None:
@@ -103,6 +102,10 @@ def _run_node(
             )
         controller_addr = f"{host}:{port}"
     c_host, c_port = parse_address(controller_addr, "--controller")
+    # The launcher always passes the cluster's seed. A node started by hand without one is
+    # pinned to NodeConfig's 0 (nothing to print: the same every start) unless the
+    # environment names one.
+    seed = resolve_seed(seed, pinned=0)
     config = NodeConfig(
         node_id=node_id,
         roles=role_tuple,
@@ -168,7 +171,7 @@ def cluster() -> None:
     "--seed",
     type=int,
     default=None,
-    help="Seed for every random choice (default: random, printed).",
+    help="Seed for every random choice (default: $MINIKAFKA_SEED, else random; printed).",
 )
 @click.option(
     "--set",
@@ -207,7 +210,7 @@ def cluster_up(
 
     configs = parse_settings(settings)
     NodeConfig(node_id=0).with_settings(configs)  # validate before starting anything
-    seed = seed if seed is not None else random.SystemRandom().randrange(1 << 31)
+    seed = resolve_seed(seed)
     spec = plan_cluster(
         base_dir=cluster_dir,
         brokers=brokers,

@@ -24,7 +24,6 @@ throttles. The work is in tools/reassign (moves, plan: arithmetic; runner, progr
 from __future__ import annotations
 
 import json
-import random
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -44,7 +43,6 @@ from minikafka.cli.reassign_inputs import (
     DEFAULT_INTERVAL_S,
     DEFAULT_TIMEOUT_S,
     parse_mode,
-    parse_seed,
     parse_throttle,
     print_json,
     read_file,
@@ -54,6 +52,7 @@ from minikafka.cli.reassign_inputs import (
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.errors import ConfigError
+from minikafka.testing.seeds import derive_rng, resolve_seed
 from tools.reassign import assignment_files, move_size, moves, runner
 from tools.reassign.units import human_bytes
 
@@ -223,7 +222,7 @@ def _generate(o: Mapping[str, Any]) -> None:
     )
     topics = assignment_files.parse_topics_json(text)
     brokers = assignment_files.parse_broker_list(o["broker_list"])
-    seed = parse_seed(o["seed"])
+    seed = resolve_seed(o["seed"])
     address = resolve_bootstrap(o["bootstrap"], o["cluster_dir"])
 
     async def go() -> tuple[runner.ClusterView, dict, dict]:
@@ -233,7 +232,7 @@ def _generate(o: Mapping[str, Any]) -> None:
                 view.assignment,
                 topics,
                 brokers,
-                random.Random(seed),
+                derive_rng(seed, "reassign-generate"),
                 live_brokers=view.live_brokers,
             )
             moved = [tp for tp in proposed if set(proposed[tp]) != set(view.assignment[tp])]

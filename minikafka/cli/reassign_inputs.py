@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -51,17 +49,6 @@ def parse_positive(text: str, flag: str, *, example: str) -> float:
     if not (value > 0 and math.isfinite(value)):
         raise ConfigError(f"{flag} {text!r}: expected a number > 0, e.g. {example}")
     return value
-
-
-def parse_seed(text: str | None) -> int:
-    """--seed, else $MINIKAFKA_SEED, else a random one (printed, so it can be replayed)."""
-    if text is None:
-        text = os.environ.get("MINIKAFKA_SEED")
-        if text is None:
-            return random.SystemRandom().randrange(1 << 31)
-    if not (text.isascii() and text.isdigit()):
-        raise ConfigError(f"seed {text!r} (--seed or $MINIKAFKA_SEED): expected an integer >= 0")
-    return int(text)
 
 
 def read_file(path: str, what: str, form: str) -> str:

@@ -31,6 +31,11 @@ Sequence errors, handled as Kafka's TransactionManager.canRetry does for an idem
   producer-wide epoch.
 - INVALID_PRODUCER_EPOCH for an attempt made before such a renumbering: retried with the new
   numbers. Any other refusal is an error for the caller.
+
+`retries` (Kafka's `retries`; None = until the delivery timeout, Kafka's default) bounds the
+rounds a batch is sent again; past it the send raises `DeliveryError`: the last attempt's error
+code and whether that attempt reached a broker (`sent`; if not, it was certainly not written).
+With retries=0 a send is one attempt, as the experiment's non-retrying producers want.
 """
 
 from __future__ import annotations
@@ -42,6 +47,7 @@ from dataclasses import dataclass, field
 import trio
 
 from minikafka.client.cluster_client import ClusterClient
+from minikafka.client.connection import Connection
 from minikafka.core.producer_state import MAX_EPOCH, increment_sequence
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
@@ -55,6 +61,16 @@ from minikafka.wire.messages import (
 )
 
 SEQUENCE_ERRORS = (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
+_NO_LEADER = BrokerError(ErrorCode.LEADER_NOT_AVAILABLE, "no leader known")
+
+
+class DeliveryError(BrokerError):
+    """A batch still not delivered after `retries` resends: its last attempt's error, and
+    whether that attempt reached a broker (`sent`: False = no leader, no connection)."""
+
+    def __init__(self, last: BrokerError, *, tp: TopicPartition, sent: bool) -> None:
+        super().__init__(last.code, f"{tp}, {'sent' if sent else 'never sent'}; last: {last}")
+        self.tp, self.sent = tp, sent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,6 +91,9 @@ class ProducerConfig:
     enable_idempotence: bool | None = None
     # Kafka's max.in.flight.requests.per.connection, per partition (<= 5 with idempotence).
     max_in_flight_per_partition: int = 5
+    # Kafka's retries: resends of a batch after a retriable error; None = until the delivery
+    # timeout (Kafka's default), 0 = one attempt.
+    retries: int | None = None
 
 
 @dataclass(slots=True, eq=False)  # compared by identity
@@ -204,7 +223,11 @@ class Producer:
         # Not done only because an earlier batch of theirs has not landed yet (True: not even
         # sent, its partition's window being full).
         behind: dict[int, bool] = {}
+        errors: dict[int, tuple[BrokerError, bool]] = {}  # last attempt's error, was it sent
         while todo:
+            if self.config.retries is not None and attempts > self.config.retries:
+                last, sent = errors.get(todo[0], (_NO_LEADER, False))
+                raise DeliveryError(last, tp=items[todo[0]].tp, sent=sent)
             topics = sorted({items[i].tp.topic for i in todo})
             if attempts and all(i in behind for i in todo):
                 await self._await_earlier([items[i] for i in todo])
@@ -213,8 +236,8 @@ class Producer:
                 await self.client.refresh_metadata(topics)
             elif any(self.client.leader_of(items[i].tp) < 0 for i in todo):
                 await self.client.refresh_metadata(topics)
-            behind = {}
-            todo = await self._send_round(items, todo, results, attempts, behind)
+            behind, errors = {}, {}
+            todo = await self._send_round(items, todo, results, attempts, behind, errors)
             attempts += 1
             self.retries += sum(1 for i in todo if not behind.get(i))
             self.deferred += sum(1 for i in todo if behind.get(i))
@@ -267,6 +290,7 @@ class Producer:
         results: dict[int, ProduceResult],
         attempt: int,
         behind: dict[int, bool],
+        errors: dict[int, tuple[BrokerError, bool]],
     ) -> list[int]:
         by_leader: dict[int, list[int]] = {}
         retry: list[int] = []
@@ -279,10 +303,19 @@ class Producer:
 
         async def one(leader: int, chosen: list[int]) -> None:
             try:
-                failed = await self._send_to(leader, items, chosen, results, attempt, behind)
+                conn = await self.client.node_connection(leader)
             except BrokerError as exc:
                 if not exc.retriable:
                     raise
+                errors.update(dict.fromkeys(chosen, (exc, False)))
+                retry.extend(chosen)
+                return
+            try:
+                failed = await self._send_to(conn, items, chosen, results, attempt, behind, errors)
+            except BrokerError as exc:
+                if not exc.retriable:
+                    raise
+                errors.update(dict.fromkeys(chosen, (exc, True)))
                 failed = chosen
             retry.extend(failed)
 
@@ -293,14 +326,14 @@ class Producer:
 
     async def _send_to(
         self,
-        leader: int,
+        conn: Connection,
         items: list[_Batch],
         chosen: list[int],
         results: dict[int, ProduceResult],
         attempt: int,
         behind: dict[int, bool],
+        errors: dict[int, tuple[BrokerError, bool]],
     ) -> list[int]:
-        conn = await self.client.node_connection(leader)
         # Sequences are given here, with no await before the request is queued on the
         # connection: batches of one partition leave in sequence order (Kafka's Sender drains
         # a partition's batches in order).
@@ -358,8 +391,10 @@ class Producer:
                     self._partition(b.tp).resolve(b)
             elif BrokerError(pr.error_code).retriable:
                 failed.append(i)
+                errors[i] = (BrokerError(pr.error_code, pr.error_message or ""), True)
             elif (how := self._sequence_retry(b, identity, pr)) is not None:
                 failed.append(i)
+                errors[i] = (BrokerError(pr.error_code, pr.error_message or ""), True)
                 if how == "behind":
                     behind[i] = False
             else:

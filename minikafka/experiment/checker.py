@@ -48,6 +48,7 @@ from typing import Any
 
 from minikafka.experiment.history import TP, VALUE, History, Operation, Record, ReplicaDump
 from minikafka.experiment.invariants import (
+    MAX_EXAMPLES,
     Anomaly,
     Found,
     LeaderClaim,
@@ -110,7 +111,14 @@ class Facts:
     values costs a few passes done in C.
     """
 
-    def __init__(self, history: History, dumps: Sequence[ReplicaDump] = ()) -> None:
+    def __init__(
+        self,
+        history: History,
+        dumps: Sequence[ReplicaDump] = (),
+        *,
+        keep: int | None = MAX_EXAMPLES,
+    ) -> None:
+        self.keep = keep  # examples per anomaly (None: all, testing/checker.py lists them)
         ops = history.operations
         self.history = history
         self.sends = [o for o in ops if o.f == "send"]
@@ -139,6 +147,9 @@ class Facts:
         self.other_reads = [(tp, src, rs) for tp, src, rs in others if not self.agrees(tp, rs)]
         self.other_acks = [a for a in self.acks if not self.agrees(a[1], _acked_records(*a[2:]))]
 
+    def found(self, name: str, *, invalid: bool = True) -> Found:
+        return Found(name, invalid=invalid, keep=self.keep)
+
     def agrees(self, tp: TP, records: tuple[Record, ...]) -> bool:
         final = self.final[tp].records if tp in self.final else ()
         if not records or not final:
@@ -158,7 +169,7 @@ class Facts:
 
 
 def find_lost(facts: Facts) -> Anomaly:
-    found, lost = Found("lost"), set()
+    found, lost = facts.found("lost"), set()
     for o, tp, base, values in facts.other_acks:
         pos = facts.final_pos.get(tp)
         for i, v in enumerate(values) if pos is not None else ():
@@ -176,7 +187,7 @@ def find_lost(facts: Facts) -> Anomaly:
 
 
 def find_duplicated(facts: Facts) -> Anomaly:
-    found, flagged = Found("duplicated"), set()
+    found, flagged = facts.found("duplicated"), set()
     elsewhere: dict[TP, dict[int, int]] = defaultdict(dict)  # values not in the final read
     for tp, source, records in facts.reads():
         pos = facts.final_pos.get(tp, {})
@@ -195,7 +206,7 @@ def find_duplicated(facts: Facts) -> Anomaly:
 
 
 def find_inconsistent_offsets(facts: Facts) -> Anomaly:
-    found = Found("inconsistent_offsets")
+    found = facts.found("inconsistent_offsets")
     value_at: dict[TP, dict[int, int]] = defaultdict(dict)
     source_at: dict[TP, dict[int, dict[str, Any]]] = defaultdict(dict)
     flagged: set[tuple[TP, int]] = set()
@@ -266,7 +277,7 @@ def _read_order(facts: Facts) -> Iterator[tuple[str, dict[str, Any]]]:
 
 
 def _order_anomaly(facts: Facts, kind: str) -> Anomaly:
-    found = Found(f"{kind}_reads")
+    found = facts.found(f"{kind}_reads")
     for k, example in facts.order:
         if k == kind:
             found.add(**example)
@@ -282,7 +293,7 @@ def find_skipped_reads(facts: Facts) -> Anomaly:
 
 
 def find_failed_but_present(facts: Facts) -> Anomaly:
-    found = Found("failed_but_present")
+    found = facts.found("failed_but_present")
     for o in facts.sends:
         if o.type == "fail":
             pos = facts.final_pos.get(o.tp, {})
@@ -294,7 +305,7 @@ def find_failed_but_present(facts: Facts) -> Anomaly:
 
 
 def find_unexpected(facts: Facts) -> Anomaly:
-    found, flagged = Found("unexpected"), set()
+    found, flagged = facts.found("unexpected"), set()
     for tp, source, records in facts.reads():
         if strangers := set(map(_VALUE, records)) - facts.sent_to.get(tp, set()):
             for offset, v in records:
@@ -308,7 +319,7 @@ def find_unexpected(facts: Facts) -> Anomaly:
 
 
 def find_unseen(facts: Facts) -> Anomaly:
-    found = Found("unseen", invalid=False)
+    found = facts.found("unseen", invalid=False)
     for o, tp, base, values in facts.acks:
         if tp in facts.polled_tps and not facts.polled.issuperset(values):
             pos = facts.final_pos.get(tp, {})
@@ -319,7 +330,7 @@ def find_unseen(facts: Facts) -> Anomaly:
 
 
 def find_unknown(facts: Facts) -> Anomaly:
-    found = Found("unknown", invalid=False)
+    found = facts.found("unknown", invalid=False)
     for o, tp, base, values in facts.acks:
         if tp not in facts.final_pos:
             for i, v in enumerate(values):
@@ -328,7 +339,7 @@ def find_unknown(facts: Facts) -> Anomaly:
 
 
 def find_missing_replica_data(facts: Facts) -> Anomaly:
-    found = Found("missing_replica_data")
+    found = facts.found("missing_replica_data")
     expected: dict[TP, set[int]] = defaultdict(set)
     for tp, o in facts.final.items():
         if tp in facts.committed_hw:

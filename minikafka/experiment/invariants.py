@@ -67,16 +67,17 @@ class Anomaly:
 
 
 class Found:
-    """Collects one anomaly: counts every instance, keeps the first MAX_EXAMPLES as examples."""
+    """Collects one anomaly: counts every instance, keeps the first `keep` as examples."""
 
-    def __init__(self, name: str, *, invalid: bool = True) -> None:
+    def __init__(self, name: str, *, invalid: bool = True, keep: int | None = MAX_EXAMPLES) -> None:
         self.name, self.invalid = name, invalid
+        self.keep = keep  # examples kept (None: every instance, for a caller that lists them)
         self.count = 0
         self.examples: list[dict[str, Any]] = []
 
     def add(self, **example: Any) -> None:
         self.count += 1
-        if len(self.examples) < MAX_EXAMPLES:
+        if self.keep is None or len(self.examples) < self.keep:
             self.examples.append(example)
 
     def anomaly(self) -> Anomaly:

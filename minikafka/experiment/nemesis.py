@@ -11,7 +11,6 @@ happened to the tasks: it resumes paused nodes, restarts dead ones and clears ev
 
 from __future__ import annotations
 
-import random
 import shutil
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -26,6 +25,7 @@ from minikafka.errors import MiniKafkaError
 from minikafka.experiment.schedule import Fault, Target
 from minikafka.experiment.workload import History
 from minikafka.testing.run_folder import JsonLines
+from minikafka.testing.seeds import derive_rng
 
 RESTART_TIMEOUT_S = 60.0
 
@@ -53,7 +53,7 @@ class Nemesis:
         self.history = history
         self.log = log
         self.proxy = proxy
-        self.rng = random.Random(f"nemesis-targets/{seed}")
+        self.rng = derive_rng(seed, "nemesis-targets")
         self.progress = progress
         self.errors: list[str] = []
         self._paused: set[int] = set()

@@ -18,13 +18,13 @@ when the fault starts, from the cluster's metadata then, and the resolved node i
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from minikafka.errors import ConfigError
+from minikafka.testing.seeds import derive_rng
 
 PROCESS_KINDS = ("kill", "pause", "restart", "wipe")
 NETWORK_KINDS = ("partition", "latency", "bandwidth")
@@ -118,7 +118,7 @@ def plan_schedule(
         raise ConfigError("duration and fault interval must be positive")
     if not kinds or not targets:
         return []
-    rng = random.Random(f"nemesis/{seed}")
+    rng = derive_rng(seed, "nemesis")
     faults = []
     start = interval_s
     while start + interval_s <= duration_s + 1e-9:

@@ -11,20 +11,20 @@ an `invoke`, then `ok`, `fail` (definitely not written) or `info` (indeterminate
   producer (`idempotence`, on by default, KIP-98) must remove. Such a send ends `ok` or `info`
   (an attempt may have been written). A record's bytes are
   the value in ASCII, `|`, then padding up to the record size.
-- A send is one Produce request to the partition's current leader. How its outcome is read:
-  NONE is ok; no known leader, a failed connect, and `DEFINITE_FAILURES` (NOT_ENOUGH_REPLICAS,
-  UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUIRED_ACKS, CORRUPT_MESSAGE: refused before any append,
-  see server/produce.py) are `fail`; everything else is `info`, including
-  NOT_LEADER_OR_FOLLOWER, which a leader that appended and then lost the partition also answers
-  (Kafka's DelayedProduce), and timeouts.
-- Producers are paced: producer k of n sends its batches `n / batch_rate` seconds apart and skips
-  the turns it missed instead of bursting, so a stall never turns into a flood.
+- Without `retries`, a send is one attempt of the library's Producer to the partition's leader
+  (testing/load.py `attempt_once`, which says how its outcome is read): ok; `fail` when it
+  never reached a broker or was refused before any append; `info` otherwise (timeouts,
+  NOT_LEADER_OR_FOLLOWER, which a leader that appended and then lost the partition answers).
+- Producers are paced (testing/load.py `Turns`): producer k of n sends its batches
+  `n / batch_rate` seconds apart and skips the turns it missed instead of bursting, so a stall
+  never turns into a flood; each stops at the deadline and after at most the turns it allows.
 - Consumers each own some partitions and poll them from offset 0 to the end of the run; polls
   that return records are written (an empty poll says nothing).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,21 +35,12 @@ import trio
 
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.consumer import Consumer
-from minikafka.client.producer import Producer, ProducerConfig
-from minikafka.core.records import make_batch
+from minikafka.client.producer import Producer
 from minikafka.core.types import TopicPartition
-from minikafka.errors import ErrorCode, MiniKafkaError, error_name
+from minikafka.errors import MiniKafkaError
+from minikafka.testing.load import Turns, attempt_once, batch_of, load_producer
 from minikafka.testing.run_folder import JsonLines
-from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
 
-DEFINITE_FAILURES = frozenset(
-    {
-        ErrorCode.NOT_ENOUGH_REPLICAS,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.INVALID_REQUIRED_ACKS,
-        ErrorCode.CORRUPT_MESSAGE,
-    }
-)
 METADATA_REFRESH_S = 0.25  # at most this often per client after errors
 
 
@@ -133,47 +124,16 @@ class _Metadata:
             pass  # no broker answered: the next error tries again
 
 
-async def send_once(
-    client: ClusterClient, spec: WorkloadSpec, tp: TopicPartition, values: Sequence[int]
-) -> tuple[str, dict[str, Any]]:
-    """One Produce attempt -> (type, fields) of its completion op."""
-    leader = client.leader_of(tp)
-    if leader < 0:
-        return "fail", {"error": "no leader known"}
-    now = int(time.time() * 1000)
-    batch = make_batch([(now, None, encode_value(v, spec.record_bytes)) for v in values])
-    request = ProduceRequest(
-        acks=spec.acks,
-        timeout_ms=int(spec.request_timeout_s * 1000),
-        partitions=[ProducePartition(topic=tp.topic, partition=tp.partition, records=batch)],
-    )
-    try:
-        conn = await client.node_connection(leader)
-    except MiniKafkaError as exc:
-        return "fail", {"error": f"connect to {leader}: {exc}"}
-    try:
-        resp = await conn.request(request, timeout_s=spec.request_timeout_s + 2)
-    except MiniKafkaError as exc:
-        return "info", {"error": str(exc), "node": leader}
-    assert isinstance(resp, ProduceResponse)
-    (pr,) = resp.partitions
-    if pr.error_code == ErrorCode.NONE:
-        return "ok", {"offset": pr.base_offset, "node": leader}
-    kind = "fail" if pr.error_code in DEFINITE_FAILURES else "info"
-    return kind, {"error": error_name(pr.error_code), "node": leader}
-
-
-def retrying_producer(client: ClusterClient, spec: WorkloadSpec) -> Producer:
-    """The Producer a retrying workload producer sends with (idempotent unless turned off)."""
-    return Producer(
+def _producer(client: ClusterClient, spec: WorkloadSpec) -> Producer:
+    """With `retries`, the library's retrying Producer (idempotent unless turned off, and only
+    with acks=all); without, one attempt per send."""
+    return load_producer(
         client,
-        ProducerConfig(
-            acks=spec.acks,
-            request_timeout_ms=int(spec.request_timeout_s * 1000),
-            delivery_timeout_s=spec.delivery_timeout_s,
-            retry_backoff_ms=100,
-            enable_idempotence=spec.idempotence if spec.acks == -1 else False,
-        ),
+        acks=spec.acks,
+        idempotence=spec.idempotence if spec.acks == -1 else False,
+        request_timeout_s=spec.request_timeout_s,
+        delivery_timeout_s=spec.delivery_timeout_s,
+        attempts=None if spec.retries else 1,
     )
 
 
@@ -182,10 +142,9 @@ async def send_retrying(
 ) -> tuple[str, dict[str, Any]]:
     """One send that retries until acknowledged -> (type, fields) of its completion op: `ok`, or
     `info` when it gave up (an attempt may have been written)."""
-    now = int(time.time() * 1000)
-    batch = make_batch([(now, None, encode_value(v, spec.record_bytes)) for v in values])
+    batch, count = batch_of([encode_value(v, spec.record_bytes) for v in values])
     try:
-        (result,) = await producer.send_batches([(tp, batch, len(values))])
+        (result,) = await producer.send_batches([(tp, batch, count)])
     except (MiniKafkaError, trio.TooSlowError) as exc:
         return "info", {"error": str(exc) or type(exc).__name__}
     return "ok", {"offset": result.base_offset, "retries": result.retries}
@@ -207,31 +166,30 @@ async def run_producer(
     batch_rate = spec.records_per_s / spec.batch_records
     period = spec.producers / batch_rate
     counts = {"ok": 0, "fail": 0, "info": 0}
-    turn = trio.current_time() + period * index / spec.producers
+    turns = Turns(period, trio.current_time() + period * index / spec.producers)
+    max_turns = math.ceil(max(0.0, deadline - trio.current_time()) / period) + 1  # a count bound
     partition = index % spec.partitions
-    producer = retrying_producer(client, spec) if spec.retries else None
-    while True:
-        now = trio.current_time()
-        if now < turn:
-            await trio.sleep(turn - now)
-        if trio.current_time() >= deadline:
-            return counts
-        turn += period * (1 + int((trio.current_time() - turn) // period))  # skip missed turns
+    producer = _producer(client, spec)
+    for _ in range(max_turns):
+        if not await turns.wait(deadline):
+            break
         tp = TopicPartition(spec.topic, partition)
         partition = (partition + spec.producers) % spec.partitions
         batch = values.take(spec.batch_records)
         history.op(process, "invoke", "send", topic=tp.topic, partition=tp.partition, values=batch)
         sent = trio.current_time()
-        if producer is not None:
+        if spec.retries:
             type_, fields = await send_retrying(producer, spec, tp, batch)
         else:
-            type_, fields = await send_once(client, spec, tp, batch)
+            raw, count = batch_of([encode_value(v, spec.record_bytes) for v in batch])
+            type_, fields = await attempt_once(producer, tp, raw, count)
         if type_ == "ok" and on_ack is not None:
             on_ack(tp, fields["offset"], len(batch), (trio.current_time() - sent) * 1000)
         history.op(process, type_, "send", topic=tp.topic, partition=tp.partition, **fields)
         counts[type_] += 1
         if type_ != "ok":
             await metadata.refresh()
+    return counts
 
 
 async def run_consumer(

@@ -20,7 +20,8 @@ Configure the cluster with a marker, an indirect parameter, or both (the paramet
     def test_y(minikafka_cluster): ...
 
 Options: `brokers` (3), `configs` (node configs, Kafka's names, on top of `FAST_CONFIGS`),
-`seed` (default `$MINIKAFKA_SEED` or 0), `combined` (the controller inside broker 1, False),
+`seed` (default `$MINIKAFKA_SEED`, else pinned to 0: minikafka/testing/seeds.py; the session's
+header prints it), `combined` (the controller inside broker 1, False),
 `fault_proxy` (node-to-node links through the fault proxy, False: then
 `minikafka_cluster.fault_proxy()` partitions, delays or caps them), `ready_timeout_s` (30). An unknown option or a bad value fails the test's setup with one line
 naming what is accepted. `FAST_CONFIGS` shortens Kafka's timings that would make a test wait
@@ -34,7 +35,6 @@ that do not use it.
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +59,7 @@ DEFAULTS: Mapping[str, Any] = {
     "fault_proxy": False,
     "ready_timeout_s": 30.0,
 }
+PINNED_SEED = 0
 ACCEPTED = (
     "brokers=N, configs={name: value}, seed=N, combined=bool, fault_proxy=bool, ready_timeout_s=S"
 )
@@ -70,6 +71,17 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{MARKER}({ACCEPTED}): options of the minikafka_cluster fixture "
         "(a local minikafka cluster for the test)",
     )
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The seed the clusters of this session get unless a test names one (replayable)."""
+    from minikafka.errors import ConfigError
+    from minikafka.testing.seeds import resolve_seed, seed_line
+
+    try:
+        return f"minikafka_cluster {seed_line(resolve_seed(pinned=PINNED_SEED))}"
+    except ConfigError as exc:  # a bad MINIKAFKA_SEED fails the tests that use it, not all
+        return f"minikafka_cluster seed: {exc}"
 
 
 def cluster_options(request: pytest.FixtureRequest) -> dict[str, Any]:
@@ -100,11 +112,15 @@ def cluster_options(request: pytest.FixtureRequest) -> dict[str, Any]:
         pytest.fail(
             f"configs {options['configs']!r}: expected a dict of name: value", pytrace=False
         )
-    if options["seed"] is None:
-        env = os.environ.get("MINIKAFKA_SEED", "0")
-        if not env.isdigit():
-            pytest.fail(f"MINIKAFKA_SEED={env!r}: expected a non-negative integer", pytrace=False)
-        options["seed"] = int(env)
+    from minikafka.errors import ConfigError
+    from minikafka.testing.seeds import resolve_seed
+
+    try:
+        # Pinned to 0: a test's cluster is the same every run unless MINIKAFKA_SEED says
+        # otherwise (house rule 8: tests/ is deterministic).
+        options["seed"] = resolve_seed(options["seed"], pinned=PINNED_SEED)
+    except ConfigError as exc:
+        pytest.fail(f"minikafka_cluster: {exc}", pytrace=False)
     return options
 
 

@@ -10,7 +10,9 @@ chunk read back to clients/consumed.jsonl. The load is paced on the clock: by ti
 start, floor(rate x t / batch size) batches are due; each 100 ms tick sends the ones due in one
 request per leader (`Producer.send_batches`), at most `in_flight` requests outstanding, so a slow
 acknowledgement delays the next ticks' batches but never the average rate. Partitions are served
-round-robin, so each partition receives rate / partitions.
+round-robin, so each partition receives rate / partitions. Both loads are the kit's
+(minikafka/testing/load.py), bounded in count and time: the fill by its batches and
+`timeout_s`, the steady load by `stop` and `max_s`.
 """
 
 from __future__ import annotations
@@ -25,22 +27,24 @@ import trio
 
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.consumer import Consumer
-from minikafka.client.producer import Producer, ProducerConfig
+from minikafka.client.producer import Producer
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.testing.checker import Verdict, check_acknowledged
+from minikafka.testing.load import Bounds, Rate, load_producer, run_senders
 from minikafka.testing.run_folder import RunFolder
 
 
-def load_producer_config(*, delivery_timeout_s: float) -> ProducerConfig:
+def harness_producer(client: ClusterClient, *, delivery_timeout_s: float) -> Producer:
     """The load generators' producer: acks=all, idempotence off. They measure replication and
     its throttles, not the producer; the idempotent one (the library's default, KIP-98) keeps
     at most 5 batches per partition in flight, which would change the load these tests' figures
     were calibrated with. Flip it on to run the suite with the default producer."""
-    return ProducerConfig(acks=-1, delivery_timeout_s=delivery_timeout_s, enable_idempotence=False)
+    return load_producer(client, acks=-1, idempotence=False, delivery_timeout_s=delivery_timeout_s)
 
 
 LOAD_TICK_S = 0.1
+LOAD_MAX_S = 1800.0  # the steady load's time bound: far past any case's move bound
 DIGEST_BYTES = 16
 
 
@@ -152,20 +156,24 @@ async def fill(
     per_request: int = 50,
 ) -> None:
     """`rounds` batches to every partition, as fast as acks=all allows."""
-    producer = Producer(client, load_producer_config(delivery_timeout_s=timeout_s))
+    producer = harness_producer(client, delivery_timeout_s=timeout_s)
     todo = deque(p for _ in range(rounds) for p in range(workload.partitions))
     folder.event("fill_start", batches=len(todo))
+    bounds = Bounds(until=trio.current_time() + timeout_s, max_sends=len(todo), cut=True)
+    done = 0
 
-    async def worker() -> None:
-        while todo:
-            chunk = [workload.build(todo.popleft()) for _ in range(min(per_request, len(todo)))]
-            await send(producer, workload, chunk, folder, "fill")
+    async def one(_k: int) -> bool:
+        nonlocal done
+        if not todo:
+            return False
+        chunk = [workload.build(todo.popleft()) for _ in range(min(per_request, len(todo)))]
+        await send(producer, workload, chunk, folder, "fill")
+        done += len(chunk)
+        return True
 
-    with trio.move_on_after(timeout_s) as scope:
-        async with trio.open_nursery() as nursery:
-            for _ in range(in_flight):
-                nursery.start_soon(worker)
-    if scope.cancelled_caught:
+    total = len(todo)
+    await run_senders(in_flight, one, bounds)
+    if done < total:
         raise HarnessError(f"filling {workload.topic} took over {timeout_s} s")
     folder.event("fill_end", bytes=sum(workload.bytes_acked.values()))
 
@@ -194,14 +202,17 @@ async def run_load(
     stats: LoadStats,
     in_flight: int = 16,
     delivery_timeout_s: float = 60.0,
+    max_s: float = LOAD_MAX_S,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Produce `rate_bytes_per_s` (acks=all) until `stop` is set (module docstring)."""
-    producer = Producer(client, load_producer_config(delivery_timeout_s=delivery_timeout_s))
+    """Produce `rate_bytes_per_s` (acks=all) until `stop` is set, at most `max_s` (module
+    docstring)."""
+    producer = harness_producer(client, delivery_timeout_s=delivery_timeout_s)
     size = workload.batch_bytes
     slots = trio.Semaphore(in_flight)
     stats.started = folder.event("load_start", bytes_per_s=rate_bytes_per_s, batch_bytes=size)
-    start = trio.current_time()
+    batches = Rate(rate_bytes_per_s / size, trio.current_time())
+    until = batches.start + max_s  # the count bound follows: batches.due(until)
     sent = 0
     task_status.started()
 
@@ -214,8 +225,8 @@ async def run_load(
             slots.release()
 
     async with trio.open_nursery() as nursery:
-        while not stop.is_set():
-            due = int(rate_bytes_per_s * (trio.current_time() - start) / size)
+        while not stop.is_set() and trio.current_time() < until:
+            due = batches.due(trio.current_time())
             if due > sent:
                 await slots.acquire()
                 items = [workload.build(workload.next_partition()) for _ in range(due - sent)]
