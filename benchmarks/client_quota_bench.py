@@ -54,18 +54,18 @@ from typing import Any
 import trio
 from cluster_bench import BenchError, Say, add_run_options, machine_info, metrics_after, run_main
 
-from cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer, ProducerConfig
+from minikafka.cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.core.dynamic_config import CLIENTS, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
+from minikafka.tools.perf import PerfSpec, run_produce_perf
 from minikafka.wire.admin_messages import AlterableConfig, AlterConfigsResource
-from tools.perf import PerfSpec, run_produce_perf
 
 BROKER = 1
 DEFAULT_SEED = 42

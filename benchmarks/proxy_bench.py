@@ -54,7 +54,7 @@ from typing import Any
 import trio
 from cluster_bench import BenchError, Say, machine_info, run_main
 
-from cluster.ports import free_ports
+from minikafka.cluster.ports import free_ports
 from minikafka.faults.config import ProxyConfig, ProxyLink
 from minikafka.faults.control import FaultProxyClient
 from minikafka.faults.links import burst_bytes

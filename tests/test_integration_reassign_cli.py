@@ -36,14 +36,14 @@ from pathlib import Path
 import pytest
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
+from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.records import iter_batches
 from minikafka.core.types import TopicPartition
+from minikafka.tools.reassign.moves import format_reassignment_json, move_map, propose_assignment
 from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest
-from tools.reassign.moves import format_reassignment_json, move_map, propose_assignment
 
 pytestmark = pytest.mark.integration
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools.reassign.model import (
+from minikafka.tools.reassign.model import (
     KafkaSettings,
     MovingPartition,
     aged_sensors,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from minikafka.core.types import TopicPartition
-from tools.reassign import plan, plan_model
-from tools.reassign.model import KafkaSettings, MovingPartition, settings_from_configs
-from tools.reassign.moves import OngoingReassignment, move_map
+from minikafka.tools.reassign import plan, plan_model
+from minikafka.tools.reassign.model import KafkaSettings, MovingPartition, settings_from_configs
+from minikafka.tools.reassign.moves import OngoingReassignment, move_map
 
 MB = 1_000_000
 

@@ -54,8 +54,8 @@ from minikafka.cli.reassign_inputs import (
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.errors import ConfigError
-from tools.reassign import moves, runner
-from tools.reassign.units import human_bytes
+from minikafka.tools.reassign import moves, runner
+from minikafka.tools.reassign.units import human_bytes
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 # The options each action takes (besides --bootstrap, --dir and --json), and those it needs.

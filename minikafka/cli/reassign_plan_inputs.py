@@ -16,15 +16,15 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
-from tools.reassign import moves, plan_model, runner
-from tools.reassign import progress as prog
-from tools.reassign.model import (
+from minikafka.tools.reassign import moves, plan_model, runner
+from minikafka.tools.reassign import progress as prog
+from minikafka.tools.reassign.model import (
     KAFKA_DEFAULTS,
     KafkaSettings,
     MovingPartition,
     settings_from_configs,
 )
-from tools.reassign.units import human_bytes, human_rate
+from minikafka.tools.reassign.units import human_bytes, human_rate
 
 BYTES_IN_WINDOW_S = 10.0
 # Where each moving partition's inbound rate came from (`Inputs.inbound_sources`).

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.reassign.model import (
+from minikafka.tools.reassign.model import (
     MovingPartition,
     aged_sensors,
     kafka_prediction,

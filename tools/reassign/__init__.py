@@ -1,7 +1,7 @@
 """The partition reassignment tool's pure parts: Kafka's ReassignPartitionsCommand arithmetic
 (`moves`) and the operator's throttle arithmetic from KIP-73 (`plan`)."""
 
-from tools.reassign.moves import (
+from minikafka.tools.reassign.moves import (
     BROKER_LIST_FORM,
     MODE_REASSIGNMENT,
     MODE_REPLICATION,
@@ -27,7 +27,7 @@ from tools.reassign.moves import (
     throttled_brokers,
     validate_reassignment,
 )
-from tools.reassign.plan import (
+from minikafka.tools.reassign.plan import (
     BrokerMoveTime,
     CheckFailure,
     MovePrediction,

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.core.types import TopicPartition
-from tools.reassign.model import (
+from minikafka.tools.reassign.model import (
     KafkaSettings,
     MovingPartition,
     SensorLoad,
@@ -49,8 +49,8 @@ from tools.reassign.model import (
     sensor_loads,
     traffic_prediction,
 )
-from tools.reassign.moves import MODE_REASSIGNMENT, MODE_REPLICATION, PartitionMove
-from tools.reassign.units import human_bytes, human_rate, human_seconds
+from minikafka.tools.reassign.moves import MODE_REASSIGNMENT, MODE_REPLICATION, PartitionMove
+from minikafka.tools.reassign.units import human_bytes, human_rate, human_seconds
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

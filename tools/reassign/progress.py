@@ -35,8 +35,8 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.core.types import TopicPartition
 from minikafka.server.jsonl import jsonl_parts
-from tools.reassign.moves import OngoingReassignment
-from tools.reassign.runner import (
+from minikafka.tools.reassign.moves import OngoingReassignment
+from minikafka.tools.reassign.runner import (
     IN_PROGRESS,
     ClusterView,
     PartitionStatus,

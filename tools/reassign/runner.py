@@ -48,16 +48,7 @@ from minikafka.core.dynamic_config import (
 from minikafka.core.records import iter_batches
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError, is_retriable
-from minikafka.wire.messages import (
-    CONSUMER_REPLICA_ID,
-    AlterableConfig,
-    AlterConfigsResource,
-    ConfigEntity,
-    FetchPartition,
-    FetchRequest,
-    FetchResponse,
-)
-from tools.reassign.moves import (
+from minikafka.tools.reassign.moves import (
     ConfigChange,
     OngoingReassignment,
     PartitionMove,
@@ -66,6 +57,15 @@ from tools.reassign.moves import (
     move_map,
     reassignment_throttle_configs,
     validate_reassignment,
+)
+from minikafka.wire.messages import (
+    CONSUMER_REPLICA_ID,
+    AlterableConfig,
+    AlterConfigsResource,
+    ConfigEntity,
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
 )
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
