@@ -57,13 +57,13 @@ from bench_harness import (
 from lmdb_reference import measure_lmdb_append_mb_per_s
 from trio_reference import measure_trio_loopback_mb_per_s
 
-from cluster import ClusterSpec, LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
+from minikafka.cluster import ClusterSpec, LocalCluster, parse_node_configs, plan_cluster
 from minikafka.core.records import make_batch
 from minikafka.errors import ConfigError
 from minikafka.testing.seeds import derive_rng
-from tools.perf import PerfSpec, run_produce_perf
+from minikafka.tools.perf import PerfSpec, run_produce_perf
 
 BROKERS = 3
 REPLICATION_FACTOR = 2

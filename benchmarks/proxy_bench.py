@@ -61,7 +61,7 @@ from proxy_bench_phases import (
     throughput,
 )
 
-from cluster.ports import free_ports
+from minikafka.cluster.ports import free_ports
 from minikafka.faults.config import ProxyConfig, ProxyLink
 from minikafka.faults.control import FaultProxyClient
 from minikafka.faults.proxy import FaultProxy

@@ -53,13 +53,13 @@ from bench_harness import (
     wait_for_isr,
 )
 
-from cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
+from minikafka.cluster import LocalCluster, parse_node_configs, plan_cluster
 from minikafka.core.records import make_batch
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
-from tools.perf import PerfSpec, run_produce_perf
+from minikafka.tools.perf import PerfSpec, run_produce_perf
 
 TOPIC = "throttled"
 LEADER, VICTIM = 1, 2

@@ -1,12 +1,12 @@
 """Launching and controlling local multi-process minikafka clusters."""
 
-from cluster.clusterfile import CLUSTER_FILE, ClusterRecord, read_record
-from cluster.fault_proxy import FaultProxySpec
-from cluster.local import LOG_FILES, LocalCluster, NodeStatus, ProxyStatus
-from cluster.managed import StopOutcome
-from cluster.ports import free_ports
-from cluster.processes import NODE_COMMAND, NodeProcess, node_argv
-from cluster.spec import (
+from minikafka.cluster.clusterfile import CLUSTER_FILE, ClusterRecord, read_record
+from minikafka.cluster.fault_proxy import FaultProxySpec
+from minikafka.cluster.local import LOG_FILES, LocalCluster, NodeStatus, ProxyStatus
+from minikafka.cluster.managed import StopOutcome
+from minikafka.cluster.ports import free_ports
+from minikafka.cluster.processes import NODE_COMMAND, NodeProcess, node_argv
+from minikafka.cluster.spec import (
     BROKER,
     CONTROLLER,
     MAX_BROKERS,

@@ -22,9 +22,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from cluster.fault_proxy import FaultProxySpec
-from cluster.files import atomic_write_json, read_json
-from cluster.spec import ClusterSpec, NodeSpec
+from minikafka.cluster.fault_proxy import FaultProxySpec
+from minikafka.cluster.files import atomic_write_json, read_json
+from minikafka.cluster.spec import ClusterSpec, NodeSpec
 from minikafka.errors import ClusterError, ConfigError
 
 CLUSTER_FILE = "cluster.json"

@@ -2,7 +2,7 @@
 
 `LocalCluster.up(spec)` starts the controller, waits until it is ready, then starts the brokers
 together and waits for all of them; on any failure (including Ctrl-C) it stops what it started
-and raises. The cluster file (`cluster.json`, see `cluster.clusterfile`) records the pids from
+and raises. The cluster file (`cluster.json`, see `minikafka.cluster.clusterfile`) records the pids from
 the first start on, so `LocalCluster.load(base_dir)` in a later command can report status, stop
 the cluster, inject faults (kill, pause, resume, restart) and tail the node logs. `down` stops
 brokers before the controller, as Kafka's controlled shutdown expects, and keeps the data dirs
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from cluster.clusterfile import (
+from minikafka.cluster.clusterfile import (
     ClusterRecord,
     ClusterState,
     cluster_file,
@@ -34,10 +34,10 @@ from cluster.clusterfile import (
     update_record,
     write_record,
 )
-from cluster.fault_proxy import PROXY_DIR
-from cluster.files import strictly_inside, tail_log
-from cluster.managed import Progress, StopOutcome, now_iso
-from cluster.processes import (
+from minikafka.cluster.fault_proxy import PROXY_DIR
+from minikafka.cluster.files import strictly_inside, tail_log
+from minikafka.cluster.managed import Progress, StopOutcome, now_iso
+from minikafka.cluster.processes import (
     NODE_COMMAND,
     OUT_FILE,
     NodeProcess,
@@ -45,9 +45,9 @@ from cluster.processes import (
     stop_processes,
     wait_all_ready,
 )
-from cluster.proxy_process import ProxyProcess
-from cluster.secret import new_cluster_id, remove_cluster_secret, write_cluster_secret
-from cluster.spec import ClusterSpec, NodeSpec, proxy_config
+from minikafka.cluster.proxy_process import ProxyProcess
+from minikafka.cluster.secret import new_cluster_id, remove_cluster_secret, write_cluster_secret
+from minikafka.cluster.spec import ClusterSpec, NodeSpec, proxy_config
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.faults.control import FaultProxyClient
 

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from cluster.files import read_json, tail_lines
+from minikafka.cluster.files import read_json, tail_lines
 from minikafka.errors import ClusterError
 
 POLL_S = 0.01

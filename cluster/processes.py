@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from cluster.managed import (
+from minikafka.cluster.managed import (
     KILL_WAIT_S,
     POLL_S,
     ManagedProcess,
@@ -32,8 +32,8 @@ from cluster.managed import (
     poll_until,
     proc_state,
 )
-from cluster.secret import secret_path
-from cluster.spec import ClusterSpec, NodeSpec, route_args
+from minikafka.cluster.secret import secret_path
+from minikafka.cluster.spec import ClusterSpec, NodeSpec, route_args
 from minikafka.errors import ClusterError
 
 NODE_COMMAND: tuple[str, ...] = (sys.executable, "-m", "minikafka", "node")

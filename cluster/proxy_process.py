@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cluster.files import atomic_write_json
-from cluster.managed import POLL_S, ManagedProcess, Progress, StopOutcome
+from minikafka.cluster.files import atomic_write_json
+from minikafka.cluster.managed import POLL_S, ManagedProcess, Progress, StopOutcome
 from minikafka.errors import ClusterError
 from minikafka.faults.config import ProxyConfig
 

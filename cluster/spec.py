@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from cluster.fault_proxy import FaultProxySpec, check_fault_proxy, talking_pairs
-from cluster.ports import MAX_PORTS, free_ports
+from minikafka.cluster.fault_proxy import FaultProxySpec, check_fault_proxy, talking_pairs
+from minikafka.cluster.ports import MAX_PORTS, free_ports
 from minikafka.errors import ConfigError
 from minikafka.faults.config import ProxyConfig, ProxyLink
 

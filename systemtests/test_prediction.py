@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from minikafka.tools.reassign.kafka_algorithm import settings_from_configs as kafka_settings
 from systemtests.harness.layout import LAYOUTS, make_layout, moving_partitions, predict
 from systemtests.harness.quota_modes import NODE_CONFIGS, judging
-from tools.reassign.kafka_algorithm import settings_from_configs as kafka_settings
 
 MB = 1_000_000
 MIB = 1 << 20

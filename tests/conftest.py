@@ -14,7 +14,7 @@ import pytest
 def analysis_ready() -> None:
     """Skips the test unless the analysis can run here (Java 17+, the [analysis] extra): what
     `minikafka analyze` checks before anything else (tests/test_java_check.py tests the check)."""
-    from tools.analysis.environment import AnalysisUnavailable, require_analysis
+    from minikafka.tools.analysis.environment import AnalysisUnavailable, require_analysis
 
     try:
         require_analysis()
@@ -25,7 +25,7 @@ def analysis_ready() -> None:
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
     """A local SparkSession for the module's `spark` tests (one JVM per module), stopped after."""
-    from tools.analysis import spark_session
+    from minikafka.tools.analysis import spark_session
 
     session = spark_session("local[2]")
     yield session

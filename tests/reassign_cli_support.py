@@ -16,14 +16,14 @@ from click.testing import CliRunner
 from minikafka.cli.main import main
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
+from minikafka.tools.reassign import runner
+from minikafka.tools.reassign.moves import OngoingReassignment
 from minikafka.wire.messages import (
     AlterConfigsResourceResponse,
     DescribeConfigsEntry,
     DescribeConfigsResult,
     ReassignablePartitionResponse,
 )
-from tools.reassign import runner
-from tools.reassign.moves import OngoingReassignment
 
 T0, T1, T2, T3 = (TopicPartition("t", p) for p in range(4))
 MOVES = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [2, 3]}]}

@@ -22,9 +22,16 @@ from click.testing import CliRunner
 
 from minikafka.cli import main
 from minikafka.errors import ConfigError
-from tools.analysis import Params, Report, default_out_dir, load_run, load_runs, move_bounds
-from tools.analysis.runs import slugs
-from tools.analysis.summary import broker_figures, verdict_failures
+from minikafka.tools.analysis import (
+    Params,
+    Report,
+    default_out_dir,
+    load_run,
+    load_runs,
+    move_bounds,
+)
+from minikafka.tools.analysis.runs import slugs
+from minikafka.tools.analysis.summary import broker_figures, verdict_failures
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RUNS = FIXTURES / "runs"
@@ -222,7 +229,7 @@ def test_cli_bad_input_exits_2_before_spark(tmp_path: Path, args: list[str], mes
 
 @pytest.fixture(scope="module")
 def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Report:
-    from tools.analysis import analyze
+    from minikafka.tools.analysis import analyze
 
     out = tmp_path_factory.mktemp("analysis")
     return analyze([RUNS / n for n in NAMES], out_dir=out, spark=spark)
@@ -412,7 +419,7 @@ def split_into_parts(path: Path, parts: int) -> None:
 def test_logs_that_rolled_over_give_the_same_report(
     spark: Any, report: Report, tmp_path: Path
 ) -> None:
-    from tools.analysis import analyze
+    from minikafka.tools.analysis import analyze
 
     rolled = tmp_path / "clean_move"
     shutil.copytree(RUNS / "clean_move", rolled)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tools.analysis import Report
+from minikafka.tools.analysis import Report
 
 RUNS = Path(__file__).resolve().parent / "fixtures" / "runs"
 NAMES = ("straddle_move", "quota_window_move", "experiment_burst")
@@ -26,7 +26,7 @@ MB = 1_000_000
 
 @pytest.fixture(scope="module")
 def report(spark: Any) -> Report:
-    from tools.analysis import analyze
+    from minikafka.tools.analysis import analyze
 
     return analyze([RUNS / n for n in NAMES], spark=spark, write=False)
 
@@ -91,7 +91,7 @@ def test_a_case_sets_its_own_window_span_bound_and_end_rule(
         shutil.copytree(RUNS / "quota_window_move", tmp_path / name)
         case = json.loads((RUNS / "quota_window_move" / "case.json").read_text())
         (tmp_path / name / "case.json").write_text(json.dumps(case | change))
-    from tools.analysis import analyze
+    from minikafka.tools.analysis import analyze
 
     inside, default = analyze([tmp_path / n for n in variants], spark=spark, write=False).cases
     assert {(b["windows"], b["max_window_bytes_per_s"]) for b in inside["brokers"]} == {(0, None)}

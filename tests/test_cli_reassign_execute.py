@@ -9,8 +9,8 @@ from reassign_cli_support import T0, T1, FakeAdmin, view
 
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode
-from tools.reassign import runner
-from tools.reassign.moves import OngoingReassignment
+from minikafka.tools.reassign import runner
+from minikafka.tools.reassign.moves import OngoingReassignment
 
 # ---------------------------------------------------------------------------- --execute
 

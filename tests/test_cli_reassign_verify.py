@@ -8,9 +8,9 @@ import pytest
 from reassign_cli_support import T0, T1, T2, T3, FakeAdmin, described, view
 
 from minikafka.errors import BrokerError, ConfigError, ErrorCode
+from minikafka.tools.reassign import runner
+from minikafka.tools.reassign.moves import OngoingReassignment
 from minikafka.wire.messages import DescribeConfigsEntry
-from tools.reassign import runner
-from tools.reassign.moves import OngoingReassignment
 
 # ---------------------------------------------------------------------------- --verify, --cancel
 

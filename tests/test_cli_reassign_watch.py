@@ -10,8 +10,8 @@ from pathlib import Path
 
 from reassign_cli_support import T0, T1, T2, T3
 
-from tools.reassign import progress, runner
-from tools.reassign.moves import OngoingReassignment
+from minikafka.tools.reassign import progress, runner
+from minikafka.tools.reassign.moves import OngoingReassignment
 
 # ---------------------------------------------------------------------------- --watch's files
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cluster import LocalCluster, plan_cluster
-from cluster.clusterfile import ClusterRecord, write_record
-from cluster.files import strictly_inside
 from minikafka.cli.main import main
+from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster.clusterfile import ClusterRecord, write_record
+from minikafka.cluster.files import strictly_inside
 from minikafka.errors import ClusterError
 
 
@@ -107,7 +107,7 @@ def test_cluster_down_wipe_command_refuses_with_one_line(tmp_path: Path) -> None
 
 
 class NoLaunch:
-    """Stands in for LocalCluster in tools.demo: these tests must never start a cluster."""
+    """Stands in for LocalCluster in minikafka.tools.demo: these tests must never start a cluster."""
 
     @staticmethod
     def up(*args: object, **kwargs: object) -> None:
@@ -120,13 +120,13 @@ class NoLaunch:
 
 @pytest.fixture
 def no_launch(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tools.demo
+    import minikafka.tools.demo
 
-    monkeypatch.setattr(tools.demo, "LocalCluster", NoLaunch)
+    monkeypatch.setattr(minikafka.tools.demo, "LocalCluster", NoLaunch)
 
 
 def test_demo_accepts_a_missing_an_empty_or_a_cluster_dir(tmp_path: Path) -> None:
-    from tools.demo import check_demo_dir
+    from minikafka.tools.demo import check_demo_dir
 
     check_demo_dir(tmp_path / "missing")
     (tmp_path / "empty").mkdir()
@@ -137,7 +137,7 @@ def test_demo_accepts_a_missing_an_empty_or_a_cluster_dir(tmp_path: Path) -> Non
 
 
 def refusal(base: Path) -> str:
-    from tools.demo import check_demo_dir
+    from minikafka.tools.demo import check_demo_dir
 
     with pytest.raises(ClusterError) as info:
         check_demo_dir(base)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from cluster import plan_cluster
-from cluster.processes import node_argv
-from cluster.secret import new_cluster_id, secret_path, write_cluster_secret
+from minikafka.cluster import plan_cluster
+from minikafka.cluster.processes import node_argv
+from minikafka.cluster.secret import new_cluster_id, secret_path, write_cluster_secret
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
 from minikafka.server.node import Node

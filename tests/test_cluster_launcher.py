@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster import (
+from minikafka.cluster import (
     ClusterSpec,
     LocalCluster,
     NodeSpec,
@@ -26,7 +26,7 @@ from cluster import (
     parse_node_configs,
     plan_cluster,
 )
-from cluster.files import tail_lines
+from minikafka.cluster.files import tail_lines
 from minikafka.errors import ClusterError, ConfigError
 
 FAKE_NODE = r"""

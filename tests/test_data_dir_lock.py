@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster.secret import write_cluster_secret
+from minikafka.cluster.secret import write_cluster_secret
 from minikafka.server.config import NodeConfig
 from minikafka.server.node import Node
 from minikafka.storage import DataDirInUse, lock_data_dir

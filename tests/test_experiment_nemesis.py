@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 import trio
 
-from cluster import plan_cluster
+from minikafka.cluster import plan_cluster
 from minikafka.errors import ClusterError
 from minikafka.experiment.nemesis import Nemesis
 from minikafka.experiment.schedule import Fault, Target

@@ -68,7 +68,7 @@ def test_without_the_analysis_a_throttled_run_is_unknown(
 
 @pytest.fixture(scope="module")
 def burst_case(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    from tools.analysis import analyze
+    from minikafka.tools.analysis import analyze
 
     run_dir = tmp_path_factory.mktemp("exp") / "experiment_burst"
     shutil.copytree(RUNS / "experiment_burst", run_dir)

@@ -7,16 +7,16 @@ import dataclasses
 
 import pytest
 
-from cluster import LocalCluster, node_argv, plan_cluster
-from cluster.clusterfile import (
+from minikafka.cluster import LocalCluster, node_argv, plan_cluster
+from minikafka.cluster.clusterfile import (
     ClusterRecord,
     read_record,
     record_from_json,
     record_to_json,
     write_record,
 )
-from cluster.fault_proxy import FaultProxySpec, talking_pairs
-from cluster.spec import proxy_config
+from minikafka.cluster.fault_proxy import FaultProxySpec, talking_pairs
+from minikafka.cluster.spec import proxy_config
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.faults.control import FaultProxyClient
 from minikafka.server.config import parse_routes

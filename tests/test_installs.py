@@ -3,8 +3,13 @@ the analysis runs without the `[analysis]` extra.
 
 The import test runs in a subprocess whose first act is a `sys.meta_path` finder refusing
 pyspark, py4j and matplotlib (this venv has them; a user's may not), then imports every module
-of minikafka, cluster and tools, and runs the CLI. Only the Spark job's two modules may fail to
-import, and then with the one-line pip hint.
+of minikafka, minikafka.cluster and minikafka.tools, and runs the CLI. Only the Spark job's two
+modules may fail to import, and then with the one-line pip hint.
+
+The import names (issue 12 point 4): the folders cluster/ and tools/ install as minikafka.cluster
+and minikafka.tools, never as top-level `cluster` and `tools`. pyproject.toml lists the packages
+(setuptools' find cannot rename a folder), held here equal to the folders; a built wheel holds
+every module under its minikafka name and nothing else at the top.
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+import zipfile
+from importlib.metadata import PackageNotFoundError, version
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
@@ -120,11 +128,11 @@ WALK = textwrap.dedent(
     """
     import importlib, pkgutil, sys
 
-    SPARK_JOB = {"tools.analysis.spark_job", "tools.analysis.frames"}
-    from tools.analysis.environment import MissingAnalysisExtra
+    SPARK_JOB = {"minikafka.tools.analysis.spark_job", "minikafka.tools.analysis.frames"}
+    from minikafka.tools.analysis.environment import MissingAnalysisExtra
 
     imported, hinted = [], []
-    for top in ("minikafka", "cluster", "tools"):
+    for top in ("minikafka", "minikafka.cluster", "minikafka.tools"):
         package = importlib.import_module(top)
         imported.append(top)
         for info in pkgutil.walk_packages(package.__path__, top + "."):
@@ -196,3 +204,108 @@ def test_analyze_without_the_extra_says_the_pip_line(tmp_path: Path) -> None:
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr.count("\n") == 1 and HINT in done.stderr, done.stderr
     assert not out.exists()
+
+
+# ---------------------------------------------------------------- import names, the wheel
+
+# the folders that hold packages, and the name each installs as
+PACKAGE_FOLDERS = {
+    "minikafka": "minikafka",
+    "cluster": "minikafka.cluster",
+    "tools": "minikafka.tools",
+}
+
+
+def _setuptools() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+
+
+def _installed_name(path: Path) -> str:
+    """minikafka.tools.analysis.frames for tools/analysis/frames.py (a package: its folder)."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join([PACKAGE_FOLDERS[parts[0]], *parts[1:]])
+
+
+def _wheel_path(path: Path) -> str:
+    """minikafka/tools/analysis/frames.py for tools/analysis/frames.py."""
+    first, *rest = path.relative_to(ROOT).parts
+    return "/".join([*PACKAGE_FOLDERS[first].split("."), *rest])
+
+
+def _source_files() -> list[Path]:
+    return sorted(
+        p
+        for folder in PACKAGE_FOLDERS
+        for p in (ROOT / folder).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+
+
+def test_pyproject_installs_the_folders_under_minikafka_only() -> None:
+    config = _setuptools()
+    assert config["package-dir"] == {v: k for k, v in PACKAGE_FOLDERS.items()}
+    folders = sorted(_installed_name(p) for p in _source_files() if p.name == "__init__.py")
+    assert sorted(config["packages"]) == folders, (
+        "pyproject.toml [tool.setuptools] packages must list every folder with an __init__.py"
+    )
+    assert all(name.split(".")[0] == "minikafka" for name in config["packages"])
+
+
+@pytest.mark.integration
+def test_the_wheel_holds_minikafka_alone(tmp_path: Path) -> None:
+    """A wheel built from a copy of the sources: every file of minikafka/, cluster/ and tools/
+    under its minikafka name, no top-level cluster/ or tools/ (the editable install is what the
+    rest of the suite runs on)."""
+    src = tmp_path / "src"
+    for name in ("pyproject.toml", "README.md"):
+        src.mkdir(exist_ok=True)
+        (src / name).write_bytes((ROOT / name).read_bytes())
+    for path in _source_files():
+        copy = src / path.relative_to(ROOT)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        copy.write_bytes(path.read_bytes())
+    # without build isolation if this venv can build a wheel (setuptools >= 70.1 has
+    # bdist_wheel, older ones need `wheel`); else pip fetches setuptools as `pip install .` does
+    try:
+        setuptools = tuple(int(x) for x in version("setuptools").split(".")[:2])
+    except PackageNotFoundError:
+        setuptools = (0, 0)
+    has_bdist_wheel = setuptools >= (70, 1) or (setuptools >= (61, 0) and find_spec("wheel"))
+    isolation = ["--no-build-isolation"] if has_bdist_wheel else []
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            *isolation,
+            "-w",
+            str(out),
+            str(src),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (wheel,) = out.glob("minikafka-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+
+    tops = {n.split("/")[0] for n in names}
+    dist_info = {top for top in tops if top.endswith(".dist-info")}
+    assert tops - dist_info == {"minikafka"}, "the wheel installs more than minikafka"
+    for top_level in (n for n in names if n.endswith(".dist-info/top_level.txt")):
+        assert zipfile.ZipFile(wheel).read(top_level).decode().split() == ["minikafka"]
+    # every file of the folders, .py or data (a template, a json), at its installed place
+    missing = {_wheel_path(p) for p in _source_files()} - set(names)
+    assert not missing, (
+        f"not in the wheel (package data needs [tool.setuptools.package-data]): {missing}"
+    )
+    assert "minikafka/cluster/local.py" in names and "minikafka/tools/analysis/frames.py" in names

@@ -11,11 +11,11 @@ import msgpack
 import pytest
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer, ProducerConfig
+from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.types import TopicPartition
 
 pytestmark = pytest.mark.integration

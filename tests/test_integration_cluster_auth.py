@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from cluster import LocalCluster, plan_cluster
-from cluster.secret import write_cluster_secret
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.connection import open_connection
+from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster.secret import write_cluster_secret
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode

@@ -17,9 +17,9 @@ import time
 import pytest
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
+from minikafka.cluster import LocalCluster, plan_cluster
 
 pytestmark = pytest.mark.integration
 

@@ -16,10 +16,10 @@ import time
 import pytest
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
+from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.types import TopicPartition
 from minikafka.testing.checker import check_acknowledged
 from minikafka.testing.load import Bounds, batch_of, load_producer, run_senders

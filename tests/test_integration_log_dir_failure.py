@@ -15,10 +15,10 @@ import json
 import pytest
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.producer import Producer, ProducerConfig
+from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode

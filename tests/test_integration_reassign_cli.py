@@ -35,21 +35,21 @@ from pathlib import Path
 import pytest
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
+from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.records import iter_batches
 from minikafka.core.types import TopicPartition
 from minikafka.testing.seeds import derive_rng
-from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest
-from tools.reassign.assignment_files import (
+from minikafka.tools.reassign.assignment_files import (
     format_reassignment_json,
     propose_assignment,
 )
-from tools.reassign.moves import (
+from minikafka.tools.reassign.moves import (
     move_map,
 )
+from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest
 
 pytestmark = pytest.mark.integration
 

@@ -34,11 +34,11 @@ from pathlib import Path
 import pytest
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
+from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.records import make_batch
-from tools.perf import PerfSpec, run_produce_perf
+from minikafka.tools.perf import PerfSpec, run_produce_perf
 
 pytestmark = pytest.mark.integration
 

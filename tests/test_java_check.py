@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from minikafka.cli import main
-from tools.analysis.environment import AnalysisUnavailable, check_java, java_major
+from minikafka.tools.analysis.environment import AnalysisUnavailable, check_java, java_major
 
 RUNS = Path(__file__).parent / "fixtures" / "runs"
 
@@ -154,7 +154,7 @@ def test_the_library_path_makes_the_same_check_before_starting_spark(
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from tools.analysis import analyze
+    from minikafka.tools.analysis import analyze
 
     if SparkSession.getActiveSession() is not None:
         pytest.skip("a Spark session is already running here (it would be reused)")

@@ -6,6 +6,17 @@ time, threading, asyncio (or their submodules) or of the shell packages (minikaf
 package, `from minikafka import server` counts as importing minikafka.server, and
 `importlib.import_module("...")` / `__import__("...")` with a literal name are checked too.
 Imports under `if TYPE_CHECKING:` count: the rule is about what the layer depends on.
+
+The same scanner holds the direction between the packages (issue 12 point 4). The folders
+cluster/ and tools/ are the packages minikafka.cluster (the local-cluster launcher) and
+minikafka.tools (perf, reassignment, the PySpark analysis), on top of the broker:
+- the broker's layers (core, wire, server, storage, client, faults, errors) import neither;
+- minikafka.cluster does not import minikafka.tools: the tools use the launcher (the demo starts
+  a cluster), never the other way round;
+- nothing imports the bare top-level names `cluster` or `tools` any more: they are not installed,
+  and PyPI, or a user's own folder, has packages of those names.
+The command line, the experiments and the test fixtures (minikafka.cli, .experiment, .testing)
+stand above all of them and may import both.
 """
 
 from __future__ import annotations
@@ -31,8 +42,28 @@ BANNED = (
 )
 
 
-def is_banned(module: str) -> bool:
-    return any(module == b or module.startswith(b + ".") for b in BANNED)
+# The broker's layers: below the launcher and the tools.
+BROKER_LAYERS = (
+    "minikafka/core",
+    "minikafka/wire",
+    "minikafka/server",
+    "minikafka/storage",
+    "minikafka/client",
+    "minikafka/faults",
+    "minikafka/errors.py",
+)
+LAUNCHER_AND_TOOLS = ("minikafka.cluster", "minikafka.tools")
+TOOLS = ("minikafka.tools",)
+# the names the folders installed as before issue 12 point 4
+BARE_NAMES = ("cluster", "tools")
+# a folder and the package it installs as (pyproject.toml [tool.setuptools] package-dir)
+PACKAGE_DIRS = {"cluster": "minikafka.cluster", "tools": "minikafka.tools"}
+# what the whole-tree rule does not read: venvs, caches, build output
+SKIPPED_DIRS = {"build", "dist", "__pycache__", "node_modules"}
+
+
+def is_banned(module: str, banned: tuple[str, ...] = BANNED) -> bool:
+    return any(module == b or module.startswith(b + ".") for b in banned)
 
 
 def _resolve(node: ast.ImportFrom, package: str) -> str:
@@ -66,21 +97,51 @@ def imported_modules(source: str, package: str) -> list[tuple[int, str]]:
     return found
 
 
-def violations(source: str, package: str, filename: str = "<snippet>") -> list[str]:
+def violations(
+    source: str, package: str, filename: str = "<snippet>", banned: tuple[str, ...] = BANNED
+) -> list[str]:
     return [
         f"{filename}:{line}: imports {module}"
         for line, module in imported_modules(source, package)
-        if is_banned(module)
+        if is_banned(module, banned)
     ]
 
 
 def package_of(path: Path) -> str:
-    # a module's package and an __init__.py's package are both its directory
-    return ".".join(path.relative_to(ROOT).parent.parts)
+    # a module's package and an __init__.py's package are both its directory, under the name
+    # it installs as: cluster/local.py is in minikafka.cluster
+    parts = list(path.relative_to(ROOT).parent.parts)
+    if parts and parts[0] in PACKAGE_DIRS:
+        parts[0:1] = PACKAGE_DIRS[parts[0]].split(".")
+    return ".".join(parts)
+
+
+def files_of(places: tuple[str, ...]) -> list[Path]:
+    return sorted(
+        p
+        for place in places
+        for p in ([ROOT / place] if place.endswith(".py") else (ROOT / place).rglob("*.py"))
+    )
 
 
 def pure_files() -> list[Path]:
-    return sorted(p for pkg in PURE_PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+    return files_of(PURE_PACKAGES)
+
+
+def tree_files() -> list[Path]:
+    """Every .py file of the checkout: the packages, tests, system tests, benchmarks."""
+    return sorted(
+        p
+        for p in ROOT.rglob("*.py")
+        if not any(
+            part.startswith(".") or part in SKIPPED_DIRS or part.endswith(".egg-info")
+            for part in p.relative_to(ROOT).parts[:-1]
+        )
+    )
+
+
+def _ids(path: Path) -> str:
+    return str(path.relative_to(ROOT))
 
 
 def test_pure_packages_exist_and_have_files():
@@ -89,10 +150,47 @@ def test_pure_packages_exist_and_have_files():
     assert any(p.name == "codec.py" for p in files)
 
 
-@pytest.mark.parametrize("path", pure_files(), ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", pure_files(), ids=_ids)
 def test_core_and_wire_are_sans_io(path):
     found = violations(path.read_text(encoding="utf-8"), package_of(path), str(path))
     assert not found, "DESIGN.md rule 1 (layering):\n" + "\n".join(found)
+
+
+# ------------------------------------------------- the broker, the launcher and the tools
+
+
+def test_the_rules_read_files():
+    assert any(p.name == "replica_manager.py" for p in files_of(BROKER_LAYERS))
+    assert ROOT / "minikafka/errors.py" in files_of(BROKER_LAYERS)
+    assert any(p.name == "local.py" for p in files_of(("cluster",)))
+    tree = tree_files()
+    for place in ("minikafka/cli", "cluster", "tools/analysis", "tests", "systemtests"):
+        assert any(p.is_relative_to(ROOT / place) for p in tree), place
+    assert ROOT / "tests/conftest.py" in tree
+    assert not any(".venv" in p.parts or "__pycache__" in p.parts for p in tree)
+
+
+@pytest.mark.parametrize("path", files_of(BROKER_LAYERS), ids=_ids)
+def test_the_broker_imports_neither_the_launcher_nor_the_tools(path):
+    source = path.read_text(encoding="utf-8")
+    found = violations(source, package_of(path), str(path), LAUNCHER_AND_TOOLS)
+    assert not found, "the broker's layers stand below minikafka.cluster and .tools:\n" + (
+        "\n".join(found)
+    )
+
+
+@pytest.mark.parametrize("path", files_of(("cluster",)), ids=_ids)
+def test_the_launcher_does_not_import_the_tools(path):
+    found = violations(path.read_text(encoding="utf-8"), package_of(path), str(path), TOOLS)
+    assert not found, "minikafka.tools uses minikafka.cluster, not the other way:\n" + (
+        "\n".join(found)
+    )
+
+
+@pytest.mark.parametrize("path", tree_files(), ids=_ids)
+def test_nothing_imports_the_bare_names_cluster_and_tools(path):
+    found = violations(path.read_text(encoding="utf-8"), package_of(path), str(path), BARE_NAMES)
+    assert not found, "import minikafka.cluster / minikafka.tools instead:\n" + "\n".join(found)
 
 
 # ---------------------------------------------------------------------------- the scanner itself
@@ -150,3 +248,100 @@ def test_relative_imports_resolve_against_the_package():
     ]
     assert package_of(ROOT / "minikafka/wire/codec.py") == "minikafka.wire"
     assert package_of(ROOT / "minikafka/wire/__init__.py") == "minikafka.wire"
+    assert package_of(ROOT / "cluster/local.py") == "minikafka.cluster"
+    assert package_of(ROOT / "tools/analysis/frames.py") == "minikafka.tools.analysis"
+    assert package_of(ROOT / "tests/test_layering.py") == "tests"
+    # a relative import inside cluster/ is an import of minikafka.cluster, not of `cluster`
+    assert imported_modules("from .spec import NodeSpec", "minikafka.cluster") == [
+        (1, "minikafka.cluster.spec"),
+        (1, "minikafka.cluster.spec.NodeSpec"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("snippet", "package"),
+    [
+        ("from minikafka.cluster import LocalCluster", "minikafka.server"),
+        ("import minikafka.tools.perf", "minikafka.client"),
+        ("from minikafka import cluster", "minikafka.storage"),
+        ("from .. import tools", "minikafka.core"),
+        ("from ..cluster.ports import free_ports", "minikafka.faults"),
+        ("from .cluster import spec", "minikafka"),  # minikafka/errors.py's package
+        ("import importlib\nm = importlib.import_module('minikafka.tools')", "minikafka.wire"),
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import minikafka.cluster", "x"),
+    ],
+)
+def test_scanner_catches_the_broker_importing_the_launcher_or_the_tools(snippet, package):
+    assert violations(snippet, package, banned=LAUNCHER_AND_TOOLS), snippet
+
+
+@pytest.mark.parametrize(
+    ("snippet", "package"),
+    [
+        ("from minikafka.tools.demo import run_demo", "minikafka.cluster"),
+        ("import minikafka.tools", "minikafka.cluster"),
+        ("from minikafka import tools", "minikafka.cluster"),
+        ("from .. import tools", "minikafka.cluster"),
+        ("from ..tools.reassign import moves", "minikafka.cluster"),
+        ("def f():\n    from minikafka.tools.analysis import analyze", "minikafka.cluster"),
+    ],
+)
+def test_scanner_catches_the_launcher_importing_the_tools(snippet, package):
+    assert violations(snippet, package, banned=TOOLS), snippet
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "import cluster",
+        "import cluster.local",
+        "from cluster import LocalCluster",
+        "from cluster.spec import ClusterSpec",
+        "import tools",
+        "import os, tools",
+        "from tools import perf",
+        "import tools as t",
+        "def f():\n    from tools import demo",
+        "t = __import__('tools')",
+        "import importlib\nm = importlib.import_module('cluster')",
+    ],
+)
+def test_scanner_catches_the_bare_names(snippet):
+    assert violations(snippet, "tests", banned=BARE_NAMES), snippet
+
+
+@pytest.mark.parametrize(
+    ("snippet", "package"),
+    [
+        ("from minikafka.cluster import LocalCluster", "tests"),
+        ("import minikafka.tools.perf", "benchmarks"),
+        ("from minikafka import cluster, tools", "systemtests.harness"),
+        ("from . import spec", "minikafka.cluster"),
+        ("from .files import tail_log", "minikafka.cluster"),
+        ("from ..cluster import LocalCluster", "minikafka.tools"),
+        ("import clusters, toolz, toolkit", "tests"),
+        ("from minikafka.client.cluster_client import ClusterClient", "tests"),
+    ],
+)
+def test_scanner_allows_the_installed_names(snippet, package):
+    assert violations(snippet, package, banned=BARE_NAMES) == []
+
+
+@pytest.mark.parametrize(
+    "snippet",
+    [
+        "from minikafka.client.cluster_client import ClusterClient",  # not minikafka.cluster
+        "from minikafka.core.controller import Controller",
+        "from ..errors import ClusterError",
+        "import clusterlib",
+    ],
+)
+def test_scanner_allows_the_broker_its_own_imports(snippet):
+    assert violations(snippet, "minikafka.server", banned=LAUNCHER_AND_TOOLS) == []
+
+
+def test_scanner_allows_the_tools_the_launcher():
+    assert (
+        violations("from minikafka.cluster import LocalCluster", "minikafka.tools", banned=TOOLS)
+        == []
+    )

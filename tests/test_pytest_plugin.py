@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from cluster import LocalCluster
+from minikafka.cluster import LocalCluster
 
 pytest_plugins = ["pytester"]
 

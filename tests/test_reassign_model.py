@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import pytest
 
-from tools.reassign.kafka_algorithm import (
+from minikafka.tools.reassign.kafka_algorithm import (
     KafkaSettings,
     aged_sensors,
     kafka_prediction,
     overshoot_bound,
     sensor_fetchers,
 )
-from tools.reassign.model import MovingPartition, kip73_formula, sensor_loads, traffic_prediction
+from minikafka.tools.reassign.model import (
+    MovingPartition,
+    kip73_formula,
+    sensor_loads,
+    traffic_prediction,
+)
 
 MB = 1_000_000
 MIB = 1 << 20

@@ -25,7 +25,7 @@ from minikafka.core.dynamic_config import (
 )
 from minikafka.core.types import TopicPartition as TP
 from minikafka.errors import ConfigError
-from tools.reassign import (
+from minikafka.tools.reassign import (
     BROKER_LIST_FORM,
     REASSIGNMENT_FORM,
     TOPICS_FORM,

@@ -9,13 +9,13 @@ import math
 import pytest
 
 from minikafka.errors import ConfigError
-from tools.reassign import (
+from minikafka.tools.reassign import (
     MovePrediction,
     check_throttle,
     predict_move_time,
     throttle_for_deadline,
 )
-from tools.reassign.plan import (
+from minikafka.tools.reassign.plan import (
     RULE_CLIENT_ROOM,
     RULE_PROGRESS,
     RULE_SHARE,

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from minikafka.core.types import TopicPartition
-from tools.reassign import plan, plan_input, plan_model
-from tools.reassign.kafka_algorithm import KafkaSettings, settings_from_configs
-from tools.reassign.model import MovingPartition
-from tools.reassign.moves import OngoingReassignment, move_map
+from minikafka.tools.reassign import plan, plan_input, plan_model
+from minikafka.tools.reassign.kafka_algorithm import KafkaSettings, settings_from_configs
+from minikafka.tools.reassign.model import MovingPartition
+from minikafka.tools.reassign.moves import OngoingReassignment, move_map
 
 MB = 1_000_000
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from cluster.files import tail_log
 from minikafka.cli.metrics import latest_snapshot
+from minikafka.cluster.files import tail_log
 from minikafka.core.types import TopicPartition
 from minikafka.experiment import node_logs
 from minikafka.server.jsonl import JsonlFile, Rotation, jsonl_parts
 from minikafka.testing.run_folder import RunFolder
-from tools.analysis import load_run
-from tools.reassign import progress
+from minikafka.tools.analysis import load_run
+from minikafka.tools.reassign import progress
 
 
 def write_parts(path: Path, parts: list[list[dict]]) -> None:

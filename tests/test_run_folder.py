@@ -112,7 +112,7 @@ def test_the_throttle_judging_fields_are_written_only_when_set(tmp_path):
         "throttle_window_past_end": True, "throttle_judged": "run",
         "throttle_exempt_counted": False,
     }  # fmt: skip
-    from tools.analysis import Params, load_run
+    from minikafka.tools.analysis import Params, load_run
 
     (folder.path / "nodes" / "node-1").mkdir()
     (folder.path / "nodes" / "node-1" / "metrics.jsonl").write_text('{"ts": 1.0}\n')

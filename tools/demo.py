@@ -17,12 +17,12 @@ from pathlib import Path
 import click
 import trio
 
-from cluster import LocalCluster, plan_cluster
-from cluster.clusterfile import CLUSTER_FILE, LOCK_FILE, read_record
-from cluster.fault_proxy import PROXY_DIR
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
+from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster.clusterfile import CLUSTER_FILE, LOCK_FILE, read_record
+from minikafka.cluster.fault_proxy import PROXY_DIR
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ClusterError, MiniKafkaError
 from minikafka.testing.checker import check_acknowledged

@@ -71,7 +71,7 @@ def analyze_cmd(
     """Analyse run folders with PySpark: throttled rates against the throttle, move duration
     against its prediction, produce latency per phase, ISR changes; exit 1 if a case fails.
     Needs Java 17+ and the analysis extra (pip install 'minikafka[analysis]')."""
-    from tools.analysis.environment import AnalysisUnavailable, require_analysis
+    from minikafka.tools.analysis.environment import AnalysisUnavailable, require_analysis
 
     try:
         require_analysis()
@@ -82,7 +82,7 @@ def analyze_cmd(
         raise ConfigError(
             f"--master {master!r} is not a Spark master URL; accepted: {MASTER_FORMS}"
         )
-    from tools.analysis.runs import load_runs
+    from minikafka.tools.analysis.runs import load_runs
 
     runs = load_runs(run_dirs)  # bad folders: exit 2 before Spark starts
 
@@ -90,7 +90,7 @@ def analyze_cmd(
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
-    from tools.analysis import analyze, render_table
+    from minikafka.tools.analysis import analyze, render_table
 
     def progress(line: str) -> None:
         click.echo(line, err=True)

@@ -189,7 +189,7 @@ def produce_cmd(
     as_json: bool,
 ) -> None:
     """Produce stdin lines (one record each), or generated load with --num-records."""
-    from tools.perf import PerfSpec, run_produce_perf
+    from minikafka.tools.perf import PerfSpec, run_produce_perf
 
     acks_value = -1 if acks == "all" else int(acks)
     if idempotence and acks_value != -1:

@@ -63,7 +63,7 @@ def bootstrap_option(fn: F) -> F:
 def resolve_bootstrap(bootstrap: str | None, cluster_dir: Path) -> str:
     if bootstrap:
         return bootstrap
-    from cluster import LocalCluster
+    from minikafka.cluster import LocalCluster
 
     return LocalCluster.load(cluster_dir).bootstrap()
 

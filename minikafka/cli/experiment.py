@@ -45,7 +45,7 @@ def list_cmd(as_json: bool) -> None:
 
 
 def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
-    from cluster import parse_node_configs
+    from minikafka.cluster import parse_node_configs
 
     return parse_node_configs(items)
 
@@ -152,7 +152,7 @@ def _specs(name: str | None, opts: dict[str, Any]) -> list:
         ]
     broker_ids = tuple(range(1, (opts["brokers"] or 3) + 1))
     if opts["cluster_dir"] is not None:  # the running cluster's brokers are the targets
-        from cluster import LocalCluster
+        from minikafka.cluster import LocalCluster
 
         broker_ids = tuple(n.node_id for n in LocalCluster.load(opts["cluster_dir"]).spec.brokers)
     brokers = len(broker_ids)

@@ -206,7 +206,7 @@ def cluster_up(
     as_json: bool,
 ) -> None:
     """Start a controller and N brokers, wait until ready, and print them."""
-    from cluster import LocalCluster, plan_cluster
+    from minikafka.cluster import LocalCluster, plan_cluster
 
     configs = parse_settings(settings)
     NodeConfig(node_id=0).with_settings(configs)  # validate before starting anything
@@ -230,7 +230,7 @@ def cluster_up(
 @friendly_errors
 def cluster_status(cluster_dir: Path, as_json: bool) -> None:
     """Show the nodes of the local cluster and whether they are alive."""
-    from cluster import LocalCluster
+    from minikafka.cluster import LocalCluster
 
     _print_status(LocalCluster.load(cluster_dir), as_json)
 
@@ -287,7 +287,7 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
 @friendly_errors
 def cluster_down(wipe: bool, cluster_dir: Path, as_json: bool) -> None:
     """Stop every node (SIGTERM, then SIGKILL after 10 s)."""
-    from cluster import LocalCluster
+    from minikafka.cluster import LocalCluster
 
     lc = LocalCluster.load(cluster_dir)
     outcomes = lc.down(wipe=wipe)
@@ -307,7 +307,7 @@ def cluster_down(wipe: bool, cluster_dir: Path, as_json: bool) -> None:
 @friendly_errors
 def cluster_logs(node_ids: tuple[int, ...], kind: str, lines: int, cluster_dir: Path) -> None:
     """Print the last lines of the nodes' event, metrics or output logs."""
-    from cluster import LocalCluster
+    from minikafka.cluster import LocalCluster
 
     lc = LocalCluster.load(cluster_dir)
     ids = list(node_ids) or [n.node_id for n in lc.spec.nodes]
@@ -339,7 +339,7 @@ main.add_command(proxy_cmd)
 @friendly_errors
 def demo(records: int, cluster_dir: Path) -> None:
     """Start a 3-broker cluster, create a replicated topic, produce, consume back, verify, stop."""
-    from tools.demo import run_demo
+    from minikafka.tools.demo import run_demo
 
     result = run_demo(cluster_dir, records=records)
     if result["missing"] or result["consumed"] != result["acked"]:

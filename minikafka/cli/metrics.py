@@ -53,7 +53,7 @@ def latest_snapshot(path: Path) -> dict[str, object] | None:
 def metrics_cmd(node_ids: tuple[int, ...], cluster_dir: Path, as_json: bool) -> None:
     """Show each node's latest metrics snapshot (written every second to metrics.jsonl);
     --json prints the whole snapshots, per-partition and per-client figures included."""
-    from cluster import LocalCluster
+    from minikafka.cluster import LocalCluster
 
     lc = LocalCluster.load(cluster_dir)
     ids = list(node_ids) or [n.node_id for n in lc.spec.nodes if n.is_broker]

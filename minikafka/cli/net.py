@@ -76,7 +76,7 @@ def _proxy_options(fn):  # noqa: ANN001, ANN202
 def _client(cluster_dir: Path, proxy_addr: str | None) -> BlockingFaultProxyClient:
     if proxy_addr:
         return FaultProxyClient(*parse_address(proxy_addr, "--proxy")).blocking()
-    from cluster import LocalCluster
+    from minikafka.cluster import LocalCluster
 
     return LocalCluster.load(cluster_dir).fault_proxy().blocking()
 

@@ -53,8 +53,8 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.errors import ConfigError
 from minikafka.testing.seeds import derive_rng, resolve_seed
-from tools.reassign import assignment_files, move_size, moves, runner
-from tools.reassign.units import human_bytes
+from minikafka.tools.reassign import assignment_files, move_size, moves, runner
+from minikafka.tools.reassign.units import human_bytes
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
 # The options each action takes (besides --bootstrap, --dir and --json), and those it needs.

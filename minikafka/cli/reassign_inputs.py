@@ -18,8 +18,8 @@ import click
 from minikafka.client.cluster_client import parse_bootstrap
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ClusterError, ConfigError
-from tools.reassign import assignment_files, moves
-from tools.reassign import progress as prog
+from minikafka.tools.reassign import assignment_files, moves
+from minikafka.tools.reassign import progress as prog
 
 DEFAULT_TIMEOUT_S = 600.0
 DEFAULT_INTERVAL_S = 1.0
@@ -69,7 +69,7 @@ def read_reassignment(path: str) -> dict[TopicPartition, list[int]]:
 
 def local_files(bootstrap: str | None, cluster_dir: Path) -> prog.LocalFiles | None:
     """The nodes' files when the cluster in --dir is the one we talk to (None otherwise)."""
-    from cluster import LocalCluster
+    from minikafka.cluster import LocalCluster
 
     try:
         lc = LocalCluster.load(cluster_dir)

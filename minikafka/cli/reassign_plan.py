@@ -51,8 +51,8 @@ from minikafka.cli.reassign_inputs import (
 )
 from minikafka.cli.reassign_plan_inputs import Inputs, gather
 from minikafka.errors import ConfigError
-from tools.reassign import moves, plan, plan_model
-from tools.reassign.units import human_bytes, human_rate, human_seconds
+from minikafka.tools.reassign import moves, plan, plan_model
+from minikafka.tools.reassign.units import human_bytes, human_rate, human_seconds
 
 FORM = (
     "expected --throttle B/s [--network-bytes-per-s N], or --deadline-s Y "

@@ -16,11 +16,15 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
-from tools.reassign import assignment_files, move_size, moves, plan_input, runner
-from tools.reassign import progress as prog
-from tools.reassign.kafka_algorithm import KAFKA_DEFAULTS, KafkaSettings, settings_from_configs
-from tools.reassign.model import MovingPartition
-from tools.reassign.units import human_bytes, human_rate
+from minikafka.tools.reassign import assignment_files, move_size, moves, plan_input, runner
+from minikafka.tools.reassign import progress as prog
+from minikafka.tools.reassign.kafka_algorithm import (
+    KAFKA_DEFAULTS,
+    KafkaSettings,
+    settings_from_configs,
+)
+from minikafka.tools.reassign.model import MovingPartition
+from minikafka.tools.reassign.units import human_bytes, human_rate
 
 BYTES_IN_WINDOW_S = 10.0
 # Where each moving partition's inbound rate came from (`Inputs.inbound_sources`).

@@ -29,9 +29,9 @@ from minikafka.cli.reassign_inputs import (
 )
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
-from tools.reassign import progress as prog
-from tools.reassign import runner
-from tools.reassign.units import human_bytes, human_rate, human_seconds
+from minikafka.tools.reassign import progress as prog
+from minikafka.tools.reassign import runner
+from minikafka.tools.reassign.units import human_bytes, human_rate, human_seconds
 
 # ---------------------------------------------------------------------------- --verify
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import trio
 
-from cluster import LocalCluster
 from minikafka.client.cluster_client import ClusterClient
+from minikafka.cluster import LocalCluster
 from minikafka.errors import MiniKafkaError
 from minikafka.experiment.schedule import Fault, Target
 from minikafka.experiment.workload import History

@@ -30,9 +30,9 @@ from typing import Any
 
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ClusterError, ErrorCode, MiniKafkaError, describe
 from minikafka.experiment.nemesis import Nemesis
@@ -392,7 +392,7 @@ def _spark_report(
     bound; a summary kept beside the verdict). report/report.html holds its plots."""
     progress("PySpark report")
     try:
-        from tools.analysis import analyze
+        from minikafka.tools.analysis import analyze
 
         report = analyze([run_dir], out_dir=run_dir / "report")
         (case,) = report.cases

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from cluster import LocalCluster
     from minikafka.client.cluster_client import ClusterClient
+    from minikafka.cluster import LocalCluster
 
 MARKER = "minikafka"
 FAST_CONFIGS: Mapping[str, str] = {
@@ -127,7 +127,7 @@ def cluster_options(request: pytest.FixtureRequest) -> dict[str, Any]:
 @pytest.fixture
 def minikafka_cluster(request: pytest.FixtureRequest, tmp_path) -> Iterator[LocalCluster]:
     """A running local cluster for this test (module docstring)."""
-    from cluster import LocalCluster, plan_cluster
+    from minikafka.cluster import LocalCluster, plan_cluster
     from minikafka.errors import MiniKafkaError
 
     options = cluster_options(request)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tools.reassign.model import (
+from minikafka.tools.reassign.model import (
     MovingPartition,
     SensorLoad,
     kip73_formula,

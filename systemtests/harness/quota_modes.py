@@ -27,14 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tools.reassign.kafka_algorithm import (
+from minikafka.tools.reassign.kafka_algorithm import (
     aged_sensors,
     kafka_prediction,
     overshoot_bound,
     sensor_fetchers,
     settings_from_configs,
 )
-from tools.reassign.model import MovingPartition, traffic_prediction
+from minikafka.tools.reassign.model import MovingPartition, traffic_prediction
 
 QUOTA_MODES = ("precise", "kafka")
 

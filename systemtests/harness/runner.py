@@ -40,9 +40,9 @@ from typing import Any
 
 import trio
 
-from cluster import LocalCluster, plan_cluster
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.errors import describe
 from minikafka.testing.checker import Verdict
 from minikafka.testing.cli_tools import run_tool

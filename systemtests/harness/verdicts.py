@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from minikafka.testing.checker import Verdict
+from minikafka.tools.analysis import Params, Report, analyze, spark_session
 from systemtests.harness.runner import CaseRun
-from tools.analysis import Params, Report, analyze, spark_session
 
 PARAMS = Params(
     window_s=5,
@@ -58,7 +58,7 @@ BROKER_FIELDS = (
 def run_analysis(
     runs: Sequence[CaseRun], *, master: str, out_dir: Path, timeout_s: float = ANALYSIS_TIMEOUT_S
 ) -> Report:
-    """tools.analysis.analyze on these folders, in one Spark job; report in `out_dir`.
+    """minikafka.tools.analysis.analyze on these folders, in one Spark job; report in `out_dir`.
 
     Bounded: after `timeout_s` a watchdog cancels the session's jobs, and analyze raises."""
     spark = spark_session(master)

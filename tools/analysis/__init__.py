@@ -8,19 +8,19 @@ job) are imported on first use, and raise `MissingAnalysisExtra` (the pip line) 
 
 from typing import TYPE_CHECKING, Any
 
-from tools.analysis.environment import (
+from minikafka.tools.analysis.environment import (
     AnalysisUnavailable,
     MissingAnalysisExtra,
     check_java,
     java_major,
     require_analysis,
 )
-from tools.analysis.report import render_html, render_table, write_report
-from tools.analysis.runs import Params, RunCase, default_out_dir, load_run, load_runs
-from tools.analysis.summary import SCHEMA, Collected, Report, build_report, move_bounds
+from minikafka.tools.analysis.report import render_html, render_table, write_report
+from minikafka.tools.analysis.runs import Params, RunCase, default_out_dir, load_run, load_runs
+from minikafka.tools.analysis.summary import SCHEMA, Collected, Report, build_report, move_bounds
 
 if TYPE_CHECKING:
-    from tools.analysis.spark_job import analyze, spark_session
+    from minikafka.tools.analysis.spark_job import analyze, spark_session
 
 _SPARK_JOB = ("analyze", "spark_session")
 
@@ -50,7 +50,7 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:  # PEP 562: the Spark job's names, imported when first asked
     if name in _SPARK_JOB:
-        from tools.analysis import spark_job
+        from minikafka.tools.analysis import spark_job
 
         return getattr(spark_job, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

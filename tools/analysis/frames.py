@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from functools import reduce
 
-from tools.analysis.environment import ANALYSIS_EXTRA_HINT, MissingAnalysisExtra
+from minikafka.tools.analysis.environment import ANALYSIS_EXTRA_HINT, MissingAnalysisExtra
 
 try:
     from pyspark.sql import Column, DataFrame, Window

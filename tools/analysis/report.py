@@ -17,8 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tools.analysis.environment import ANALYSIS_EXTRA_HINT, MissingAnalysisExtra
-from tools.analysis.summary import Report
+from minikafka.tools.analysis.environment import ANALYSIS_EXTRA_HINT, MissingAnalysisExtra
+from minikafka.tools.analysis.summary import Report
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

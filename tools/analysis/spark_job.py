@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from minikafka.errors import MiniKafkaError
-from tools.analysis.environment import (
+from minikafka.tools.analysis.environment import (
     ANALYSIS_EXTRA_HINT,
     MissingAnalysisExtra,
     require_analysis,
@@ -35,7 +35,7 @@ except ImportError as exc:  # this module is the Spark job: without pyspark, the
     raise MissingAnalysisExtra(
         f"the analysis needs pyspark: {ANALYSIS_EXTRA_HINT}", name="pyspark"
     ) from exc
-from tools.analysis.frames import (
+from minikafka.tools.analysis.frames import (
     COUNTERS,
     RATES,
     broker_windows,
@@ -49,9 +49,15 @@ from tools.analysis.frames import (
     window_series,
     with_phase,
 )
-from tools.analysis.report import write_report
-from tools.analysis.runs import Params, RunCase, ThrottleCheck, default_out_dir, load_runs
-from tools.analysis.summary import Collected, Report, build_report, case_move, judged_bounds
+from minikafka.tools.analysis.report import write_report
+from minikafka.tools.analysis.runs import Params, RunCase, ThrottleCheck, default_out_dir, load_runs
+from minikafka.tools.analysis.summary import (
+    Collected,
+    Report,
+    build_report,
+    case_move,
+    judged_bounds,
+)
 
 METRICS_SCHEMA = T.StructType(
     [

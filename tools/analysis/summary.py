@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools.analysis.runs import Params, RunCase, ThrottleCheck, slugs
+from minikafka.tools.analysis.runs import Params, RunCase, ThrottleCheck, slugs
 
 SCHEMA = "minikafka-analysis/1"
 PHASES = ("all", "before", "during", "after")

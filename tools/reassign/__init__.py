@@ -2,7 +2,7 @@
 arithmetic (`assignment_files`, `moves`) and the operator's throttle arithmetic from KIP-73
 (`plan`)."""
 
-from tools.reassign.assignment_files import (
+from minikafka.tools.reassign.assignment_files import (
     BROKER_LIST_FORM,
     REASSIGNMENT_FORM,
     TOPICS_FORM,
@@ -14,7 +14,7 @@ from tools.reassign.assignment_files import (
     propose_assignment,
     validate_reassignment,
 )
-from tools.reassign.moves import (
+from minikafka.tools.reassign.moves import (
     MODE_REASSIGNMENT,
     MODE_REPLICATION,
     MODES,
@@ -30,7 +30,7 @@ from tools.reassign.moves import (
     throttle_lists,
     throttled_brokers,
 )
-from tools.reassign.plan import (
+from minikafka.tools.reassign.plan import (
     BrokerMoveTime,
     CheckFailure,
     MovePrediction,

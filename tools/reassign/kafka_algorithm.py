@@ -29,7 +29,7 @@ from random import Random
 from minikafka.core.quota_charge import kafka_fetch_response_size_of_runs
 from minikafka.core.stats import MetricConfig, Sensor, SimpleRate
 from minikafka.server.config import NodeConfig
-from tools.reassign.model import VALUE, MovingPartition, check_mode
+from minikafka.tools.reassign.model import VALUE, MovingPartition, check_mode
 
 EMPTY_RESPONSE_BYTES = kafka_fetch_response_size_of_runs(())  # 16: a response, no partition
 SIDES = ("leader", "follower")

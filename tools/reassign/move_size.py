@@ -23,8 +23,8 @@ from minikafka.client.consumer import Consumer
 from minikafka.core.records import iter_batches
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode, is_retriable
+from minikafka.tools.reassign.moves import PartitionMove
 from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse
-from tools.reassign.moves import PartitionMove
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

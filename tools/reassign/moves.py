@@ -41,7 +41,7 @@ from minikafka.core.dynamic_config import (
 )
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
-from tools.reassign.assignment_files import Assignment, is_int
+from minikafka.tools.reassign.assignment_files import Assignment, is_int
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.errors import ConfigError
-from tools.reassign.units import human_bytes, human_rate
+from minikafka.tools.reassign.units import human_bytes, human_rate
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

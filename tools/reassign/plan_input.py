@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from minikafka.core.types import TopicPartition
-from tools.reassign.model import MovingPartition
-from tools.reassign.moves import PartitionMove
+from minikafka.tools.reassign.model import MovingPartition
+from minikafka.tools.reassign.moves import PartitionMove
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

@@ -21,17 +21,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tools.reassign.kafka_algorithm import KafkaSettings, aged_sensors, kafka_prediction
-from tools.reassign.model import (
+from minikafka.tools.reassign.kafka_algorithm import KafkaSettings, aged_sensors, kafka_prediction
+from minikafka.tools.reassign.model import (
     MovingPartition,
     SensorLoad,
     TrafficPrediction,
     sensor_loads,
     traffic_prediction,
 )
-from tools.reassign.moves import MODE_REASSIGNMENT, MODE_REPLICATION
-from tools.reassign.plan_input import INBOUND_RULE
-from tools.reassign.units import human_bytes, human_rate, human_seconds
+from minikafka.tools.reassign.moves import MODE_REASSIGNMENT, MODE_REPLICATION
+from minikafka.tools.reassign.plan_input import INBOUND_RULE
+from minikafka.tools.reassign.units import human_bytes, human_rate, human_seconds
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

@@ -35,9 +35,15 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.core.types import TopicPartition
 from minikafka.server.jsonl import jsonl_parts
-from tools.reassign.move_size import estimate_log_sizes, sizes_in_bytes
-from tools.reassign.moves import OngoingReassignment
-from tools.reassign.runner import IN_PROGRESS, ClusterView, PartitionStatus, read_cluster, statuses
+from minikafka.tools.reassign.move_size import estimate_log_sizes, sizes_in_bytes
+from minikafka.tools.reassign.moves import OngoingReassignment
+from minikafka.tools.reassign.runner import (
+    IN_PROGRESS,
+    ClusterView,
+    PartitionStatus,
+    read_cluster,
+    statuses,
+)
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 

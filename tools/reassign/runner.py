@@ -41,9 +41,11 @@ from minikafka.core.dynamic_config import (
 )
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError
-from minikafka.wire.messages import AlterableConfig, AlterConfigsResource, ConfigEntity
-from tools.reassign.assignment_files import format_reassignment_json, validate_reassignment
-from tools.reassign.moves import (
+from minikafka.tools.reassign.assignment_files import (
+    format_reassignment_json,
+    validate_reassignment,
+)
+from minikafka.tools.reassign.moves import (
     ConfigChange,
     OngoingReassignment,
     PartitionMove,
@@ -51,6 +53,7 @@ from tools.reassign.moves import (
     move_map,
     reassignment_throttle_configs,
 )
+from minikafka.wire.messages import AlterableConfig, AlterConfigsResource, ConfigEntity
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 T = TypeVar("T")
