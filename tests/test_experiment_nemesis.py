@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-import pytest
 import trio
 
 from minikafka.cluster import plan_cluster
@@ -17,11 +16,6 @@ from minikafka.experiment.schedule import Fault, Target
 from minikafka.experiment.workload import History
 from minikafka.testing.memory_node import run_sync_inline
 from minikafka.testing.run_folder import JsonLines
-
-
-@pytest.fixture(autouse=True)
-def inline_threads(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trio.to_thread, "run_sync", run_sync_inline)
 
 
 class FakeCluster:
@@ -73,7 +67,7 @@ def make(tmp_path: Path, proxy: FakeProxy | None = None) -> tuple[Nemesis, FakeC
     lc, client = FakeCluster(tmp_path), FakeClient()
     nemesis = Nemesis(
         cluster=lc, client=client, topic="exp", history=History(tmp_path / "h.jsonl", 0.0),  # type: ignore[arg-type]
-        log=JsonLines(tmp_path / "n.jsonl"), proxy=proxy, seed=1,
+        log=JsonLines(tmp_path / "n.jsonl"), proxy=proxy, seed=1, run_sync=run_sync_inline,
     )  # fmt: skip
     return nemesis, lc, client
 

@@ -24,6 +24,7 @@ from minikafka.cluster import LocalCluster
 from minikafka.errors import MiniKafkaError
 from minikafka.experiment.schedule import Fault, Target
 from minikafka.experiment.workload import History
+from minikafka.server.clock import RunSync
 from minikafka.testing.run_folder import JsonLines
 from minikafka.testing.seeds import derive_rng
 
@@ -46,8 +47,12 @@ class Nemesis:
         proxy: Any | None,
         seed: int,
         progress: Callable[[str], None] = lambda _msg: None,
+        run_sync: RunSync = trio.to_thread.run_sync,
     ) -> None:
         self.cluster = cluster
+        # The launcher's blocking calls (kill, pause, resume): a worker thread, or inline in
+        # MockClock tests (server/clock.py RunSync).
+        self.run_sync = run_sync
         self.client = client
         self.topic = topic
         self.history = history
@@ -83,7 +88,9 @@ class Nemesis:
 
     def _note(self, what: str, i: int, fault: Fault, node: int | None, **extra: Any) -> None:
         fields = {"fault": i, **fault.to_json(), "node": node, **extra}
-        self.log.write({"time": round(time.time() - self.history.t0, 3), "event": what, **fields})
+        self.log.write(
+            {"time": round(time.time() - self.history.started_at, 3), "event": what, **fields}
+        )
         self.history.op("nemesis", "info", f"{what}-fault", **fields)
         self.progress(f"nemesis: {what} {fault.kind} on {fault.target} (node {node})")
 
@@ -127,15 +134,13 @@ class Nemesis:
         lc = self.cluster
         if fault.kind in ("kill", "wipe"):
             self._down.add(node)
-            await trio.to_thread.run_sync(lc.kill, node)
+            await self.run_sync(lc.kill, node)
             if fault.kind == "wipe":
                 data_dir = lc.spec.node(node).data_dir
-                await trio.to_thread.run_sync(
-                    lambda: shutil.rmtree(data_dir / "lmdb", ignore_errors=True)
-                )
+                await self.run_sync(lambda: shutil.rmtree(data_dir / "lmdb", ignore_errors=True))
         elif fault.kind == "pause":
             self._paused.add(node)
-            await trio.to_thread.run_sync(lc.pause, node)
+            await self.run_sync(lc.pause, node)
         elif fault.kind == "restart":
             self._down.add(node)  # until it is ready again: heal() retries a failed restart
             await self._restart(node)
@@ -155,7 +160,7 @@ class Nemesis:
         if fault.kind in ("kill", "wipe"):
             await self._restart(node)
         elif fault.kind == "pause":
-            await trio.to_thread.run_sync(self.cluster.resume, node)
+            await self.run_sync(self.cluster.resume, node)
             self._paused.discard(node)
         elif fault.kind == "partition":
             await self.proxy.set_links(self._links(node), blocked=False)
@@ -165,16 +170,14 @@ class Nemesis:
             await self.proxy.set_links(self._links(node), bandwidth_bps=None)
 
     async def _restart(self, node: int) -> None:
-        await trio.to_thread.run_sync(
-            lambda: self.cluster.restart(node, ready_timeout_s=RESTART_TIMEOUT_S)
-        )
+        await self.run_sync(lambda: self.cluster.restart(node, ready_timeout_s=RESTART_TIMEOUT_S))
         self._down.discard(node)
 
     async def heal(self) -> None:
         """Undo everything still in force: resume, restart, clear every link. A step that fails
         is recorded in `errors` (the verdict is then unknown) and the other steps still run."""
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
-            (f"resume node {n}", partial(trio.to_thread.run_sync, self.cluster.resume, n))
+            (f"resume node {n}", partial(self.run_sync, self.cluster.resume, n))
             for n in sorted(self._paused)
         ]
         steps += [(f"restart node {n}", partial(self._restart, n)) for n in sorted(self._down)]
@@ -186,5 +189,5 @@ class Nemesis:
             except (MiniKafkaError, OSError) as exc:
                 self.errors.append(f"heal: {what}: {exc}")
         self._paused.clear()
-        self.log.write({"time": round(time.time() - self.history.t0, 3), "event": "healed"})
+        self.log.write({"time": round(time.time() - self.history.started_at, 3), "event": "healed"})
         self.history.op("nemesis", "info", "heal")

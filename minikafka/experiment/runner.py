@@ -115,7 +115,7 @@ def run_experiment(
         results = judge(
             spec,
             folder.path,
-            t0=drive.t0,
+            t0=drive.started_at,
             data_dirs={n.node_id: n.data_dir for n in lc.spec.brokers} if started_here else None,
             driver_errors=drive.errors,
             settled=drive.settled,
@@ -143,9 +143,9 @@ class _Drive:
     ) -> None:
         self.spec = spec
         self.folder = folder
-        self.lc = lc
+        self.cluster = lc
         self.progress = progress
-        self.t0 = time.time()
+        self.started_at = time.time()
         self.errors: list[str] = []
         self.settled = False
         self.move_s: float | None = None  # how long the reassignment took, if there was one
@@ -153,7 +153,7 @@ class _Drive:
 
     async def main(self) -> None:
         spec = self.spec
-        async with open_client(self.lc.bootstrap(), client_id="experiment") as client:
+        async with open_client(self.cluster.bootstrap(), client_id="experiment") as client:
             self.client = client
             await self._create_topic(client)
             if spec.broker_configs:
@@ -165,11 +165,11 @@ class _Drive:
                 # In force from here on (node or broker configs): judged from 2 s after this.
                 self.folder.event("throttle_set", bytes_per_s=spec.throttle_bytes_per_s)
             self.folder.write_case(
-                case_info(spec, [n.node_id for n in self.lc.spec.nodes],
-                          [n.node_id for n in self.lc.spec.brokers])
+                case_info(spec, [n.node_id for n in self.cluster.spec.nodes],
+                          [n.node_id for n in self.cluster.spec.brokers])
             )  # fmt: skip
-            self.t0 = time.time()
-            history = History(self.folder.path / "history.jsonl", self.t0)
+            self.started_at = time.time()
+            history = History(self.folder.path / "history.jsonl", self.started_at)
             nemesis_log = JsonLines(self.folder.path / "nemesis.jsonl")
             history.op(
                 "nemesis", "info", "schedule", seed=spec.seed,
@@ -184,8 +184,8 @@ class _Drive:
     async def _run(self, client: ClusterClient, history: History, nemesis_log: JsonLines) -> None:
         spec = self.spec
         nemesis = Nemesis(
-            cluster=self.lc, client=client, topic=spec.topic, history=history, log=nemesis_log,
-            proxy=self.lc.fault_proxy() if spec.fault_proxy else None,
+            cluster=self.cluster, client=client, topic=spec.topic, history=history, log=nemesis_log,
+            proxy=self.cluster.fault_proxy() if spec.fault_proxy else None,
             seed=spec.seed, progress=self.progress,
         )  # fmt: skip
         workload = spec.workload()
@@ -329,7 +329,7 @@ class _Drive:
             args += ["--throttle-mode", "reassignment"] if r.mode == "kip542" else []
         requested = time.time()
         try:
-            await run_tool(self.folder, "reassign-execute", args, cluster_dir=self.lc.base_dir)
+            await run_tool(self.folder, "reassign-execute", args, cluster_dir=self.cluster.base_dir)
         except MiniKafkaError as exc:
             self.errors.append(str(exc))
             return

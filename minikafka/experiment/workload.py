@@ -46,10 +46,10 @@ METADATA_REFRESH_S = 0.25  # at most this often per client after errors
 
 class History:
     """history.jsonl (`JsonLines`, one flushed line per op): ops numbered in order, `time` in
-    seconds since the run started (`t0`, wall clock, the node logs' clock too)."""
+    seconds since the run started (`started_at`, wall clock, the node logs' clock too)."""
 
-    def __init__(self, path: Path, t0: float) -> None:
-        self.t0 = t0
+    def __init__(self, path: Path, started_at: float) -> None:
+        self.started_at = started_at
         self._out = JsonLines(path)
 
     @property
@@ -60,7 +60,7 @@ class History:
         self._out.write(
             {
                 "index": self._out.count,
-                "time": round(time.time() - self.t0, 4),
+                "time": round(time.time() - self.started_at, 4),
                 "process": process,
                 "type": type_,
                 "f": f,

@@ -110,7 +110,7 @@ class Scenario:
     def __init__(self, run: CaseRun, lc: LocalCluster, layout: Layout, profile: Profile) -> None:
         self.run = run
         self.folder = run.folder
-        self.lc = lc
+        self.cluster = lc
         self.layout = layout
         self.profile = profile
         self.throttle = profile.throttle_bytes_per_s
@@ -131,11 +131,11 @@ class Scenario:
         return self.layout.target or self.layout.initial
 
     async def tool(self, name: str, *args: str) -> None:
-        await run_tool(self.folder, name, list(args), cluster_dir=self.lc.base_dir)
+        await run_tool(self.folder, name, list(args), cluster_dir=self.cluster.base_dir)
 
     async def main(self) -> None:
         spec = self.run.spec
-        async with open_client(self.lc.bootstrap(), client_id="systemtest") as client:
+        async with open_client(self.cluster.bootstrap(), client_id="systemtest") as client:
             await create_topic(client, self.layout)
             self.folder.event("topic_created", topic=TOPIC, partitions=PARTITIONS)
             rounds = max(1, round(self.profile.data_bytes / self.workload.batch_bytes / PARTITIONS))
@@ -146,7 +146,7 @@ class Scenario:
             if self.layout.wiped is not None:
                 await self.wipe(client)
             stop = trio.Event()
-            async with open_client(self.lc.bootstrap(), client_id="systemtest-load") as load_c:
+            async with open_client(self.cluster.bootstrap(), client_id="systemtest-load") as load_c:
                 async with trio.open_nursery() as nursery:
                     if spec.load:
                         await nursery.start(self._load, load_c, stop)
@@ -185,7 +185,7 @@ class Scenario:
     async def wipe(self, client: ClusterClient) -> None:
         victim = self.layout.wiped
         assert victim is not None
-        await trio.to_thread.run_sync(self.lc.kill, victim)
+        await trio.to_thread.run_sync(self.cluster.kill, victim)
         self.folder.event("broker_killed", node=victim)
         await wait_until(
             client,
@@ -193,7 +193,7 @@ class Scenario:
             f"broker {victim} fenced",
             WAIT_S,
         )
-        data_dir = self.lc.spec.node(victim).data_dir
+        data_dir = self.cluster.spec.node(victim).data_dir
         shutil.rmtree(data_dir / "lmdb")
         (data_dir / "node.json").unlink(missing_ok=True)
         self.folder.event("broker_wiped", node=victim)
@@ -264,7 +264,9 @@ class Scenario:
             limit = self._start("lists")
             victim = self.layout.wiped
             self.folder.event("broker_restart", node=victim)
-            await trio.to_thread.run_sync(lambda: self.lc.restart(victim, ready_timeout_s=WAIT_S))
+            await trio.to_thread.run_sync(
+                lambda: self.cluster.restart(victim, ready_timeout_s=WAIT_S)
+            )
             started = self.folder.event("move_start", how="restart", node=victim)
             done = lambda s: all(victim in isr for _l, _r, isr in s.values())  # noqa: E731
             ended = await wait_until(client, done, f"broker {victim} in every ISR", limit)
@@ -362,7 +364,7 @@ class Scenario:
             extra["move_observed_s"] = round(self.move_s[1] - self.move_s[0], 3)
         self.run.info = CaseInfo(
             case=self.run.spec.name,
-            seed=self.lc.spec.seed,
+            seed=self.cluster.spec.seed,
             nodes=list(self.layout.brokers),
             partitions=self.layout.partitions,
             replication_factor=self.layout.replication_factor,
