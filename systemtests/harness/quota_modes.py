@@ -6,7 +6,7 @@ move-time prediction and how its throttle is judged.
   so far is at or under T and the response is charged after it is built, so whole responses of
   up to `replica.fetch.response.max.bytes` go out, a leader serving two destinations lets two
   through before it records either, and a fresh sensor counts its first window as full. The
-  move time is predicted by simulating that algorithm (tools/reassign/model.py,
+  move time is predicted by simulating that algorithm (tools/reassign/kafka_algorithm.py,
   `kafka_prediction`) with these configs, and the throttle is judged as Kafka defines it: the
   rate over every window of the quota's own span (11 windows of 1 s and the current one: 12 s)
   at most T plus the overshoot the algorithm allows that sensor (`overshoot_bound`: two
