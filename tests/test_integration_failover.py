@@ -22,7 +22,7 @@ from minikafka.client.consumer import Consumer
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.types import TopicPartition
 from minikafka.testing.checker import check_acknowledged
-from minikafka.testing.load import Bounds, batch_of, load_producer, run_senders
+from minikafka.testing.load import Bounds, batch_of, load_producer, read_to_end, run_senders
 
 pytestmark = pytest.mark.integration
 
@@ -85,15 +85,7 @@ async def _read_all(
             except Exception:  # noqa: BLE001 - leaders may still be moving; retry
                 await client.refresh_metadata()
                 await trio.sleep(0.2)
-    out = []
-    with trio.fail_after(120):
-        while any(positions[tp] < ends[tp] for tp in tps):
-            got = await consumer.fetch_once({tp: o for tp, o in positions.items() if o < ends[tp]})
-            for tp, recs in got.items():
-                out.extend((tp, r.offset, r.value) for r in recs)
-                if recs:
-                    positions[tp] = recs[-1].offset + 1
-    return out
+    return await read_to_end(client, tps, timeout_s=120, positions=positions, ends=ends)
 
 
 async def _wait_in_all_isrs(

@@ -19,13 +19,12 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
-from minikafka.client.consumer import Consumer
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.storage import LogStore, StoreConfig
 from minikafka.testing.checker import check_acknowledged
-from minikafka.testing.load import Bounds, batch_of, load_producer, run_senders
+from minikafka.testing.load import Bounds, batch_of, load_producer, read_to_end, run_senders
 from minikafka.wire.messages import ConfigEntity
 
 pytestmark = pytest.mark.integration
@@ -81,19 +80,8 @@ async def _produce(
 
 
 async def _read_all(client: ClusterClient, tps: list[TopicPartition]) -> list:
-    consumer = Consumer(client, max_wait_ms=50)
     await client.refresh_metadata([TOPIC])
-    positions = await consumer.list_offsets(tps, earliest=True)
-    ends = await consumer.list_offsets(tps, earliest=False)
-    out = []
-    with trio.fail_after(30):
-        while any(positions[tp] < ends[tp] for tp in tps):
-            got = await consumer.fetch_once({tp: o for tp, o in positions.items() if o < ends[tp]})
-            for tp, recs in got.items():
-                out.extend((tp, r.offset, r.value) for r in recs)
-                if recs:
-                    positions[tp] = recs[-1].offset + 1
-    return out
+    return await read_to_end(client, tps, timeout_s=30, max_wait_ms=50)
 
 
 def _tool_throttles(

@@ -19,14 +19,13 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
-from minikafka.client.consumer import Consumer
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.cluster.clusterfile import CLUSTER_FILE, LOCK_FILE, read_record
 from minikafka.cluster.fault_proxy import PROXY_DIR
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ClusterError, MiniKafkaError
 from minikafka.testing.checker import check_acknowledged
-from minikafka.testing.load import Bounds, batch_of, load_producer, run_senders
+from minikafka.testing.load import Bounds, batch_of, load_producer, read_to_end, run_senders
 from minikafka.testing.seeds import resolve_seed, seed_line
 
 PRODUCE_MAX_S = 120.0  # the demo's produce bound (20,000 records take about a second)
@@ -97,18 +96,7 @@ async def read_all(
     client: ClusterClient, tps: list[TopicPartition]
 ) -> list[tuple[TopicPartition, int, bytes]]:
     """Every partition from its log start to its high watermark (within 60 s)."""
-    consumer = Consumer(client, max_wait_ms=100)
-    positions = await consumer.list_offsets(tps, earliest=True)
-    ends = await consumer.list_offsets(tps, earliest=False)
-    consumed = []
-    with trio.fail_after(60):
-        while any(positions[tp] < ends[tp] for tp in tps):
-            got = await consumer.fetch_once({tp: o for tp, o in positions.items() if o < ends[tp]})
-            for tp, recs in got.items():
-                consumed.extend((tp, r.offset, r.value) for r in recs)
-                if recs:
-                    positions[tp] = recs[-1].offset + 1
-    return consumed
+    return await read_to_end(client, tps, timeout_s=60)  # type: ignore[return-value]
 
 
 def check_demo_dir(base_dir: Path) -> None:

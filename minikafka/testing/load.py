@@ -31,6 +31,7 @@ from typing import Any
 import trio
 
 from minikafka.client.cluster_client import ClusterClient
+from minikafka.client.consumer import Consumer
 from minikafka.client.producer import DeliveryError, Producer, ProducerConfig
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
@@ -177,3 +178,31 @@ async def attempt_once(
     if producer.config.acks == 0:  # nothing acknowledged: it may or may not be written
         return "info", {"error": "acks=0: no acknowledgement", **where}
     return "ok", {"offset": result.base_offset, **where}
+
+
+async def read_to_end(
+    client: ClusterClient,
+    tps: Sequence[TopicPartition],
+    *,
+    timeout_s: float,
+    max_wait_ms: int = 100,
+    positions: dict[TopicPartition, int] | None = None,
+    ends: dict[TopicPartition, int] | None = None,
+) -> list[tuple[TopicPartition, int, bytes | None]]:
+    """Every record of `tps` from the log start (or `positions`) to the high watermark as of the
+    call (or `ends`): (partition, offset, value) in fetch order. trio.TooSlowError after
+    `timeout_s`. The read-back half of the kit: what the demo and the checkers' callers read."""
+    consumer = Consumer(client, max_wait_ms=max_wait_ms)
+    if positions is None:
+        positions = await consumer.list_offsets(list(tps), earliest=True)
+    if ends is None:
+        ends = await consumer.list_offsets(list(tps), earliest=False)
+    out: list[tuple[TopicPartition, int, bytes | None]] = []
+    with trio.fail_after(timeout_s):
+        while any(positions[tp] < ends[tp] for tp in tps):
+            got = await consumer.fetch_once({tp: o for tp, o in positions.items() if o < ends[tp]})
+            for tp, recs in got.items():
+                out.extend((tp, r.offset, r.value) for r in recs)
+                if recs:
+                    positions[tp] = recs[-1].offset + 1
+    return out
