@@ -80,6 +80,24 @@ def test_new_partition_is_empty_and_create_is_idempotent(store: LogStore) -> Non
     assert store.list_partitions() == [TP, TP1]
 
 
+def test_create_partitions_creates_many_in_one_call_up_to_the_cap(tmp_path: Path) -> None:
+    """Issue 13: a LeaderAndIsr's new partitions are created in one transaction; those over the
+    store's cap get their StorageError and the others are created (and survive a reopen)."""
+    tps = [TopicPartition("big", p) for p in range(5)]
+    config = StoreConfig(map_size_bytes=1 << 30, max_partitions=4)
+    with LogStore(tmp_path / "node", config) as s:
+        s.create_partition(tps[0])
+        s.append([AppendWrite(tp=tps[0], batches=chain([3]))])
+        out = s.create_partitions([*tps, tps[1]])  # a repeat is created once
+        assert list(out) == tps
+        assert out[tps[0]].log_end_offset == 3  # loaded unchanged, not reset
+        assert [out[tp].log_end_offset for tp in tps[1:4]] == [0, 0, 0]
+        assert isinstance(out[tps[4]], StorageError)
+        assert "max.broker.partitions" in str(out[tps[4]])
+    with LogStore(tmp_path / "node", config) as s:
+        assert s.list_partitions() == tps[:4]
+
+
 def test_append_read_round_trip(store: LogStore) -> None:
     batches = chain([3, 1, 5])
     store.append([AppendWrite(tp=TP, batches=batches[:2]), AppendWrite(tp=TP, batches=batches[2:])])
