@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from minikafka.core.controller import ControllerConfig, ControllerState
+from minikafka.core.controller.records import doc_from_records
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
@@ -21,10 +22,10 @@ class CountingStore:
     def __init__(self) -> None:
         self.saves = 0
 
-    def load(self) -> None:
-        return None
+    def read(self) -> dict:
+        return {}
 
-    def save(self, doc: object) -> None:
+    def write(self, puts: object, deletes: object = ()) -> None:
         self.saves += 1
 
 
@@ -66,26 +67,32 @@ def test_create_topics_validate_only_answers_as_if_created_and_creates_nothing()
 
 
 class FailingStore:
-    """Holds the saved document; `fail` makes the next saves raise as a full disk would."""
+    """Holds the saved records; `fail` makes the next saves raise as a full disk would."""
 
     def __init__(self) -> None:
-        self.doc: dict | None = None
+        self.records: dict = {}
         self.fail = False
 
-    def load(self) -> dict | None:
-        return self.doc
+    @property
+    def doc(self) -> dict | None:
+        return doc_from_records(self.records) if self.records else None
 
-    def save(self, doc: dict) -> None:
+    def read(self) -> dict:
+        return dict(self.records)
+
+    def write(self, puts: dict, deletes: tuple = ()) -> None:
         if self.fail:
             raise StorageError("LMDB: [Errno 28] No space left on device")
-        self.doc = doc
+        for key in deletes:
+            self.records.pop(key, None)
+        self.records.update(puts)
 
 
 def test_a_failed_controller_save_leaves_memory_and_disk_agreeing():
     store = FailingStore()
     service = service_with_brokers(store)  # type: ignore[arg-type]
     assert service.state is not None
-    store.save(service.state.to_doc())  # as `run` does at start
+    store.write(service.state.take_changes().puts)  # as `run` does at start
     epoch = service.state.controller_epoch
     store.fail = True
     req = CreateTopicsRequest(

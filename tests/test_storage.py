@@ -502,17 +502,18 @@ def test_metadata_store_round_trip_and_shared_env(tmp_path: Path) -> None:
     path = tmp_path / "node"
     doc = {"controller_epoch": 3, "brokers": {1: {"host": "127.0.0.1", "port": 9092}}, "b": b"\x00"}
     with LogStore(path, SMALL) as logs, MetadataStore(path, SMALL) as meta:
-        assert meta.load() is None
-        meta.save(doc)
+        assert meta.read() == {}
+        meta.write({"header": doc, "partition/t/0": {"leader": 1}})
         logs.create_partition(TP)  # the same environment serves both
-        assert meta.load() == doc
+        assert meta.read() == {"header": doc, "partition/t/0": {"leader": 1}}
         with pytest.raises(StorageError, match="already open"):
             MetadataStore(path, StoreConfig(map_size_bytes=1 << 30, sync=False))
         with pytest.raises(StorageError, match="not serialisable"):
-            meta.save({"x": object()})
+            meta.write({"x": object()}, deletes=["header"])
+        assert set(meta.read()) == {"header", "partition/t/0"}  # nothing of it was written
     with MetadataStore(path, SMALL) as meta:
-        assert meta.load() == doc  # an int key survives (strict_map_key=False)
-        meta.save({"controller_epoch": 4})
-        assert meta.load() == {"controller_epoch": 4}
+        assert meta.read()["header"] == doc  # an int key survives (strict_map_key=False)
+        meta.write({"header": {"controller_epoch": 4}}, deletes=["partition/t/0", "absent"])
+        assert meta.read() == {"header": {"controller_epoch": 4}}
     with LogStore(path, SMALL) as logs:
         assert logs.list_partitions() == [TP]  # the metadata db is not mistaken for a log

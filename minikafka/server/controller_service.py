@@ -1,8 +1,9 @@
 """The controller role: the Trio shell around the pure ControllerState (core/controller/state.py).
 
-Every state change follows one path, under one lock: call the state machine, persist its whole
-document to LMDB (so a restarted controller resumes where it left off, with a new controller
-epoch), then hand the effects to the per-broker channels. A channel (Kafka's
+Every state change follows one path, under one lock: call the state machine, persist the records
+it changed to LMDB (`take_changes`: so a restarted controller resumes where it left off, with a
+new controller epoch, and a save costs the change, not the cluster), then hand the effects to
+the per-broker channels. A channel (Kafka's
 ControllerChannelManager RequestSendThread) sends its broker's requests one at a time, in order,
 retrying on connection failure; a LeaderAndIsr addressed to an older incarnation of the broker
 is dropped, since the new incarnation gets fresh ones when it registers.
@@ -106,14 +107,13 @@ class ControllerService:
         )
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        doc = await self.run_sync(self.store.load)
-        kw = dict(controller_id=self.config.node_id, config=self._controller_config(), rng=self.rng)
-        self.state = ControllerState.from_doc(doc, **kw) if doc else ControllerState(**kw)
-        await self.run_sync(self.store.save, self.state.to_doc())
+        records = await self.run_sync(self.store.read)
+        self.state = self._restored(records)
+        await self._save()  # the new controller epoch (and a pre-records store, rewritten)
         self.events.emit(
             "controller_started",
             controller_epoch=self.state.controller_epoch,
-            restored=doc is not None,
+            restored=bool(records),
         )
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
@@ -149,7 +149,7 @@ class ControllerService:
         assert self.state is not None
         if effects:
             try:
-                await self.run_sync(self.store.save, self.state.to_doc())
+                await self._save()
             except Exception as exc:  # noqa: BLE001 - memory goes back to the disk's state
                 await self._revert_to_disk(exc)
                 raise BrokerError(
@@ -159,10 +159,19 @@ class ControllerService:
             self._execute(effect)
         self._deadline_changed.set()
 
-    async def _revert_to_disk(self, exc: Exception) -> None:
-        doc = await self.run_sync(self.store.load)
+    async def _save(self) -> None:
+        """Write what changed since the last save (core/controller/records.py): one
+        transaction whose size is the change, not the cluster (issue 13)."""
+        assert self.state is not None
+        changes = self.state.take_changes()
+        await self.run_sync(self.store.write, changes.puts, changes.deletes)
+
+    def _restored(self, records: dict[str, object]) -> ControllerState:
         kw = dict(controller_id=self.config.node_id, config=self._controller_config(), rng=self.rng)
-        self.state = ControllerState.from_doc(doc, **kw) if doc else ControllerState(**kw)
+        return ControllerState.from_records(records, **kw) if records else ControllerState(**kw)
+
+    async def _revert_to_disk(self, exc: Exception) -> None:
+        self.state = self._restored(await self.run_sync(self.store.read))
         self.events.emit(
             "controller_save_failed", error=str(exc), controller_epoch=self.state.controller_epoch
         )

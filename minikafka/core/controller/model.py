@@ -1,7 +1,7 @@
 """The controller's values: its config, its effects, and the records it keeps.
 
 Effects are what the controller state machine (core/controller/state.py) asks the shell to do. The
-shell persists `ControllerState.to_doc()` after every call that returned effects, then executes
+shell persists `ControllerState.take_changes()` after every call that returned effects, then executes
 them in order: `SendLeaderAndIsr`, `SendUpdateMetadata` and `SendStopReplica` become LeaderAndIsr,
 UpdateMetadata and StopReplica requests (the shell adds controller id/epoch and the live broker
 list), and an `Event` becomes a line of the JSON-lines event log.
