@@ -61,12 +61,15 @@ class ControllerBase:
     # ------------------------------------------------------------------------ queries
 
     def partition_states(self, topics: Sequence[str] | None = None) -> list[PartitionState]:
-        """Partitions sorted by (topic, partition); unknown topics are skipped."""
-        wanted = None if topics is None else set(topics)
+        """Partitions sorted by (topic, partition); unknown topics are skipped. Naming topics
+        costs their partitions, not the cluster's (issue 13: a Metadata request with a topic
+        filter was answered by sorting and scanning every partition)."""
+        if topics is None:
+            return [rec.to_state(tp) for tp, rec in sorted(self._partitions.items())]
         return [
-            rec.to_state(tp)
-            for tp, rec in sorted(self._partitions.items())
-            if wanted is None or tp.topic in wanted
+            rec.to_state(TopicPartition(name, index))
+            for name in sorted(set(topics))
+            for index, rec in enumerate(self._topic_records(name))
         ]
 
     def live_brokers(self) -> list[BrokerInfo]:
