@@ -200,3 +200,50 @@ def test_an_overflowing_broker_channel_replaces_its_backlog_with_the_full_state(
     }
     assert lai.broker_epoch == state.broker_epoch(1)
     assert service.events.counts["controller_channel_overflow"] == 2
+
+
+def test_requests_too_big_for_a_frame_are_cut_into_several():
+    """Issue 13: a creation of 20,000 partitions makes a 2.4 MB UpdateMetadata; under a lower
+    socket.max.frame.bytes the broker would refuse the frame and the controller resend it
+    forever. LeaderAndIsr and UpdateMetadata go in runs that fit; the configs ride once."""
+    from minikafka.server.config import FRAME_HEADROOM_BYTES
+    from minikafka.wire.codec import RequestHeader, encode_request
+    from minikafka.wire.messages import API_KEY_OF, LeaderAndIsrRequest, UpdateMetadataRequest
+
+    cap = FRAME_HEADROOM_BYTES + 8192
+    service = service_with_brokers(CountingStore())
+    service.config = NodeConfig(node_id=100, roles=("controller",), socket_max_frame_bytes=cap)
+    state = service.state
+    assert state is not None
+    topic = CreatableTopic(
+        name="big",
+        num_partitions=300,
+        replication_factor=2,
+        configs={"leader.replication.throttled.replicas": "0:1"},
+    )
+    _, effects = state.create_topics([topic], 0)
+    sent: dict[int, list[object]] = {1: [], 2: []}
+
+    class Channel:
+        def __init__(self, broker_id: int) -> None:
+            self.send = sent[broker_id].append
+
+    service._channel = Channel  # type: ignore[method-assign, assignment]
+    for effect in effects:
+        service._execute(effect)
+    for requests in sent.values():
+        lai = [r for r in requests if isinstance(r, LeaderAndIsrRequest)]
+        um = [r for r in requests if isinstance(r, UpdateMetadataRequest)]
+        assert len(lai) > 1 and len(um) > 1
+        assert sum(len(r.partitions) for r in lai) == 300  # both brokers host every partition
+        assert [p.partition for r in um for p in r.partitions] == list(range(300))
+        assert [r.configs_version for r in um] == [1] + [-1] * (len(um) - 1)  # pushed first
+    full = service.full_state_requests(1)  # everything, the configs with the first run only
+    um = [r for r in full if isinstance(r, UpdateMetadataRequest)]
+    assert [r.configs_version for r in um] == [1] + [-1] * (len(um) - 1) and len(um) > 1
+    assert [len(r.configs) > 0 for r in um] == [True] + [False] * (len(um) - 1)
+    for r in [*sent[1], *sent[2], *full]:
+        header = RequestHeader(
+            api_key=API_KEY_OF[type(r)], api_version=0, correlation_id=1, client_id="c"
+        )
+        assert len(encode_request(header, r)) <= cap - FRAME_HEADROOM_BYTES

@@ -21,7 +21,7 @@ LeaderAndIsr and UpdateMetadata, and like them is dropped if that incarnation is
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 
 import trio
@@ -38,7 +38,7 @@ from minikafka.core.controller import (
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
 from minikafka.server.clock import RunSync, now_ms
-from minikafka.server.config import NodeConfig
+from minikafka.server.config import FRAME_HEADROOM_BYTES, NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.metadata_cache import metadata_response
 from minikafka.storage import MetadataStore
@@ -64,6 +64,7 @@ from minikafka.wire.messages import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
     MetadataRequest,
+    PartitionState,
     StopReplicaPartition,
     StopReplicaRequest,
     UpdateMetadataRequest,
@@ -184,11 +185,13 @@ class ControllerService:
             case Event(name=name, fields=fields):
                 self.events.emit(name, **fields)
             case SendLeaderAndIsr():
-                self._channel(effect.broker_id).send(self._leader_and_isr(effect))
+                for req in self._leader_and_isr(effect):
+                    self._channel(effect.broker_id).send(req)
             case SendUpdateMetadata():
-                req = self._update_metadata(effect)
+                requests = self._update_metadata(effect)
                 for broker_id in effect.broker_ids:
-                    self._channel(broker_id).send(req)
+                    for req in requests:
+                        self._channel(broker_id).send(req)
             case SendStopReplica():
                 req = StopReplicaRequest(
                     controller_id=self.config.node_id,
@@ -206,27 +209,39 @@ class ControllerService:
                 )
                 self._channel(effect.broker_id).send(req)
 
-    def _leader_and_isr(self, effect: SendLeaderAndIsr) -> LeaderAndIsrRequest:
-        assert self.state is not None
-        return LeaderAndIsrRequest(
-            controller_id=self.config.node_id,
-            controller_epoch=self.state.controller_epoch,
-            broker_epoch=effect.broker_epoch,
-            partitions=list(effect.partitions),
-            live_leaders=self.state.live_brokers(),
-        )
+    def _chunks(self, states: Sequence[PartitionState]) -> list[list[PartitionState]]:
+        """`states` in runs that fit a frame: the frame cap (socket.max.frame.bytes) bounds a
+        request, and a creation of 20,000 partitions makes a 2.4 MB UpdateMetadata."""
+        return chunk_states(states, self.config.socket_max_frame_bytes - FRAME_HEADROOM_BYTES)
 
-    def _update_metadata(self, effect: SendUpdateMetadata) -> UpdateMetadataRequest:
+    def _leader_and_isr(self, effect: SendLeaderAndIsr) -> list[LeaderAndIsrRequest]:
+        assert self.state is not None
+        return [
+            LeaderAndIsrRequest(
+                controller_id=self.config.node_id,
+                controller_epoch=self.state.controller_epoch,
+                broker_epoch=effect.broker_epoch,
+                partitions=chunk,
+                live_leaders=self.state.live_brokers(),
+            )
+            for chunk in self._chunks(effect.partitions)
+        ]
+
+    def _update_metadata(self, effect: SendUpdateMetadata) -> list[UpdateMetadataRequest]:
+        """One request per chunk; the config snapshot rides with the first."""
         assert self.state is not None
         configs = effect.configs
-        return UpdateMetadataRequest(
-            controller_id=self.config.node_id,
-            controller_epoch=self.state.controller_epoch,
-            brokers=self.state.live_brokers(),
-            partitions=list(effect.partitions),
-            configs=[] if configs is None else configs.to_wire(),
-            configs_version=-1 if configs is None else configs.version,
-        )
+        return [
+            UpdateMetadataRequest(
+                controller_id=self.config.node_id,
+                controller_epoch=self.state.controller_epoch,
+                brokers=self.state.live_brokers(),
+                partitions=chunk,
+                configs=[] if configs is None or i else configs.to_wire(),
+                configs_version=-1 if configs is None or i else configs.version,
+            )
+            for i, chunk in enumerate(self._chunks(effect.partitions))
+        ]
 
     def full_state_requests(self, broker_id: int) -> list[object]:
         """What tells `broker_id` everything, as its registration does: UpdateMetadata with every
@@ -235,7 +250,7 @@ class ControllerService:
         assert self.state is not None
         states = tuple(self.state.partition_states())
         requests: list[object] = [
-            self._update_metadata(
+            *self._update_metadata(
                 SendUpdateMetadata(
                     broker_ids=(broker_id,),
                     partitions=states,
@@ -246,10 +261,8 @@ class ControllerService:
         epoch = self.state.broker_epoch(broker_id)
         mine = tuple(s for s in states if broker_id in s.replicas)
         if epoch is not None and not self.state.is_fenced(broker_id) and mine:
-            requests.append(
-                self._leader_and_isr(
-                    SendLeaderAndIsr(broker_id=broker_id, broker_epoch=epoch, partitions=mine)
-                )
+            requests += self._leader_and_isr(
+                SendLeaderAndIsr(broker_id=broker_id, broker_epoch=epoch, partitions=mine)
             )
         return requests
 
@@ -359,6 +372,28 @@ class ControllerService:
                     body.topics,
                 )
         return NotImplemented
+
+
+def chunk_states(states: Sequence[PartitionState], budget_bytes: int) -> list[list[PartitionState]]:
+    """Consecutive runs of `states` whose estimated encoding fits `budget_bytes` (at least one
+    state per run, and one empty run for no states: a request is still sent)."""
+    chunks: list[list[PartitionState]] = [[]]
+    size = 0
+    for st in states:
+        estimate = _estimated_bytes(st)
+        if chunks[-1] and size + estimate > budget_bytes:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(st)
+        size += estimate
+    return chunks
+
+
+def _estimated_bytes(st: PartitionState) -> int:
+    # Measured: 123 bytes of msgpack for a state of an 8-character topic with 2 replicas and
+    # 2 in sync (field names, small ints); twice the measure, so an estimate never falls short.
+    ids = len(st.replicas) + len(st.isr) + len(st.adding_replicas) + len(st.removing_replicas)
+    return 2 * (100 + len(st.topic.encode()) + 9 * ids)
 
 
 class BrokerChannel:
