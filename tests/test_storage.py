@@ -92,6 +92,10 @@ def test_create_partitions_creates_many_in_one_call_up_to_the_cap(tmp_path: Path
         assert list(out) == tps
         assert out[tps[0]].log_end_offset == 3  # loaded unchanged, not reset
         assert [out[tp].log_end_offset for tp in tps[1:4]] == [0, 0, 0]
+        fields = ("log_start_offset", "log_end_offset", "high_watermark", "epochs")
+        for tp in tps[1:4]:  # a new log is not read back: it is what reading it would give
+            loaded = s.load_partition(tp)
+            assert [getattr(out[tp], f) for f in fields] == [getattr(loaded, f) for f in fields]
         assert isinstance(out[tps[4]], StorageError)
         assert "max.broker.partitions" in str(out[tps[4]])
     with LogStore(tmp_path / "node", config) as s:

@@ -254,11 +254,17 @@ class LogStore:
                         continue
                     room -= tp not in self._dbs
                     db = opened[tp] = self._env.open_db(_db_name(tp), txn=txn, create=True)
-                    if txn.get(_db_name(tp), db=self._meta_db) is None:
-                        self._put_meta(
-                            txn, tp, {"log_start_offset": 0, "high_watermark": 0, "epochs": []}
-                        )
-                    out[tp] = self._load(txn, tp, db)
+                    if txn.get(_db_name(tp), db=self._meta_db) is not None:
+                        out[tp] = self._load(txn, tp, db)
+                        continue
+                    # New (a deletion drops a log, its meta and its snapshot together): empty,
+                    # nothing to read back (half the cost of a creation was that reading).
+                    self._put_meta(
+                        txn, tp, {"log_start_offset": 0, "high_watermark": 0, "epochs": []}
+                    )
+                    out[tp] = LoadedPartition(
+                        tp=tp, log_start_offset=0, log_end_offset=0, high_watermark=0, epochs=[]
+                    )
             # Handles and LEOs only once the commit succeeded (an aborted txn's handles are void).
             for tp, db in opened.items():
                 self._dbs[tp] = db
