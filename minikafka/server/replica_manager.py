@@ -219,42 +219,57 @@ class ReplicaManager:
     async def apply_leader_and_isr(
         self, states: Sequence[PartitionState], brokers: Sequence[BrokerInfo]
     ) -> list[TopicPartitionError]:
-        """Kafka's becomeLeaderOrFollower: each entry decided by core/leader_and_isr.py, then
-        leaders and followers switched in two batches."""
+        """Kafka's becomeLeaderOrFollower: each entry decided by core/leader_and_isr.py, the new
+        partitions' logs created in one writer op (one transaction: issue 13), then leaders and
+        followers switched in two batches. Linear in the entries."""
         async with self._lock:
-            errors = []
-            leaders, followers = [], []
-            for st in states:
+            codes: list[ErrorCode] = []
+            roles: list[tuple[int, TopicPartition, LeaderAndIsrAction]] = []
+            for index, st in enumerate(states):
                 tp = TopicPartition(st.topic, st.partition)
                 p = self.partitions.get(tp)
+                codes.append(ErrorCode.NONE)
                 if tp in self.offline:  # Kafka's makeLeaders/makeFollowers skip offline ones
-                    errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
+                    codes[index] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
                 action = classify_leader_and_isr(
                     p.state if p is not None else None, st, self.config.node_id
                 )
                 if action is LeaderAndIsrAction.FENCED:
-                    errors.append(_error(st, ErrorCode.FENCED_LEADER_EPOCH))
-                    continue
-                if action is LeaderAndIsrAction.STOP:
+                    codes[index] = ErrorCode.FENCED_LEADER_EPOCH
+                elif action is LeaderAndIsrAction.STOP:
                     assert p is not None
                     await self._stop(p, delete=False, reason="not_a_replica")
-                if action in (LeaderAndIsrAction.STOP, LeaderAndIsrAction.IGNORE):
-                    errors.append(_error(st, ErrorCode.NONE))
+                elif action is not LeaderAndIsrAction.IGNORE:
+                    roles.append((index, tp, action))
+            await self._create_missing([tp for _i, tp, _a in roles if tp not in self.partitions])
+            leaders, followers = [], []
+            for index, tp, action in roles:
+                p = self.partitions.get(tp)
+                if p is None:  # its creation failed: offline now
+                    codes[index] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
-                if p is None:
-                    try:
-                        p = self._hosted(await self.writer.create(tp))
-                    except StorageError as exc:  # full disk or map, the store's partition cap
-                        self.mark_offline(tp, str(exc), during="create")
-                        errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
-                        continue
-                    self.partitions[tp] = p
-                (leaders if action is LeaderAndIsrAction.LEAD else followers).append((p, st))
-                errors.append(_error(st, ErrorCode.NONE))
+                (leaders if action is LeaderAndIsrAction.LEAD else followers).append(
+                    (p, states[index])
+                )
             await self._make_leaders(leaders)
             await self._make_followers(followers, {b.node_id: b for b in brokers})
-            return errors
+            return [_error(st, code) for st, code in zip(states, codes, strict=True)]
+
+    async def _create_missing(self, tps: list[TopicPartition]) -> None:
+        """Create (or load, if their logs exist) the partitions a LeaderAndIsr brings. A store
+        that refuses one (its partition cap) or fails (full disk or map) takes it offline."""
+        if not tps:
+            return
+        try:
+            created = await self.writer.create_many(tps)
+        except StorageError as exc:
+            created = dict.fromkeys(tps, exc)
+        for tp, result in created.items():
+            if isinstance(result, StorageError):
+                self.mark_offline(tp, str(result), during="create")
+            else:
+                self.partitions[tp] = self._hosted(result)
 
     async def _make_leaders(self, items: list[tuple[LocalPartition, PartitionState]]) -> None:
         if not items:
