@@ -15,6 +15,7 @@ from minikafka.server.clock import now_ms
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.replica_gauges import partition_bytes_in_rates
 from minikafka.server.replica_index import PartitionChanges, ReplicaIndex, drain
+from minikafka.server.replica_state_log import replica_row
 from minikafka.storage.log_store import LoadedPartition
 from minikafka.testing.memory_node import partition_state
 
@@ -45,7 +46,8 @@ def _step(rng: random.Random, parts: dict, changes: PartitionChanges, t: int, ep
         parts[tp] = _hosted(tp, changes)
         return
     r = p.replica
-    op = rng.choice(["lead", "follow", "append", "fetch", "shrink", "answer", "stop", "delete"])
+    op = rng.choice(["lead", "follow", "append", "fetch", "shrink", "answer", "stop", "delete",
+                     "leader_hw", "fetched", "truncate"])  # fmt: skip
     if op in ("lead", "follow"):
         epochs[tp] = epochs.get(tp, 0) + rng.choice([0, 1])
         isr = sorted(rng.sample([1, 2, 3], rng.randint(1, 3)) + [1]) if op == "lead" else [2, 3]
@@ -72,8 +74,15 @@ def _step(rng: random.Random, parts: dict, changes: PartitionChanges, t: int, ep
         )  # fmt: skip
     elif op == "stop":
         r.stop()
-    elif op == "delete":
+    elif op == "delete":  # StopReplica(delete): stopped, then forgotten
+        r.stop()
         del parts[tp]
+    elif op == "leader_hw":  # a follower's fetch answer
+        r.on_leader_high_watermark(rng.randint(0, p.log_end_offset + 3))
+    elif op == "fetched" and not p.is_leader:  # a follower's append committed
+        r.on_append_committed(end_offset=p.log_end_offset + rng.randint(0, 3))
+    elif op == "truncate" and not p.is_leader:
+        r.on_truncated(rng.randint(0, p.log_end_offset), p.epochs)
 
 
 @pytest.mark.parametrize("seed", range(20))
@@ -91,16 +100,64 @@ def test_the_index_equals_the_scan_after_any_history(seed: int) -> None:
             assert set(index.led) == {tp for tp, p in parts.items() if p.is_leader}
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_every_change_of_a_replicas_row_is_noticed(seed: int) -> None:
+    """What replicas.jsonl and the HW checkpoints rely on: a partition whose row (role, epoch,
+    LEO, HW, ISR) changed was touched (core/replica.py `on_change`)."""
+    rng = random.Random(seed)
+    changes = PartitionChanges()
+    touched = changes.subscribe()
+    parts: dict[TopicPartition, LocalPartition] = {}
+    epochs: dict[TopicPartition, int] = {}
+    rows = {}
+    noticed = 0
+    for t in range(0, 3000, 10):
+        _step(rng, parts, changes, t, epochs)
+        now = {tp: replica_row(p) for tp, p in parts.items()}
+        moved = {tp for tp, row in now.items() if row != rows.get(tp)}
+        got = set(drain(touched))
+        assert moved <= got, f"seed {seed} at t={t}: {moved - got} moved unnoticed"
+        noticed += len(moved)
+        rows = now
+    assert noticed > 50  # the history moved rows, so the check had something to miss
+
+
 def test_reads_through_the_handle_touch_nothing() -> None:
     changes = PartitionChanges()
     touched = changes.subscribe()
     p = _hosted(TopicPartition("t", 0), changes)
     _ = (p.log_end_offset, p.high_watermark, p.leader, p.state, p.next_deadline_ms())
     _ = p.bytes_in_rate(0)
+    p.replica.on_leader_high_watermark(0)  # the same HW again: nothing moved
     assert drain(touched) == [] and changes.rate_active == set()
-    p.replica.on_leader_high_watermark(0)
+    p.replica.begin_following(partition_state("t", 0, leader=2, isr=[1, 2]))
     p.bytes_in.record(10, 0)
     assert drain(touched) == [p.tp] and changes.rate_active == {p.tp}
+    assert drain(touched) == []
+
+
+def test_an_idle_fetch_touches_nothing_and_a_moving_one_does() -> None:
+    """An idle cluster's fetches reach every partition twice a second: only real moves count."""
+    changes = PartitionChanges()
+    touched = changes.subscribe()
+    p = _hosted(TopicPartition("t", 0), changes)
+    st = partition_state("t", 0, leader=LOCAL, isr=[1, 2], replicas=[1, 2])
+    p.replica.begin_leading(st)
+    p.replica.become_leader(st, 0)
+    p.replica.reserve(5)
+    p.replica.on_append_committed(end_offset=5)
+    p.replica.on_follower_fetch(2, 5, 10)  # caught up: the HW moves to 5
+    assert drain(touched) == [p.tp] and p.high_watermark == 5
+    for t in range(20, 500, 20):  # caught up and polling: nothing moves
+        p.replica.on_follower_fetch(2, 5, t)
+    assert drain(touched) == []
+    p.replica.reserve(3)
+    p.replica.on_append_committed(end_offset=8)
+    assert drain(touched) == [p.tp]
+    follower = _hosted(TopicPartition("t", 1), changes)
+    follower.replica.begin_following(partition_state("t", 1, leader=2, isr=[1, 2]))
+    drain(touched)
+    follower.replica.on_leader_high_watermark(0)  # its LEO is 0: the HW stays 0
     assert drain(touched) == []
 
 

@@ -10,12 +10,14 @@ register an event and are woken whenever the machine returns WakeWaiters (the lo
 high watermark or the role changed), then re-check their own condition (Kafka's
 DelayedOperationPurgatory keyed by partition).
 
-`replica` and `bytes_in` are the doors to what can change: going through them tells the broker's
-`PartitionChanges` (server/replica_index.py) that this partition was touched, so the periodic
-tasks visit only partitions that moved. The read-through views below do not count as a touch.
+The machine tells the broker's `PartitionChanges` (server/replica_index.py) when what it reports
+changed (its `on_change`), and recording into `bytes_in` marks the rate active, so the periodic
+tasks visit only partitions that moved.
 """
 
 from __future__ import annotations
+
+from functools import partial
 
 import trio
 
@@ -50,6 +52,7 @@ class LocalPartition:
             high_watermark=loaded.high_watermark,
             epochs=loaded.epochs,
             producers=loaded.producers,
+            on_change=partial(self._changes.touched, loaded.tp),
         )
         self._watchers: set[trio.Event] = set()
         # KIP-73's PartitionBytesInRate: every byte appended here, produced or replicated.
@@ -57,13 +60,13 @@ class LocalPartition:
 
     @property
     def replica(self) -> LocalReplica:
-        """The machine, to feed it (core/replica.py); marks the partition touched."""
-        self._changes.touched(self.tp)
+        """The machine, to feed it (core/replica.py)."""
         return self._replica
 
     @property
     def bytes_in(self) -> Rate:
-        """The rate, to record bytes appended; marks it active for PartitionBytesInRate."""
+        """The rate, to record bytes appended: marks it active for PartitionBytesInRate (one
+        looked at, not recorded into, costs the gauge one read before it is dropped again)."""
         self._changes.recorded(self.tp)
         return self._bytes_in
 

@@ -4,12 +4,13 @@ An idle broker with thousands of partitions must cost next to nothing per second
 measured, 5,100 partitions cost ~15 % of a core per broker, every periodic task walking every
 partition). So the work follows the changes:
 
-- `PartitionChanges` says which partitions were touched. A partition is touched whenever the
-  shell reaches into its replica machine (`LocalPartition.replica`, the only way to its
-  mutating calls: server/local_partition.py), so nothing that can move an offset, the HW, the
-  role or the ISR escapes it; a read through that door counts too, which only costs a look.
-  Each consumer (the replicas log, the HW checkpoints, the index below) subscribes its own set
-  and drains it on its own schedule.
+- `PartitionChanges` says which partitions were touched: their replica machine said that what
+  it reports (role, epoch, LEO, HW, ISR, a follower's lag) may have changed (its `on_change`,
+  core/replica.py), which an idle follower's fetch does not. A first version marked every
+  partition the shell reached into; measured at 5,000 partitions, the fetches of an idle
+  cluster reach into every one twice a second, so every set held every partition. Each
+  consumer (the replicas log, the HW checkpoints, the index below) subscribes its own set and
+  drains it on its own schedule.
 - `ReplicaIndex` keeps, from those changes, what the gauges and the isr-expiration task read:
   the partitions led here, those under-replicated, the leader side of SumReplicaLag. A led
   partition's lag changes only through its machine (an append committed, a follower's fetch),
