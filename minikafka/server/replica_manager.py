@@ -14,9 +14,10 @@ effects it returns (`execute`):
 - StopReplica(delete) stops the replica, forgets it and drops its log. StopReplica carrying an
   older leader epoch than the one known is refused (FENCED_LEADER_EPOCH), as Kafka's
   ReplicaManager.stopReplicas does.
-- The periodic tasks visit only what moved (issue 13): `changes` hears of every partition the
-  shell touches, `index` keeps the led ones, the under-replicated ones and the leader-side lag
-  from it (server/replica_index.py), and the HW checkpoints look only at touched partitions.
+- The periodic tasks visit only what moved (issue 13): `changes` hears of every partition whose
+  machine reports a change (core/replica.py `on_change`), `index` keeps the led ones, the
+  under-replicated ones and the leader-side lag from it (server/replica_index.py), and the HW
+  checkpoints look only at the partitions that changed since their last round.
 """
 
 from __future__ import annotations
@@ -360,8 +361,8 @@ class ReplicaManager:
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Kafka's replica.high.watermark.checkpoint.interval.ms: persist HWs that moved.
-        Only partitions touched since the last round are looked at (an HW moves only through its
-        machine: server/replica_index.py), not every hosted one."""
+        Only the partitions whose machine reported a change since the last round are looked at
+        (an HW moves only in its machine, which says so: core/replica.py `on_change`)."""
         task_status.started()
         touched = self._hw_touched
         saved: dict[TopicPartition, int] = {}
