@@ -32,12 +32,16 @@ proposes a shrink once a follower of the ISR has been out of sync for longer tha
 ``replica.lag.time.max.ms`` (``next_deadline_ms`` says when). One proposal at a time, in flight
 until ``on_alter_partition_result``.
 
+``on_change`` is called whenever what the shell reports (role, epoch, LEO, HW, ISR, a follower's
+lag) may have changed, and not for calls that change none (an idle fetch: nearly all of them),
+so the broker's periodic tasks visit only the partitions that moved (issue 13).
+
 Time comes in as ``now_ms``; nothing here reads a clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from minikafka.core.election import NO_LEADER
 from minikafka.core.log import (
@@ -80,8 +84,10 @@ class LocalReplica:
         high_watermark: int,
         epochs: Sequence[EpochEntry],
         producers: ProducerStateManager,
+        on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.tp = tp
+        self._on_change = on_change  # the change notice (module docstring)
         self.local_id = local_id
         self.lag_max_ms = lag_max_ms  # replica.lag.time.max.ms
         self._log_start_offset = log_start_offset
@@ -155,6 +161,7 @@ class LocalReplica:
         if self._leader is not None and self._leader.leader_epoch != st.leader_epoch:
             self._step_down()
             effects.append(WakeWaiters())
+            self._on_change()
         return effects
 
     def become_leader(self, st: PartitionState, now_ms: int) -> list[Effect]:
@@ -166,6 +173,7 @@ class LocalReplica:
             self._state = st
             return self._adopt(st, now_ms)
         self._state = st
+        self._on_change()
         self._next_offset = self._leo
         epochs = assign_epoch(self._epochs, st.leader_epoch, self._leo)
         self._leader = PartitionLeaderState(
@@ -206,6 +214,7 @@ class LocalReplica:
         )
         self._state = st
         self._step_down()
+        self._on_change()
         return [StopFetching(), WakeWaiters()] if restart else [WakeWaiters()]
 
     def become_follower(self) -> list[Effect]:
@@ -243,6 +252,7 @@ class LocalReplica:
 
     def _adopt(self, st: PartitionState, now_ms: int) -> list[Effect]:
         assert self._leader is not None
+        self._on_change()
         old_isr = sorted(self._leader.isr)
         old_replicas = list(self._leader.replicas)
         self._leader.apply_controller_state(
@@ -285,12 +295,14 @@ class LocalReplica:
         """StopReplica, or a LeaderAndIsr that leaves this broker out: serve and fetch no more."""
         self._step_down()
         self._state = None
+        self._on_change()
         return [StopFetching(), WakeWaiters()]
 
     def go_offline(self) -> list[Effect]:
         """Its log failed (Kafka's HostedPartition.Offline): served no more, for good."""
         self._offline = True
         self._step_down()
+        self._on_change()
         return [StopFetching(), WakeWaiters()]
 
     def _step_down(self) -> None:
@@ -328,6 +340,7 @@ class LocalReplica:
             self._epochs = tuple(epochs)
         if end_offset is None:
             return []
+        self._on_change()
         self._leo = max(self._leo, end_offset)
         self._next_offset = max(self._next_offset, self._leo)
         if self._leader is not None:
@@ -356,8 +369,12 @@ class LocalReplica:
         the HW may advance, and the follower may be proposed back into the ISR."""
         assert self._leader is not None
         effects: list[Effect] = []
+        lag = self._leader.replica_lag(replica_id)
         if self._leader.on_follower_fetch(replica_id, fetch_offset, now_ms):
             effects.append(WakeWaiters())
+            self._on_change()  # the HW advanced
+        elif self._leader.replica_lag(replica_id) != lag:
+            self._on_change()
         return effects + self._propose(self._leader.expand_proposal(), "expand")
 
     def next_deadline_ms(self) -> int | None:
@@ -377,6 +394,7 @@ class LocalReplica:
         if proposal is None or self._leader is None:
             return []
         self._leader.propose_isr(proposal)
+        self._on_change()
         return [
             ReplicaEvent(
                 name="isr_change_proposed",
@@ -400,6 +418,7 @@ class LocalReplica:
         leader = self._leader
         if leader is None or leader.leader_epoch != leader_epoch:
             return []
+        self._on_change()
         if not accepted:
             advanced = leader.on_alter_partition_result(accepted=False)
             refused: list[Effect] = [
@@ -428,14 +447,17 @@ class LocalReplica:
         """The proposal never left this broker (the shell's queue was full): forget it."""
         if self._leader is None or self._leader.pending_isr is None:
             return []
+        self._on_change()
         return [WakeWaiters()] if self._leader.on_alter_partition_result(accepted=False) else []
 
     # ------------------------------------------------------------------------ follower
 
     def on_leader_high_watermark(self, leader_hw: int) -> None:
         """A fetch answer carried the leader's HW: ours follows it, capped by what we have."""
-        if self._leader is None:
-            self._hw = max(self._hw, follower_high_watermark(leader_hw, self._leo))
+        hw = max(self._hw, follower_high_watermark(leader_hw, self._leo))
+        if self._leader is None and hw != self._hw:
+            self._hw = hw
+            self._on_change()
 
     def stage_fetched(
         self, batches: Sequence[BatchView], leader_high_watermark: int
@@ -485,6 +507,7 @@ class LocalReplica:
         """The log was truncated to `new_log_end_offset`: the producers' state is rolled back
         in memory, or replaced by `reloaded` when it cannot go back that far
         (ProducerStateManager.truncateAndReload); the HW never exceeds the LEO."""
+        self._on_change()
         self._epochs = tuple(epochs)
         self._leo = self._next_offset = new_log_end_offset
         if reloaded is not None:

@@ -14,6 +14,10 @@ effects it returns (`execute`):
 - StopReplica(delete) stops the replica, forgets it and drops its log. StopReplica carrying an
   older leader epoch than the one known is refused (FENCED_LEADER_EPOCH), as Kafka's
   ReplicaManager.stopReplicas does.
+- The periodic tasks visit only what moved (issue 13): `changes` hears of every partition whose
+  machine reports a change (core/replica.py `on_change`), `index` keeps the led ones, the
+  under-replicated ones and the leader-side lag from it (server/replica_index.py), and the HW
+  checkpoints look only at the partitions that changed since their last round.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
 from minikafka.server.replica_gauges import register_replica_gauges
+from minikafka.server.replica_index import PartitionChanges, ReplicaIndex, drain
 from minikafka.storage import AppendWrite, LoadedPartition, LogDirError, LogStore, StorageError
 from minikafka.wire.messages import (
     BrokerInfo,
@@ -88,6 +93,9 @@ class ReplicaManager:
         self.offline = offline  # shared with the controller link, which reports it
         self.run_sync = run_sync  # every LMDB read of the shell (fetches, the startup load)
         self.partitions: dict[TopicPartition, LocalPartition] = {}
+        self.changes = PartitionChanges()  # every partition's touches (server/replica_index.py)
+        self.index = ReplicaIndex(self.partitions, self.changes, local_id=config.node_id)
+        self._hw_touched = self.changes.subscribe()  # from the start: nothing moved is missed
         self.writer = LogWriter(
             store, on_committed=self._on_committed, on_failed=self._on_failed, run_sync=run_sync
         )
@@ -120,6 +128,7 @@ class ReplicaManager:
             partitions=self.partitions,
             controller=controller,
             execute=self.execute,
+            index=self.index,
         )
         # Every config change re-bounds the replication sensors (keeping their samples).
         dynamic.subscribe(lambda _snapshot: self.on_configs_changed())
@@ -179,6 +188,7 @@ class ReplicaManager:
             loaded,
             local_id=self.config.node_id,
             lag_max_ms=self.config.replica_lag_time_max_ms,
+            changes=self.changes,
         )
 
     def execute(self, p: LocalPartition, effects: Iterable[Effect]) -> None:
@@ -365,16 +375,21 @@ class ReplicaManager:
         interval_s: float = 5.0,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Kafka's replica.high.watermark.checkpoint.interval.ms: persist HWs that moved."""
+        """Kafka's replica.high.watermark.checkpoint.interval.ms: persist HWs that moved.
+        Only the partitions whose machine reported a change since the last round are looked at
+        (an HW moves only in its machine, which says so: core/replica.py `on_change`)."""
         task_status.started()
+        touched = self._hw_touched
         saved: dict[TopicPartition, int] = {}
         while True:
             await trio.sleep(interval_s)
-            moved = {
-                tp: p.high_watermark
-                for tp, p in self.partitions.items()
-                if saved.get(tp) != p.high_watermark
-            }
+            moved = {}
+            for tp in drain(touched):
+                p = self.partitions.get(tp)
+                if p is None:
+                    saved.pop(tp, None)  # deleted: a partition created again starts afresh
+                elif saved.get(tp) != p.high_watermark:
+                    moved[tp] = p.high_watermark
             if not moved:
                 continue
             try:
@@ -384,6 +399,7 @@ class ReplicaManager:
                 # marked offline); the HWs stay "moved", so the next interval writes them again.
                 self.metrics.inc("hw_checkpoint_failures")
                 self.events.emit("hw_checkpoint_failed", partitions=len(moved), error=str(exc))
+                touched.update(moved)
                 continue
             saved.update(moved)
 
