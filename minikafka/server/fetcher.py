@@ -13,12 +13,14 @@ A fetcher with no partitions left exits (Kafka's shutdownIdleFetcherThreads).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 
 import trio
 
 from minikafka.client.connection import Connection, open_connection
+from minikafka.core.fetch_session_handler import FetchSessionHandler
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
 from minikafka.core.log import (
     latest_epoch,
@@ -42,7 +44,12 @@ from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.quotas import ReplicationQuotas
 from minikafka.storage import AppendWrite
-from minikafka.wire.messages import BrokerInfo, FetchPartitionResponse, FetchRequest, FetchResponse
+from minikafka.wire.messages import (
+    BrokerInfo,
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchResponse,
+)
 
 REQUEST_TIMEOUT_S = 30.0  # replica.socket.timeout.ms
 
@@ -136,6 +143,8 @@ class ReplicaFetcher:
             ),
             manager.rng,
         )
+        # KIP-227: this fetcher's session with its leader (one per connection).
+        self.session = FetchSessionHandler(enabled=c.replica_fetch_session_enable)
         self.wakeup = trio.Event()
         self.stopped = False
 
@@ -160,20 +169,43 @@ class ReplicaFetcher:
             self.stopped = True
 
     async def _fetch_loop(self, conn) -> None:  # noqa: ANN001 - client Connection
+        # A new connection starts a new session, closing the old one if the leader has it.
+        self.session.on_error()
         while self.planner.partitions:
             t = now_ms()
             throttle = _FollowerThrottle(self.manager, self.planner, t)
-            request = self.planner.build_request(
+            planned = self.planner.build_request(
                 t, exclude=throttle.excluded, limits=throttle.limits
             )
-            if request is None:
+            if planned is None:
                 await self._back_off(throttled=bool(throttle.excluded))
                 continue
+            # The partitions wanted now: with a session, only the changed ones are sent and the
+            # ones left out (delayed, follower-throttled) are forgotten (FetchSessionHandler).
+            sent = self.session.build(planned.partitions)
+            request = replace(
+                planned,
+                partitions=sent.to_send,
+                session_id=sent.session_id,
+                session_epoch=sent.session_epoch,
+                forgotten=sent.forgotten,
+                partition_order=self.planner.settings.partition_order
+                if self.session.enabled
+                else "",
+            )
             response = await conn.request(
                 request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
             )
             assert isinstance(response, FetchResponse)
-            await self._process(request, response, exempt=throttle.exempt)
+            if not self.session.handle_response(sent, response.error_code, response.session_id):
+                self.manager.events.emit(
+                    "fetch_session_error",
+                    leader=self.leader.node_id,
+                    error_code=response.error_code,
+                )
+                self.manager.metrics.inc("fetch_session_errors")
+                continue  # the next fetch is a full one
+            await self._process(sent.wanted, response, exempt=throttle.exempt)
 
     async def _back_off(self, *, throttled: bool) -> None:
         """Nothing fetchable: wait until a delayed partition is ready or partitions arrive; when
@@ -198,14 +230,14 @@ class ReplicaFetcher:
 
     async def _process(
         self,
-        request: FetchRequest,
+        asked: Mapping[TopicPartition, FetchPartition],
         response: FetchResponse,
         *,
         exempt: frozenset[TopicPartition] = frozenset(),
     ) -> None:
-        """Append what came; `exempt`: the throttled partitions that were caught up when asked
-        for (KAFKA-4313: counted, never held back)."""
-        asked = {(fp.topic, fp.partition): fp.fetch_offset for fp in request.partitions}
+        """Append what came for the partitions `asked` (a session's response carries only those
+        with news); `exempt`: the throttled partitions that were caught up when asked for
+        (KAFKA-4313: counted, never held back)."""
         t = now_ms()
         writes: list[AppendWrite] = []
         appended: list[tuple[LocalPartition, int, int]] = []
@@ -213,7 +245,10 @@ class ReplicaFetcher:
             tp = TopicPartition(pr.topic, pr.partition)
             st = self.planner.partitions.get(tp)
             p = self.manager.lookup(tp)
-            if st is None or p is None or st.fetch_offset != asked.get(tp) or p.is_leader:
+            fp = asked.get(tp)
+            if st is None or p is None or fp is None or st.fetch_offset != fp.fetch_offset:
+                continue  # removed or moved on while the fetch was in flight
+            if p.is_leader:
                 continue  # removed or moved on while the fetch was in flight
             if pr.error_code != ErrorCode.NONE:
                 self._on_partition_error(tp, pr, t)

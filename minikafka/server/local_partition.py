@@ -13,6 +13,8 @@ DelayedOperationPurgatory keyed by partition).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import trio
 
 from minikafka.core.partition import PartitionLeaderState
@@ -26,7 +28,14 @@ from minikafka.wire.messages import PartitionState
 
 
 class LocalPartition:
-    def __init__(self, loaded: LoadedPartition, *, local_id: int, lag_max_ms: int) -> None:
+    def __init__(
+        self,
+        loaded: LoadedPartition,
+        *,
+        local_id: int,
+        lag_max_ms: int,
+        on_change: Callable[[TopicPartition], None] | None = None,
+    ) -> None:
         self.tp: TopicPartition = loaded.tp
         self.replica = LocalReplica(
             tp=loaded.tp,
@@ -39,6 +48,9 @@ class LocalPartition:
             producers=loaded.producers,
         )
         self._watchers: set[trio.Event] = set()
+        # Also told of every change: the fetch sessions holding this partition (KIP-227,
+        # server/fetch_sessions.py), which wake their long polls without a watcher each.
+        self._on_change = on_change
         # KIP-73's PartitionBytesInRate: every byte appended here, produced or replicated.
         self.bytes_in = Rate(MetricConfig())
 
@@ -102,6 +114,8 @@ class LocalPartition:
         for event in self._watchers:
             event.set()
         self._watchers.clear()
+        if self._on_change is not None:
+            self._on_change(self.tp)
 
     def describe(self) -> dict[str, object]:
         return {
