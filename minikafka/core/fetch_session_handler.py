@@ -60,6 +60,11 @@ class FetchSessionHandler:
         # The partitions the leader's session holds, as last confirmed.
         self.session: dict[TopicPartition, FetchPartition] = {}
 
+    @property
+    def next_is_full(self) -> bool:
+        """Whether the next fetch lists every partition (sessionless or a new session)."""
+        return self.epoch in (INITIAL_EPOCH, FINAL_EPOCH)
+
     def build(self, wanted: Iterable[FetchPartition]) -> SessionRequest:
         """The next fetch for `wanted` (in the order a full fetch lists them)."""
         by_tp = {TopicPartition(fp.topic, fp.partition): fp for fp in wanted}

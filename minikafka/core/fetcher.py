@@ -88,17 +88,20 @@ class FetchPlanner:
         *,
         exclude: frozenset[TopicPartition] = frozenset(),
         limits: Mapping[TopicPartition, int] | None = None,
+        shuffle: bool = True,
     ) -> FetchRequest | None:
         """The next fetch, partitions shuffled (KIP-73) or in rotation order (Kafka); None when
         nothing is ready to fetch.
 
         `exclude` leaves partitions out of this request (the follower-side throttle); `limits`
-        lowers some partitions' `partition_max_bytes` (the precise throttle mode)."""
+        lowers some partitions' `partition_max_bytes` (the precise throttle mode). `shuffle`
+        False skips the `random` order's shuffle: a fetch session's incremental request, whose
+        partitions the leader orders (server/fetch_sessions.py)."""
         chosen = [tp for tp in self.ready(now_ms) if tp not in exclude]
         if not chosen:
             return None
         s = self.settings
-        if s.partition_order == RANDOM:
+        if s.partition_order == RANDOM and shuffle:
             self._rng.shuffle(chosen)
         parts = []
         for tp in chosen:

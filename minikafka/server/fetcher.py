@@ -175,7 +175,11 @@ class ReplicaFetcher:
             t = now_ms()
             throttle = _FollowerThrottle(self.manager, self.planner, t)
             planned = self.planner.build_request(
-                t, exclude=throttle.excluded, limits=throttle.limits
+                t,
+                exclude=throttle.excluded,
+                limits=throttle.limits,
+                # Only a full fetch's order matters: with a session the leader orders.
+                shuffle=self.session.next_is_full,
             )
             if planned is None:
                 await self._back_off(throttled=bool(throttle.excluded))
@@ -205,7 +209,10 @@ class ReplicaFetcher:
                 )
                 self.manager.metrics.inc("fetch_session_errors")
                 continue  # the next fetch is a full one
-            await self._process(sent.wanted, response, exempt=throttle.exempt)
+            exempt = throttle.exempt_among(
+                [TopicPartition(r.topic, r.partition) for r in response.partitions if r.records]
+            )
+            await self._process(sent.wanted, response, exempt=exempt)
 
     async def _back_off(self, *, throttled: bool) -> None:
         """Nothing fetchable: wait until a delayed partition is ready or partitions arrive; when
@@ -377,14 +384,26 @@ def _follower_class(manager: ReplicaFetcherManager, p: LocalPartition) -> Thrott
 class _FollowerThrottle:
     """The follower side of KIP-73 for one request (Kafka's shouldFollowerThrottle): leave out
     partitions that are not caught up, are throttled, and whose quota is exceeded; in precise
-    mode, cap the others of a throttled class by their share of the remaining allowance."""
+    mode, cap the others of a throttled class by their share of the remaining allowance.
+
+    Without any follower bound (and not precise) nothing is left out or capped whatever the
+    classes, so the per-partition decisions are skipped: an idle fetcher of thousands of
+    partitions pays nothing per partition here (issue 13). Which appended partitions were exempt
+    (KAFKA-4313, only counted) is then decided for those alone (`exempt_among`)."""
 
     def __init__(self, manager: ReplicaFetcherManager, planner: FetchPlanner, now: int) -> None:
         excluded: set[TopicPartition] = set()
         exempt_now: set[TopicPartition] = set()
         self.limits: dict[TopicPartition, int] = {}
         self.exempt: frozenset[TopicPartition] = frozenset()
+        self._manager, self._planner = manager, planner
         quotas = manager.quotas
+        self.decided = manager.config.replication_quota_precise or quotas.bounded(
+            QuotaSide.FOLLOWER
+        )
+        if not self.decided:
+            self.excluded: frozenset[TopicPartition] = frozenset()
+            return
         tps = list(planner.partitions)
         parts = []
         for tp in tps:
@@ -407,3 +426,19 @@ class _FollowerThrottle:
                 exempt_now.add(tp)
         self.excluded = frozenset(excluded)
         self.exempt = frozenset(exempt_now)
+
+    def exempt_among(self, tps: list[TopicPartition]) -> frozenset[TopicPartition]:
+        """The partitions of `tps` that were exempt when asked for: caught up (the lag as of the
+        request, so call this before processing the response) and of a throttle class."""
+        if self.decided:
+            return self.exempt & frozenset(tps)
+        if not self._manager.config.replication_throttle_in_sync_exempt:
+            return frozenset()
+        out = set()
+        for tp in tps:
+            st = self._planner.partitions.get(tp)
+            p = self._manager.lookup(tp)
+            if st is not None and p is not None and follower_caught_up(st.lag):
+                if _follower_class(self._manager, p) is not None:
+                    out.add(tp)
+        return frozenset(out)
