@@ -76,7 +76,12 @@ class FetchSessionHandler:
                 forgotten=[],
                 wanted=by_tp,
             )
-        to_send = [fp for tp, fp in by_tp.items() if self.session.get(tp) != fp]
+        session = self.session
+        to_send = []
+        for tp, fp in by_tp.items():
+            held = session.get(tp)
+            if held is not fp and held != fp:  # identity first: unchanged entries are reused
+                to_send.append(fp)
         forgotten = [
             ForgottenPartition(topic=tp.topic, partition=tp.partition)
             for tp in self.session

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from minikafka.core.types import UNDEFINED_EPOCH, TopicPartition
 from minikafka.wire.messages import FetchPartition, FetchRequest
@@ -71,13 +71,19 @@ class FetchPlanner:
         self._rng = rng
         # Insertion-ordered: with `rotate`, this order is the request order (PartitionStates).
         self.partitions: dict[TopicPartition, FollowerFetchState] = {}
+        # Each partition's request entry, built again only when its fetch state moves: an idle
+        # fetcher of thousands of partitions reuses them (and a fetch session compares them by
+        # identity first, core/fetch_session_handler.py).
+        self._entries: dict[TopicPartition, FetchPartition] = {}
 
     def add(self, tp: TopicPartition, state: FollowerFetchState) -> None:
         self.partitions[tp] = state
+        self._entries.pop(tp, None)
 
     def remove(self, tps: Iterable[TopicPartition]) -> None:
         for tp in tps:
             self.partitions.pop(tp, None)
+            self._entries.pop(tp, None)
 
     def ready(self, now_ms: int) -> list[TopicPartition]:
         return [tp for tp, st in self.partitions.items() if st.delayed_until_ms <= now_ms]
@@ -105,21 +111,20 @@ class FetchPlanner:
             self._rng.shuffle(chosen)
         parts = []
         for tp in chosen:
-            st = self.partitions[tp]
-            parts.append(
-                FetchPartition(
+            entry = self._entries.get(tp)
+            if entry is None:
+                st = self.partitions[tp]
+                entry = self._entries[tp] = FetchPartition(
                     topic=tp.topic,
                     partition=tp.partition,
                     fetch_offset=st.fetch_offset,
-                    partition_max_bytes=min(
-                        s.partition_max_bytes, limits.get(tp, s.partition_max_bytes)
-                    )
-                    if limits
-                    else s.partition_max_bytes,
+                    partition_max_bytes=s.partition_max_bytes,
                     current_leader_epoch=st.current_leader_epoch,
                     last_fetched_epoch=st.last_fetched_epoch,
                 )
-            )
+            if limits and limits.get(tp, s.partition_max_bytes) < s.partition_max_bytes:
+                entry = replace(entry, partition_max_bytes=limits[tp])
+            parts.append(entry)
         return FetchRequest(
             replica_id=s.replica_id,
             max_wait_ms=s.max_wait_ms,
@@ -150,6 +155,7 @@ class FetchPlanner:
         if st is not None:
             st.fetch_offset = fetch_offset
             st.last_fetched_epoch = last_fetched_epoch
+            self._entries.pop(tp, None)
             if returned_data:
                 self._move_to_end(tp)
 
