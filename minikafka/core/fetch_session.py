@@ -21,7 +21,9 @@ Rules (Kafka's FetchMetadata and FetchManager.newContext):
   stolen. (Kafka also ranks non-follower sessions by size; only followers hold sessions here.)
 - What a partition's response must carry (CachedPartition.maybeUpdateResponseData): records, a
   high watermark or log start offset the follower has not been told, an error or a diverging
-  epoch. A partition that is answered moves to the end of the session's rotation.
+  epoch; after an error the cached HW is -1, so the partition is sent again once the error has
+  gone. A partition that is answered moves to the end of the session's rotation (Kafka's
+  IncrementalFetchContext re-adds it to the partition map).
 - Which partitions the leader looks at for an incremental fetch: the ones sent, the ones that
   changed on the leader since the last look (`dirty`, fed by `mark_changed`), and the ones being
   `watched`: behind the leader, out of the ISR or in error at the last look. A partition that is
@@ -126,6 +128,9 @@ def must_respond(cached: CachedPartition, part: FetchPartitionResponse) -> bool:
     if respond:
         cached.high_watermark = part.high_watermark
         cached.log_start_offset = part.log_start_offset
+    if part.error_code != ErrorCode.NONE:
+        # Kafka: an invalid HW, so the partition is sent again once the error goes away.
+        cached.high_watermark = -1
     return respond
 
 

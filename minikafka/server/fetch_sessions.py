@@ -237,8 +237,7 @@ def _respond(
         if cached is not None and must_respond(cached, part):
             out.append(part)
             parts[k] = part
-            if part.records:  # Kafka moves answered partitions to the end of the session
-                session.move_to_end(tp)
+            session.move_to_end(tp)  # Kafka moves answered partitions to the end
         else:
             parts[k] = None  # not in the response, not charged
         rm.fetch_sessions.classify(session, tp, part)
