@@ -243,6 +243,16 @@ def test_slots_are_bounded_and_only_idle_sessions_are_evicted():
     assert ctx.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
 
 
+def test_a_new_session_sweeps_every_stale_one():
+    c = cache(max_slots=10, eviction_ms=1000)
+    old = [c.create(r, [fp(0)], now_ms=r) for r in range(3)]
+    fresh = c.create(9, [fp(1)], now_ms=900)
+    assert None not in old and fresh is not None and c.evictions == 0
+    newest = c.create(8, [fp(1)], now_ms=1500)  # the three from t <= 2 are idle past 1000 ms
+    assert newest is not None and set(c.sessions) == {fresh.id, newest.id}
+    assert c.evictions == 3 and tp(0) not in c.holders
+
+
 def test_no_slots_means_sessionless_full_fetches():
     c = cache(max_slots=0)
     ctx = c.new_context(request([fp(0)], epoch=INITIAL_EPOCH), now_ms=0)

@@ -15,10 +15,10 @@ Rules (Kafka's FetchMetadata and FetchManager.newContext):
 - Any other epoch is incremental: an unknown id (or another replica's) is
   FETCH_SESSION_ID_NOT_FOUND, a wrong epoch INVALID_FETCH_SESSION_EPOCH; otherwise the session
   takes the request's changes and expects `next_epoch` (which wraps from INT32_MAX to 1).
-- Slots are bounded (`max.incremental.fetch.session.cache.slots`). A new session takes a free
-  slot, or the least recently used one if that has been idle longer than `eviction_ms` (Kafka's
-  `min.incremental.fetch.session.eviction.ms`); an active session of another replica is never
-  stolen. (Kafka also ranks non-follower sessions by size; only followers hold sessions here.)
+- Slots are bounded (`max.incremental.fetch.session.cache.slots`). A new session first drops
+  the sessions idle longer than `eviction_ms` (Kafka's `min.incremental.fetch.session.eviction.ms`),
+  then takes a free slot or none; an active session of another replica is never stolen. (Kafka
+  also ranks non-follower sessions by size; only followers hold sessions here.)
 - What a partition's response must carry (CachedPartition.maybeUpdateResponseData): records, a
   high watermark or log start offset the follower has not been told, an error or a diverging
   epoch; after an error the cached HW is -1, so the partition is sent again once the error has
@@ -183,7 +183,8 @@ class FetchSessionCache:
         self, replica_id: int, partitions: Iterable[FetchPartition], now_ms: int
     ) -> FetchSession | None:
         """A new session holding `partitions`, or None when no slot can be had."""
-        if len(self.sessions) >= self.max_slots and not self._evict_one(now_ms):
+        self._evict_stale(now_ms)
+        if len(self.sessions) >= self.max_slots:
             return None
         session_id = INVALID_SESSION_ID
         while session_id == INVALID_SESSION_ID or session_id in self.sessions:
@@ -242,16 +243,16 @@ class FetchSessionCache:
         session.last_used_ms = now_ms
         self.sessions.move_to_end(session.id)
 
-    def _evict_one(self, now_ms: int) -> bool:
-        """Free the least recently used slot if its session has been idle past eviction_ms."""
-        if not self.sessions:
-            return False
-        oldest = next(iter(self.sessions.values()))
-        if now_ms - oldest.last_used_ms <= self.eviction_ms:
-            return False
-        self.remove(oldest.id)
-        self.evictions += 1
-        return True
+    def _evict_stale(self, now_ms: int) -> None:
+        """Drop the sessions idle past eviction_ms, least recently used first. Kafka evicts one
+        only when the cache is full; here every new session sweeps them, so the sessions of a
+        follower that restarted (and never closed them) do not hold memory until the cache fills."""
+        while self.sessions:
+            oldest = next(iter(self.sessions.values()))
+            if now_ms - oldest.last_used_ms <= self.eviction_ms:
+                return
+            self.remove(oldest.id)
+            self.evictions += 1
 
     def _forget(self, session: FetchSession, tps: Iterable[TopicPartition]) -> None:
         for tp in tps:
