@@ -272,7 +272,7 @@ def test_handler_full_then_incremental_sends_only_changes():
     assert (second.session_id, second.session_epoch, second.full) == (77, 1, False)
     assert [f.partition for f in second.to_send] == [1, 3]
     assert [f.partition for f in second.forgotten] == [2]
-    assert set(second.wanted) == {tp(0), tp(1), tp(3)}
+    assert set(second.wanted()) == {tp(0), tp(1), tp(3)}
     assert h.handle_response(second, ErrorCode.NONE, 77)
     third = h.build([fp(0), fp(1, 5), fp(3, max_bytes=7)])  # max bytes changed: sent
     assert ([f.partition for f in third.to_send], third.forgotten, third.session_epoch) == (
@@ -280,6 +280,23 @@ def test_handler_full_then_incremental_sends_only_changes():
         [],
         2,
     )
+
+
+def test_handler_build_changes_looks_only_at_the_partitions_named():
+    h = FetchSessionHandler()
+    entries = {p: fp(p) for p in range(5)}
+    h.handle_response(h.build(entries.values()), ErrorCode.NONE, 77)
+    entries[1] = fp(1, 9)  # moved on
+    del entries[2]  # delayed or throttled: not wanted now
+    entries[7] = fp(7)  # new
+    entries[4] = fp(4, 3)  # moved too, but not named: the session keeps the old state
+    sent = h.build_changes([tp(1), tp(2), tp(7), tp(3)], lambda t: entries.get(t.partition))
+    assert [f.partition for f in sent.to_send] == [1, 7]
+    assert [f.partition for f in sent.forgotten] == [2]
+    assert sent.size() == 5 and sent.get(tp(2)) is None and sent.get(tp(4)) == fp(4)
+    assert h.handle_response(sent, ErrorCode.NONE, 77)
+    assert sorted(t.partition for t in h.session) == [0, 1, 3, 4, 7]
+    assert h.session[tp(1)] == fp(1, 9) and sent.get(tp(1)) == fp(1, 9)
 
 
 @pytest.mark.parametrize(
@@ -364,5 +381,5 @@ def test_story_the_leaders_session_always_matches_what_the_follower_wants(seed):
         elif ok:
             answered += 1
             held = {t: cp.fetch for t, cp in ctx.session.partitions.items()}
-            assert held == sent.wanted
+            assert held == sent.wanted() == h.session
     assert answered > 250

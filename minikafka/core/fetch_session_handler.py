@@ -17,7 +17,7 @@ With `enabled` False every fetch is sessionless (FINAL_EPOCH), today's behaviour
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from minikafka.core.fetch_session import (
@@ -37,19 +37,49 @@ SESSION_ERRORS = frozenset(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRequest:
-    """What one fetch carries (FetchSessionHandler.FetchRequestData)."""
+    """What one fetch carries (FetchSessionHandler.FetchRequestData), and the partitions it
+    stands for: a full fetch's `added` is all of them; an incremental one's are the session as
+    last confirmed (`base`) with `added` put in and `forgotten` taken out."""
 
     session_id: int
     session_epoch: int
-    to_send: list[FetchPartition]
-    forgotten: list[ForgottenPartition]
-    # Every partition this fetch stands for, sent or kept by the leader: what the response's
-    # partitions are matched against.
-    wanted: dict[TopicPartition, FetchPartition] = field(default_factory=dict)
+    added: dict[TopicPartition, FetchPartition]  # sent, in order
+    removed: frozenset[TopicPartition] = frozenset()
+    base: Mapping[TopicPartition, FetchPartition] = field(default_factory=dict)
 
     @property
     def full(self) -> bool:
         return self.session_epoch in (INITIAL_EPOCH, FINAL_EPOCH)
+
+    @property
+    def to_send(self) -> list[FetchPartition]:
+        return list(self.added.values())
+
+    @property
+    def forgotten(self) -> list[ForgottenPartition]:
+        return [ForgottenPartition(topic=tp.topic, partition=tp.partition) for tp in self.removed]
+
+    def get(self, tp: TopicPartition) -> FetchPartition | None:
+        """The fetch state this fetch stands for `tp` with (None: not fetched)."""
+        fp = self.added.get(tp)
+        if fp is not None or self.full or tp in self.removed:
+            return fp
+        return self.base.get(tp)
+
+    def size(self) -> int:
+        """How many partitions this fetch stands for."""
+        if self.full:
+            return len(self.added)
+        new = sum(1 for tp in self.added if tp not in self.base)
+        return len(self.base) + new - len(self.removed)
+
+    def wanted(self) -> dict[TopicPartition, FetchPartition]:
+        """Every partition this fetch stands for (a copy: O(partitions), for tests and logs)."""
+        if self.full:
+            return dict(self.added)
+        out = {tp: fp for tp, fp in self.base.items() if tp not in self.removed}
+        out.update(self.added)
+        return out
 
 
 class FetchSessionHandler:
@@ -66,33 +96,41 @@ class FetchSessionHandler:
         return self.epoch in (INITIAL_EPOCH, FINAL_EPOCH)
 
     def build(self, wanted: Iterable[FetchPartition]) -> SessionRequest:
-        """The next fetch for `wanted` (in the order a full fetch lists them)."""
+        """The next fetch for `wanted` (in the order a full fetch lists them), comparing every
+        partition with the session; `build_changes` compares only those that may have moved."""
         by_tp = {TopicPartition(fp.topic, fp.partition): fp for fp in wanted}
-        if self.epoch in (INITIAL_EPOCH, FINAL_EPOCH):
-            return SessionRequest(
-                session_id=self.session_id,
-                session_epoch=self.epoch,
-                to_send=list(by_tp.values()),
-                forgotten=[],
-                wanted=by_tp,
-            )
+        if self.next_is_full:
+            return SessionRequest(session_id=self.session_id, session_epoch=self.epoch, added=by_tp)
+        gone = [tp for tp in self.session if tp not in by_tp]
+        return self.build_changes([*by_tp, *gone], by_tp.get)
+
+    def build_changes(
+        self,
+        changed: Iterable[TopicPartition],
+        wanted: Callable[[TopicPartition], FetchPartition | None],
+    ) -> SessionRequest:
+        """An incremental fetch when only the partitions `changed` may differ from the session
+        (the others are wanted as the session holds them): each is sent if wanted with another
+        fetch state, forgotten if no longer wanted (`wanted` returns None). So an idle fetcher's
+        request costs nothing per partition."""
+        assert not self.next_is_full, "a full fetch lists every partition: use build"
         session = self.session
-        to_send = []
-        for tp, fp in by_tp.items():
+        added: dict[TopicPartition, FetchPartition] = {}
+        removed = set()
+        for tp in changed:
+            fp = wanted(tp)
             held = session.get(tp)
-            if held is not fp and held != fp:  # identity first: unchanged entries are reused
-                to_send.append(fp)
-        forgotten = [
-            ForgottenPartition(topic=tp.topic, partition=tp.partition)
-            for tp in self.session
-            if tp not in by_tp
-        ]
+            if fp is None:
+                if held is not None:
+                    removed.add(tp)
+            elif held is not fp and held != fp:  # identity first: unchanged entries are reused
+                added[tp] = fp
         return SessionRequest(
             session_id=self.session_id,
             session_epoch=self.epoch,
-            to_send=to_send,
-            forgotten=forgotten,
-            wanted=by_tp,
+            added=added,
+            removed=frozenset(removed),
+            base=session,
         )
 
     def handle_response(self, sent: SessionRequest, error_code: int, session_id: int) -> bool:
@@ -111,9 +149,12 @@ class FetchSessionHandler:
                 self._restart()
                 return True
             self.epoch = next_epoch(INITIAL_EPOCH)
+            self.session = dict(sent.added)
         else:
             self.epoch = next_epoch(self.epoch)
-        self.session = dict(sent.wanted)
+            for tp in sent.removed:
+                self.session.pop(tp, None)
+            self.session.update(sent.added)
         return True
 
     def on_error(self) -> None:

@@ -13,14 +13,13 @@ A fetcher with no partitions left exits (Kafka's shutdownIdleFetcherThreads).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import replace
 
 import trio
 
 from minikafka.client.connection import Connection, open_connection
-from minikafka.core.fetch_session_handler import FetchSessionHandler
+from minikafka.core.fetch_session_handler import FetchSessionHandler, SessionRequest
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
 from minikafka.core.log import (
     latest_epoch,
@@ -48,6 +47,7 @@ from minikafka.wire.messages import (
     BrokerInfo,
     FetchPartition,
     FetchPartitionResponse,
+    FetchRequest,
     FetchResponse,
 )
 
@@ -143,8 +143,12 @@ class ReplicaFetcher:
             ),
             manager.rng,
         )
-        # KIP-227: this fetcher's session with its leader (one per connection).
+        # KIP-227: this fetcher's session with its leader (one per connection); the partitions
+        # that may differ from it, and the throttle's last decisions (`_plan`).
         self.session = FetchSessionHandler(enabled=c.replica_fetch_session_enable)
+        self._unsent: set[TopicPartition] = set()
+        self._excluded: frozenset[TopicPartition] = frozenset()
+        self._limited: frozenset[TopicPartition] = frozenset()
         self.wakeup = trio.Event()
         self.stopped = False
 
@@ -174,28 +178,21 @@ class ReplicaFetcher:
         while self.planner.partitions:
             t = now_ms()
             throttle = _FollowerThrottle(self.manager, self.planner, t)
-            planned = self.planner.build_request(
-                t,
-                exclude=throttle.excluded,
-                limits=throttle.limits,
-                # Only a full fetch's order matters: with a session the leader orders.
-                shuffle=self.session.next_is_full,
-            )
-            if planned is None:
+            sent = self._plan(t, throttle)
+            if sent is None:
                 await self._back_off(throttled=bool(throttle.excluded))
                 continue
-            # The partitions wanted now: with a session, only the changed ones are sent and the
-            # ones left out (delayed, follower-throttled) are forgotten (FetchSessionHandler).
-            sent = self.session.build(planned.partitions)
-            request = replace(
-                planned,
+            s = self.planner.settings
+            request = FetchRequest(
+                replica_id=s.replica_id,
+                max_wait_ms=s.max_wait_ms,
+                min_bytes=s.min_bytes,
+                max_bytes=s.response_max_bytes,
                 partitions=sent.to_send,
                 session_id=sent.session_id,
                 session_epoch=sent.session_epoch,
                 forgotten=sent.forgotten,
-                partition_order=self.planner.settings.partition_order
-                if self.session.enabled
-                else "",
+                partition_order=s.partition_order if self.session.enabled else "",
             )
             response = await conn.request(
                 request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
@@ -209,10 +206,32 @@ class ReplicaFetcher:
                 )
                 self.manager.metrics.inc("fetch_session_errors")
                 continue  # the next fetch is a full one
+            self._unsent = set()
             exempt = throttle.exempt_among(
                 [TopicPartition(r.topic, r.partition) for r in response.partitions if r.records]
             )
-            await self._process(sent.wanted, response, exempt=exempt)
+            await self._process(sent.get, response, exempt=exempt)
+
+    def _plan(self, t: int, throttle: _FollowerThrottle) -> SessionRequest | None:
+        """The next fetch (None: nothing to fetch). A full one lists every ready partition not
+        held back, shuffled or rotated (KIP-73); an incremental one looks only at the partitions
+        that may differ from the session: moved in the planner since the last confirmed fetch,
+        or held back or capped by the throttle now or the time before (FetchSessionHandler)."""
+        changed = self.planner.take_changed(t)
+        if self.session.next_is_full:
+            self._unsent = set()
+            planned = self.planner.build_request(
+                t, exclude=throttle.excluded, limits=throttle.limits
+            )
+            return None if planned is None else self.session.build(planned.partitions)
+        limited = frozenset(throttle.limits)
+        self._unsent |= changed | throttle.excluded | self._excluded | limited | self._limited
+        self._excluded, self._limited = throttle.excluded, limited
+        sent = self.session.build_changes(
+            sorted(self._unsent),  # sorted: the same seed gives the same requests
+            lambda tp: self.planner.entry(tp, t, exclude=throttle.excluded, limits=throttle.limits),
+        )
+        return sent if sent.size() else None
 
     async def _back_off(self, *, throttled: bool) -> None:
         """Nothing fetchable: wait until a delayed partition is ready or partitions arrive; when
@@ -237,7 +256,7 @@ class ReplicaFetcher:
 
     async def _process(
         self,
-        asked: Mapping[TopicPartition, FetchPartition],
+        asked: Callable[[TopicPartition], FetchPartition | None],
         response: FetchResponse,
         *,
         exempt: frozenset[TopicPartition] = frozenset(),
@@ -252,7 +271,7 @@ class ReplicaFetcher:
             tp = TopicPartition(pr.topic, pr.partition)
             st = self.planner.partitions.get(tp)
             p = self.manager.lookup(tp)
-            fp = asked.get(tp)
+            fp = asked(tp)
             if st is None or p is None or fp is None or st.fetch_offset != fp.fetch_offset:
                 continue  # removed or moved on while the fetch was in flight
             if p.is_leader:
