@@ -8,7 +8,8 @@ Rules:
   so a fixed order would starve the partitions at the end. Two remedies, by
   `replica.fetch.partition.order`:
   - `random` (the default, KIP-73's text): each request lists the ready partitions in a fresh
-    random order from the node's seeded RNG;
+    random order from the node's seeded RNG (with a fetch session, each full request; the
+    leader then orders the partitions with news the same way, server/fetch_sessions.py);
   - `rotate` (what Kafka's code does): partitions keep an order, as in AbstractFetcherThread's
     `PartitionStates` linked map; new ones join at the end, and a partition moves to the end
     when a response returned data for it, when its first response arrives (lag unknown until

@@ -12,6 +12,9 @@
   its own `replica.fetch.response.max.bytes`.
 - Long poll: while fewer than `min_bytes` are available and `max_wait_ms` has not passed, the
   request waits for any of its partitions to change, then reads again.
+- A follower's fetch in a KIP-227 session (any `session_epoch` but FINAL, or a session id) is
+  served by server/fetch_sessions.py: a full one as here, an incremental one with only the
+  partitions that moved. The reads and the leader throttle are shared (server/fetch_read.py).
 - Leader throttle (KIP-73, `LeaderThrottle` in server/fetch_read.py): decided per partition at each read, charged once
   the response is built. Kafka's mode (the default) charges what Kafka's leader records: the
   size of a Kafka Fetch response made of the throttled partitions, headers included

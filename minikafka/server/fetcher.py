@@ -8,6 +8,12 @@ transaction per response), and only then asks again, from the new log end offset
 diverging-epoch answer makes it truncate first (core/log.py). Retriable partition errors delay
 that partition by `replica.fetch.backoff.ms`; a broken connection delays the whole fetcher.
 A fetcher with no partitions left exits (Kafka's shutdownIdleFetcherThreads).
+
+Each connection holds a KIP-227 fetch session (core/fetch_session_handler.py) unless
+`replica.fetch.session.enable` is false: the first fetch lists every partition, the next ones
+only the partitions whose fetch state moved (the planner's `take_changed`) or whose follower
+throttle decision changed, and a partition left out (delayed, held back) is forgotten. A session
+error makes the next fetch a full one; a new connection starts a new session.
 """
 
 from __future__ import annotations
