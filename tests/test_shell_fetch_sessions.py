@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from minikafka.core.dynamic_config import BROKERS, FOLLOWER_RATE, FOLLOWER_REPLICAS, TOPICS
 from minikafka.core.fetch_session import FINAL_EPOCH, INITIAL_EPOCH
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
@@ -226,3 +227,50 @@ async def test_an_idle_follower_stays_caught_up_until_the_leader_appends(autojum
         await produce(a, 0)
         due = a.partition(TOPIC, 0).replica.next_deadline_ms()
     assert due == last_fetch + LAG_MAX_MS + 1
+
+
+async def test_follower_throttled_partitions_are_forgotten_and_come_back(autojump_clock, tmp_path):
+    """The follower-side throttle (KIP-73) leaves partitions out of a fetch: in a session they
+    are forgotten (Kafka's toForget) while the others go on, and sent again once the quota lets
+    them through; B still catches up in full."""
+    network = MemoryNetwork()
+    a = MemoryBroker(node_config(1), tmp_path / "a", network=network, store_config=STORE)
+    b = MemoryBroker(  # 8 kB a partition per fetch: a catch-up of many fetches
+        node_config(2, replica_fetch_max_bytes=8192),
+        tmp_path / "b",
+        network=network,
+        store_config=STORE,
+    )
+    requests: list[FetchRequest] = []
+
+    async def recording(header, body):  # noqa: ANN001, ANN202 - Dispatcher
+        if isinstance(body, FetchRequest) and body.replica_id == 2:
+            requests.append(body)
+        return await a.dispatch(header, body)
+
+    network.add(a.address, recording)
+    states = [partition_state(TOPIC, p, leader=1, isr=[1], replicas=[1, 2]) for p in range(4)]
+    async with a.running(), b.running():
+        await a.apply(states, [a.info, b.info])
+        for _ in range(20):
+            for p in range(4):
+                await produce(a, p, values=300)
+        await a.writer.barrier()
+        b.set_configs(
+            {
+                (BROKERS, "2"): {FOLLOWER_RATE: "20000"},
+                (TOPICS, TOPIC): {FOLLOWER_REPLICAS: "0:2,1:2"},  # 2 and 3 go unthrottled
+            }
+        )
+        await b.apply(states, [a.info, b.info])
+        total = a.partition(TOPIC, 0).log_end_offset
+        await wait_until(
+            lambda: all(b.partition(TOPIC, p).log_end_offset == total for p in range(4)),
+            timeout_s=600,
+        )
+    forgot = [r for r in requests if r.forgotten]
+    assert forgot, "the throttle never held a partition back"
+    after = requests[requests.index(forgot[0]) + 1 :]
+    back = {fp.partition for r in after for fp in r.partitions}
+    assert {f.partition for f in forgot[0].forgotten} <= {0, 1} & back  # throttled, re-added
+    assert all(r.session_epoch > 0 for r in after)  # in the same session throughout
