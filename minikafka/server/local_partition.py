@@ -17,6 +17,7 @@ tasks visit only partitions that moved.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import trio
@@ -40,6 +41,7 @@ class LocalPartition:
         local_id: int,
         lag_max_ms: int,
         changes: PartitionChanges | None = None,
+        on_notify: Callable[[TopicPartition], None] | None = None,
     ) -> None:
         self.tp: TopicPartition = loaded.tp
         self._changes = changes if changes is not None else PartitionChanges()
@@ -55,6 +57,9 @@ class LocalPartition:
             on_change=partial(self._changes.touched, loaded.tp),
         )
         self._watchers: set[trio.Event] = set()
+        # Also told of every change: the fetch sessions holding this partition (KIP-227,
+        # server/fetch_sessions.py), which wake their long polls without a watcher each.
+        self._on_notify = on_notify
         # KIP-73's PartitionBytesInRate: every byte appended here, produced or replicated.
         self._bytes_in = Rate(MetricConfig())
 
@@ -138,6 +143,8 @@ class LocalPartition:
         for event in self._watchers:
             event.set()
         self._watchers.clear()
+        if self._on_notify is not None:
+            self._on_notify(self.tp)
 
     def describe(self) -> dict[str, object]:
         return {

@@ -47,6 +47,7 @@ from minikafka.server.clock import RunSync, now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
+from minikafka.server.fetch_sessions import FetchSessions
 from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.isr_updates import ControllerLinkLike, IsrUpdates
 from minikafka.server.local_partition import LocalPartition
@@ -117,6 +118,15 @@ class ReplicaManager:
         )
         client_window = dict(
             samples=config.quota_window_num, window_ms=config.quota_window_size_seconds * 1000
+        )
+        # KIP-227 sessions of the followers fetching from here. Their RNG (session ids, the
+        # `random` read order) is derived from the node's seed, so the fetchers' draws stay
+        # what they were for a given seed.
+        self.fetch_sessions = FetchSessions(
+            max_slots=config.max_incremental_fetch_session_cache_slots,
+            rng=random.Random(f"fetch-sessions-{config.seed}-{config.node_id}"),
+            lookup=self.partitions.get,
+            execute=self.execute,
         )
         self.produce_quotas = ClientQuotas("produce", **client_window)
         self.fetch_quotas = ClientQuotas("fetch", **client_window)
@@ -189,6 +199,7 @@ class ReplicaManager:
             local_id=self.config.node_id,
             lag_max_ms=self.config.replica_lag_time_max_ms,
             changes=self.changes,
+            on_notify=self.fetch_sessions.partition_changed,
         )
 
     def execute(self, p: LocalPartition, effects: Iterable[Effect]) -> None:
@@ -216,6 +227,8 @@ class ReplicaManager:
             if w.batches:
                 base, _epoch, count = peek_header(w.batches[-1])
                 end = base + count
+                # Followers idle in a fetch session at the old LEO fetched it last (KIP-227).
+                self.fetch_sessions.before_leader_append(p)
             self.execute(p, p.replica.on_append_committed(end_offset=end, epochs=w.epochs))
 
     def _on_failed(self, writes: Sequence[AppendWrite]) -> None:
