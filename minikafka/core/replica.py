@@ -43,9 +43,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from minikafka.core.election import NO_LEADER
 from minikafka.core.log import (
     assign_epoch,
+    epochs_after_batches,
     follower_high_watermark,
     follower_truncation_offset,
     latest_epoch,
@@ -62,8 +62,9 @@ from minikafka.core.replica_effects import (
     StartFetching,
     StopFetching,
     WakeWaiters,
+    adoption_events,
 )
-from minikafka.core.types import UNDEFINED_EPOCH, EpochEntry, TopicPartition
+from minikafka.core.types import NO_LEADER, UNDEFINED_EPOCH, EpochEntry, TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import PartitionState
 
@@ -263,33 +264,14 @@ class LocalReplica:
         )
         if self._leader.partition_epoch == st.partition_epoch:
             self._state = st  # adopted: adding_replicas (KIP-542) and the rest are current
-        effects: list[Effect] = []
-        if list(self._leader.replicas) != old_replicas:
-            effects.append(
-                ReplicaEvent(
-                    name="replicas_updated_by_controller",
-                    fields={
-                        "old_replicas": old_replicas,
-                        "replicas": list(st.replicas),
-                        "adding_replicas": list(st.adding_replicas),
-                        "removing_replicas": list(st.removing_replicas),
-                        "partition_epoch": st.partition_epoch,
-                    },
-                )
-            )
-        if sorted(self._leader.isr) != old_isr:
-            effects.append(
-                ReplicaEvent(
-                    name="isr_updated_by_controller",
-                    fields={
-                        "old_isr": old_isr,
-                        "isr": sorted(st.isr),
-                        "partition_epoch": st.partition_epoch,
-                    },
-                )
-            )
-        effects.append(WakeWaiters())
-        return effects
+        changed = adoption_events(
+            st,
+            old_replicas=old_replicas,
+            replicas=list(self._leader.replicas),
+            old_isr=old_isr,
+            isr=sorted(self._leader.isr),
+        )
+        return [*changed, WakeWaiters()]
 
     def stop(self) -> list[Effect]:
         """StopReplica, or a LeaderAndIsr that leaves this broker out: serve and fetch no more."""
@@ -466,20 +448,10 @@ class LocalReplica:
         adopted at the commit, so a failed append is retried with it) and the HW to store with
         them (the leader's, capped by their end). The producers' state follows the log without
         checks (Kafka's replication-origin ProducerAppendInfo; `on_append_failed` undoes it)."""
-        epochs = list(self._epochs)
+        epochs = epochs_after_batches(self._epochs, batches)
         for b in batches:
-            if b.leader_epoch > latest_epoch(epochs):
-                epochs = assign_epoch(epochs, b.leader_epoch, b.base_offset)
             if b.producer_id >= 0:
-                self.producers.apply(
-                    ProducerBatch(
-                        producer_id=b.producer_id,
-                        producer_epoch=b.producer_epoch,
-                        base_sequence=b.base_sequence,
-                        base_offset=b.base_offset,
-                        count=b.count,
-                    )
-                )
+                self.producers.apply(ProducerBatch.of(b))
         end = batches[-1].next_offset if batches else self._leo
         changed = tuple(epochs) != self._epochs
         return (epochs if changed else None), follower_high_watermark(leader_high_watermark, end)
