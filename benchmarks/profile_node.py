@@ -21,8 +21,9 @@ from pathlib import Path
 
 
 def node_command(out_dir: Path) -> tuple[str, ...]:
-    """The node command that profiles every node of a cluster into `out_dir`."""
-    return (sys.executable, str(Path(__file__).resolve()), str(out_dir))
+    """The node command (NODE_COMMAND's shape: the `node` subcommand last) that profiles every
+    node of a cluster into `out_dir`."""
+    return (sys.executable, str(Path(__file__).resolve()), str(out_dir), "node")
 
 
 def _node_id(argv: list[str]) -> str:
