@@ -4,10 +4,7 @@ ReplicaFetcherThread, as Trio tasks around the pure FetchPlanner).
 One fetcher per (source broker, fetcher index); `num.replica.fetchers` spreads a broker's
 partitions over several (core/fetcher.py `fetcher_index`). A fetcher sends one long-poll fetch at
 a time on its own connection, appends what comes back through the node's single log writer (one
-transaction per response), and only then asks again, from the new log end offset; except while
-catching up (everything fetched still below the leader's HW, nothing throttled), when the next
-fetch goes out as soon as the batches are queued, from their end, and overlaps their commit
-(`_process` says why that is safe). A leader's
+transaction per response), and only then asks again, from the new log end offset. A leader's
 diverging-epoch answer makes it truncate first (core/log.py). Retriable partition errors delay
 that partition by `replica.fetch.backoff.ms`; a broken connection delays the whole fetcher.
 A fetcher with no partitions left exits (Kafka's shutdownIdleFetcherThreads).
@@ -26,7 +23,7 @@ from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchSta
 from minikafka.core.log import (
     latest_epoch,
 )
-from minikafka.core.records import iter_batches, peek_header
+from minikafka.core.records import iter_batches
 from minikafka.core.replication_quota import (
     QuotaSide,
     ThrottleClass,
@@ -163,60 +160,20 @@ class ReplicaFetcher:
             self.stopped = True
 
     async def _fetch_loop(self, conn) -> None:  # noqa: ANN001 - client Connection
-        async with trio.open_nursery() as nursery:
-            committing: trio.Event | None = None  # set once the last response's batches are in
-            while self.planner.partitions:
-                t = now_ms()
-                throttle = _FollowerThrottle(self.manager, self.planner, t)
-                request = self.planner.build_request(
-                    t, exclude=throttle.excluded, limits=throttle.limits
-                )
-                if request is None:
-                    if committing is not None:
-                        await committing.wait()
-                    await self._back_off(throttled=bool(throttle.excluded))
-                    continue
-                response = await conn.request(
-                    request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
-                )
-                assert isinstance(response, FetchResponse)
-                if committing is not None:
-                    await committing.wait()
-                committing = await self._start_processing(
-                    nursery, request, response, throttle.exempt
-                )
-
-    async def _start_processing(
-        self,
-        nursery: trio.Nursery,
-        request: FetchRequest,
-        response: FetchResponse,
-        exempt: frozenset[TopicPartition],
-    ) -> trio.Event:
-        """Process a response in a task of its own; return once the next fetch may go out: as
-        soon as its batches are queued when `_process` fetches ahead, else once they are in the
-        log. -> the event set when they are in (the next response is processed only then: LEO,
-        epochs and the producers' state include them, as `_prepare_append` needs)."""
-        queued, done = trio.Event(), trio.Event()
-        ahead = False
-
-        def on_queued(went_ahead: bool) -> None:
-            nonlocal ahead
-            ahead = went_ahead
-            queued.set()
-
-        async def process() -> None:
-            try:
-                await self._process(request, response, exempt=exempt, queued=on_queued)
-            finally:  # an error too must not leave the fetch loop waiting
-                queued.set()
-                done.set()
-
-        nursery.start_soon(process)
-        await queued.wait()
-        if not ahead:
-            await done.wait()
-        return done
+        while self.planner.partitions:
+            t = now_ms()
+            throttle = _FollowerThrottle(self.manager, self.planner, t)
+            request = self.planner.build_request(
+                t, exclude=throttle.excluded, limits=throttle.limits
+            )
+            if request is None:
+                await self._back_off(throttled=bool(throttle.excluded))
+                continue
+            response = await conn.request(
+                request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
+            )
+            assert isinstance(response, FetchResponse)
+            await self._process(request, response, exempt=throttle.exempt)
 
     async def _back_off(self, *, throttled: bool) -> None:
         """Nothing fetchable: wait until a delayed partition is ready or partitions arrive; when
@@ -245,20 +202,9 @@ class ReplicaFetcher:
         response: FetchResponse,
         *,
         exempt: frozenset[TopicPartition] = frozenset(),
-        queued: Callable[[bool], None] = lambda _ahead: None,
     ) -> None:
         """Append what came; `exempt`: the throttled partitions that were caught up when asked
-        for (KAFKA-4313: counted, never held back).
-
-        Fetching ahead: `queued(True)` says the next fetch may go out before these batches
-        commit, from their end (the planner is advanced there now, and rewound to the log end
-        if the append fails); `queued(False)` that it waits for the commit, as always before.
-        Only when every partition appended is still below the leader's HW (catching up) and
-        none is throttled: the HW then already covers what the early offset reports, so the
-        leader can neither advance its HW nor take this replica into the ISR on the strength of
-        batches not yet in this log (acks=all keeps meaning "durable on every ISR member"), and
-        the replication quotas see one decision per fetch, as before. (Profiled under `make
-        bench`: a catching-up follower spent about half its busy time in the LMDB commit.)"""
+        for (KAFKA-4313: counted, never held back)."""
         asked = {(fp.topic, fp.partition): fp.fetch_offset for fp in request.partitions}
         t = now_ms()
         writes: list[AppendWrite] = []
@@ -281,33 +227,10 @@ class ReplicaFetcher:
             else:
                 p.replica.on_leader_high_watermark(pr.high_watermark)
                 self.planner.observe_leader(tp, pr.high_watermark)
-        ahead = bool(writes) and all(
-            _end_offset(w) < leader_hw and _follower_class(self.manager, p) is None
-            for w, (p, leader_hw, _size) in zip(writes, appended, strict=True)
-        )
-        if ahead:
-            for w, (p, _hw, _size) in zip(writes, appended, strict=True):
-                epochs = w.epochs if w.epochs is not None else p.epochs
-                self.planner.advance(
-                    p.tp,
-                    fetch_offset=_end_offset(w),
-                    last_fetched_epoch=latest_epoch(epochs),
-                    returned_data=True,  # rotated now, as the commit's advance would
-                )
-            self.manager.metrics.inc("replica_fetches_ahead")
-        queued(ahead)
         if writes:
             failed = await self.manager.writer.append_each(writes)
             if failed:
                 appended = [a for a in appended if a[0].tp not in failed]
-                for tp in failed if ahead else ():  # fetch again from what the log holds
-                    p = self.manager.lookup(tp)
-                    if p is not None:
-                        self.planner.advance(
-                            tp,
-                            fetch_offset=p.log_end_offset,
-                            last_fetched_epoch=latest_epoch(p.epochs),
-                        )
                 self._on_append_failed(failed, t)
             t = now_ms()
             for p, leader_hw, size in appended:
@@ -401,12 +324,6 @@ class ReplicaFetcher:
             error_code=pr.error_code,
         )
         self.planner.delay(tp, t)
-
-
-def _end_offset(write: AppendWrite) -> int:
-    """The offset after the last batch of a write (its batches are whole, checked, in order)."""
-    base, _epoch, count = peek_header(write.batches[-1])
-    return base + count
 
 
 def _follower_class(manager: ReplicaFetcherManager, p: LocalPartition) -> ThrottleClass | None:
