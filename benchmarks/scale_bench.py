@@ -91,7 +91,7 @@ class ScaleConfig:
     latency_rate: float = 100.0
     produce_mb: float = 300.0
     produce_s: float = 30.0
-    create_timeout_s: float = 180.0
+    create_timeout_s: float = 420.0  # 20,000 took 98 s at load 4, over 180 s at load 8
     catchup_timeout_s: float = 300.0
     start_timeout_s: float = 60.0
     ref_mb: int = 128

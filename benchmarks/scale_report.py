@@ -173,6 +173,10 @@ def render(r: dict[str, Any]) -> str:
         settle = row.get("settle", {})
         if settle.get("settled") is False:
             extra.append(f"brokers NOT settled after {settle['settle_s']} s")
+        latency = row.get("latency", {})
+        if latency.get("achieved_per_s", math.inf) < 0.9 * latency.get("rate_per_s", 0):
+            # 32 sends in flight cannot hold the pace once each takes over ~0.3 s.
+            extra.append(f"latency sends reached only {latency['achieved_per_s']}/s")
         if extra:
             out.append(f"  {row['partitions']}: " + ", ".join(extra))
     grown = growth(rows)

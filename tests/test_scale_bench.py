@@ -160,20 +160,23 @@ def test_growth_is_a_factor_and_an_exponent(bench):
 def test_the_table_marks_failed_cells_and_goes_on(bench):
     report = bench("scale_report")
     broken = row(5000, cpu=2.0, p99=50.0, latency={"failed": "BenchError: 3/1000 sends done"})
+    slow = row(5000, cpu=2.0, p99=2000.0)
+    slow["latency"] |= {"achieved_per_s": 14.5, "rate_per_s": 100.0}
     dead = {
         "partitions": 20_000,
         "node_configs": {"max.broker.partitions": "20000"},
         "load_avg_before": [1.5, 1, 1],
         "start": {"failed": "ClusterError: node 2 not ready"},
     }
-    text = report.render(result([row(100, cpu=1.0, p99=4.0), broken, dead]))
+    text = report.render(result([row(100, cpu=1.0, p99=4.0), broken, slow, dead]))
     lines = text.splitlines()
-    (line_5000,) = [ln for ln in lines if ln.lstrip().startswith("5000 ")]
+    line_5000 = [ln for ln in lines if ln.lstrip().startswith("5000 ")][0]
     assert "failed[1]" in line_5000 and "2.0" in line_5000  # latency failed, idle measured
     assert "[1] 5000 latency: BenchError: 3/1000 sends done" in lines
     (line_20000,) = [ln for ln in lines if ln.lstrip().startswith("20000 ")]
     assert line_20000.count("failed[2]") == len(report.COLUMNS)
     assert "  20000: max.broker.partitions=20000" in lines
+    assert "  5000: latency sends reached only 14.5/s" in lines
     assert "  at 20000: starts NO, elects NO, replicates NO, catches up NO" in lines
     assert "  idle CPU under 3 % per broker: met (2.0)" in lines
     assert "  acks=all p99 under 10 ms at 100 records/s: not measured" in lines
