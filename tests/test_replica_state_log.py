@@ -157,6 +157,7 @@ async def test_the_log_writes_changes_and_starts_every_part_with_a_snapshot(
             await run_replica_state_log(
                 parts, path, node_id=1, interval_ms=1000, changes=changes,
                 rotation=Rotation(max_bytes=1000, max_files=20),
+                wall_clock=lambda: 1.7e9 + trio.current_time(),  # lines a second apart
             )  # fmt: skip
     files = jsonl_parts(path)
     assert len(files) > 2

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -125,8 +125,10 @@ async def run_replica_state_log(
     changes: PartitionChanges,
     metrics: Metrics | None = None,
     rotation: Rotation = DEFAULT_ROTATION,
+    wall_clock: Callable[[], float] = time.time,
 ) -> None:
-    """Append one line per interval (module docstring); a delta looks only at the partitions
+    """Append one line per interval (module docstring); `ts` is `wall_clock()` (injected: the
+    tests' lines must differ in time under a MockClock, DESIGN.md rule 2); a delta looks only at the partitions
     touched since the last line (`changes`, the replica manager's: server/replica_index.py)."""
     # A failed write never stops the node, and the file rolls over at its cap (server/jsonl.py).
     out = JsonlFile(path, metrics=metrics, rotation=rotation)
@@ -135,7 +137,7 @@ async def run_replica_state_log(
     try:
         while True:
             await trio.sleep(interval_ms / 1000)
-            ts = round(time.time(), 3)
+            ts = round(wall_clock(), 3)
             looked_at = {}
             for tp in drain(touched):
                 p = partitions.get(tp)
