@@ -338,15 +338,13 @@ def controller_service(network: MemoryNetwork) -> ControllerService:
 
 class _MemoryStore:
     def __init__(self) -> None:
-        self.records: dict = {}
+        self.doc: dict | None = None
 
-    def read(self) -> dict:
-        return dict(self.records)
+    def load(self) -> dict | None:
+        return self.doc
 
-    def write(self, puts: dict, deletes: tuple = ()) -> None:
-        for key in deletes:
-            self.records.pop(key, None)
-        self.records.update(puts)
+    def save(self, doc: dict) -> None:
+        self.doc = doc
 
 
 async def test_a_forged_registration_is_refused_and_the_real_broker_not_fenced(autojump_clock):

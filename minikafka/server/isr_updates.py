@@ -9,9 +9,7 @@ dropped and proposed again by the next check.
 
 The expiration task runs every `replica.lag.time.max.ms / 2`, as Kafka schedules its
 isr-expiration task (ReplicaManager.startup), and asks only the partitions whose deadline
-(`next_deadline_ms`) has passed. It looks only at the partitions led here (the replica index,
-server/replica_index.py): a follower's machine has no deadline, and with thousands of hosted
-partitions the scan of all of them was the cost (issue 13).
+(`next_deadline_ms`) has passed.
 """
 
 from __future__ import annotations
@@ -29,7 +27,6 @@ from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.metrics import Metrics
-from minikafka.server.replica_index import ReplicaIndex
 from minikafka.wire.messages import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -56,7 +53,6 @@ class IsrUpdates:
         partitions: Mapping[TopicPartition, LocalPartition],
         controller: ControllerLinkLike,
         execute: Callable[[LocalPartition, list[Effect]], None],
-        index: ReplicaIndex,
     ) -> None:
         self.config = config
         self.events = events
@@ -64,7 +60,6 @@ class IsrUpdates:
         self.partitions = partitions  # the replica manager's, live
         self.controller = controller
         self.execute = execute  # the replica manager's effect runner
-        self.index = index  # the partitions led here
         self._send, self._recv = trio.open_memory_channel[TopicPartition](10_000)
 
     def send(self, p: LocalPartition, proposal: ProposeIsr) -> None:
@@ -83,9 +78,8 @@ class IsrUpdates:
         while True:
             await trio.sleep(max(lag_max // 2, 1) / 1000)
             t = now_ms()
-            self.index.refresh()
-            for p in list(self.index.led.values()):
-                due = p.next_deadline_ms()
+            for p in list(self.partitions.values()):
+                due = p.replica.next_deadline_ms()
                 if due is not None and due <= t:
                     self.execute(p, p.replica.on_deadline(t))
 

@@ -18,7 +18,6 @@ from collections.abc import Callable, Mapping, Sequence
 
 from minikafka.core.controller.model import Event
 from minikafka.core.dynamic_config import (
-    BROKERS,
     TOPICS,
     ConfigSnapshot,
     check_entity_type,
@@ -59,8 +58,7 @@ def alter_configs(
     keys = [_key(r.resource_type, r.resource_name) for r in resources]
     counts = Counter(keys)
     version = current.version + 1
-    snapshot = current  # as altered so far, for KIP-542's checks across brokers
-    altered: dict[tuple[str, str], dict[str, str]] = {}
+    snapshot = current
     responses: list[AlterConfigsResourceResponse] = []
     events: list[Event] = []
     for resource, key in zip(resources, keys, strict=True):
@@ -79,9 +77,7 @@ def alter_configs(
         before = snapshot.configs(entity_type, name)
         if result == before:
             continue
-        altered[(entity_type, name)] = result
-        if entity_type == BROKERS:  # the only checks that read other entities' configs
-            snapshot = snapshot.with_entity(entity_type, name, result, version=version)
+        snapshot = snapshot.with_entity(entity_type, name, result, version=version)
         fields = {
             "entity_type": entity_type,
             "entity_name": name,
@@ -90,14 +86,16 @@ def alter_configs(
             "version": version,
         }
         events.append(Event(name="config_changed", fields=fields))
-    # One new snapshot for the request (issue 13: one per resource copied every entity each).
-    after = current.with_entities(altered, version=version) if altered else current
-    return responses, after, events
+    return responses, snapshot, events
 
 
-def created_topic_event(topic: str, configs: Mapping[str, str], *, version: int) -> Event:
-    """The `config_changed` event an alter setting a new topic's throttle lists would emit
-    (given at creation, validated by core/controller/topics.py, committed at `version`)."""
+def created_topic_configs(
+    snapshot: ConfigSnapshot, topic: str, configs: Mapping[str, str], *, version: int
+) -> tuple[ConfigSnapshot, Event]:
+    """A new topic's throttle lists, given at creation and already validated
+    (core/controller/topics.py): the snapshot holding them at `version`, and the
+    `config_changed` event an alter setting them would emit."""
+    after = snapshot.with_entity(TOPICS, topic, configs, version=version)
     fields = {
         "entity_type": TOPICS,
         "entity_name": topic,
@@ -105,7 +103,7 @@ def created_topic_event(topic: str, configs: Mapping[str, str], *, version: int)
         "deleted": [],
         "version": version,
     }
-    return Event(name="config_changed", fields=fields)
+    return after, Event(name="config_changed", fields=fields)
 
 
 def _alter_one(
