@@ -79,9 +79,7 @@ class IsrUpdates:
             await trio.sleep(max(lag_max // 2, 1) / 1000)
             t = now_ms()
             for p in list(self.partitions.values()):
-                due = p.replica.next_deadline_ms()
-                if due is not None and due <= t:
-                    self.execute(p, p.replica.on_deadline(t))
+                self.execute(p, p.replica.on_deadline(t))  # nothing unless its deadline is due
 
     async def run_sender(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
