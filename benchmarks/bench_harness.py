@@ -84,10 +84,19 @@ def source_commit() -> str:
 
 
 async def wait_for_isr(
-    bootstrap: str, topic: str, broker: int, *, member: bool, timeout_s: float, what: str
+    bootstrap: str,
+    topic: str,
+    broker: int,
+    *,
+    member: bool,
+    timeout_s: float,
+    what: str,
+    poll_s: float = POLL_S,
 ) -> tuple[float, list[int]]:
-    """Poll Metadata until `broker` is (member=True) or is not (member=False) in the ISR of every
-    partition of `topic` it replicates, and leads none of them when not a member.
+    """Poll Metadata every `poll_s` until `broker` is (member=True) or is not (member=False) in
+    the ISR of every partition of `topic` it replicates, and leads none of them when not a
+    member. (A topic of many thousand partitions wants a longer `poll_s`: each answer then costs
+    the broker and this process milliseconds of CPU.)
 
     Returns the monotonic time of the answer that showed it, and those partitions.
     """
@@ -104,7 +113,7 @@ async def wait_for_isr(
                     done = all(broker not in p.isr and p.leader != broker for p in mine)
                 if mine and done:
                     return seen, sorted(p.partition for p in mine)
-                await trio.sleep(POLL_S)
+                await trio.sleep(poll_s)
     raise BenchError(
         f"broker {broker} {what} within {timeout_s}s (Metadata polled from {bootstrap})"
     )

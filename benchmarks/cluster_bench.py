@@ -55,6 +55,7 @@ from bench_harness import (
     wait_for_isr,
 )
 from lmdb_reference import measure_lmdb_append_mb_per_s
+from profile_node import node_command as profile_node_command
 from trio_reference import measure_trio_loopback_mb_per_s
 
 from minikafka.client.admin import Admin
@@ -88,6 +89,7 @@ class BenchConfig:
     timeout_s: float
     ref_mb: int
     node_configs: dict[str, str] = field(default_factory=dict)  # on top of NODE_CONFIGS
+    profile_dir: str | None = None  # --profile: every node under cProfile (profile_node.py)
     idempotence: bool = True  # the producer's default (KIP-98): at most 5 batches per partition
 
     @property
@@ -225,6 +227,15 @@ def catch_up(lc: LocalCluster, cfg: BenchConfig, topic: str, *, say: Say) -> dic
 # ---------------------------------------------------------------------------------- report
 
 
+def up(base_dir: Path, cfg: BenchConfig, say: Say) -> LocalCluster:
+    """A fresh cluster; with --profile every node runs under cProfile, one file per process
+    in `<profile dir>/<produce|catchup>/` (the catch-up broker's second incarnation too)."""
+    command = None
+    if cfg.profile_dir is not None:
+        command = profile_node_command(Path(cfg.profile_dir).absolute() / base_dir.name)
+    return LocalCluster.up(cluster_spec(base_dir, cfg), node_command=command, progress=say)
+
+
 def cluster_spec(base_dir: Path, cfg: BenchConfig) -> ClusterSpec:
     return plan_cluster(
         base_dir=base_dir,
@@ -242,7 +253,7 @@ def run_bench(cfg: BenchConfig, base: Path, *, say: Say) -> dict[str, Any]:
     fill_records *= round_records
     # Two fresh clusters, one after the other: the catch-up broker then hosts only the
     # catch-up topic, and the produce figure is not taken on a cluster with skewed leadership.
-    with LocalCluster.up(cluster_spec(base / "produce", cfg), progress=say) as lc:
+    with up(base / "produce", cfg, say) as lc:
         produce = trio.run(
             lambda: create_and_produce(
                 lc.bootstrap(),
@@ -254,7 +265,7 @@ def run_bench(cfg: BenchConfig, base: Path, *, say: Say) -> dict[str, Any]:
             )
         )
         say("stopping the produce cluster")
-    with LocalCluster.up(cluster_spec(base / "catchup", cfg), progress=say) as lc:
+    with up(base / "catchup", cfg, say) as lc:
         fill = trio.run(
             lambda: create_and_produce(
                 lc.bootstrap(),
@@ -322,8 +333,9 @@ def render(r: dict[str, Any]) -> str:
             f"produce: acks=all, r=2, {c['brokers']} brokers, {c['produce_partitions']} partitions, "
             f"batches of {batch}, in_flight {c['in_flight']}, "
             f"{c['batches_per_request']} batches/request",
-            f"  {p['records']} records in {p['elapsed_s']} s: {p['mb_per_s']:.1f} MB/s, "
-            f"{p['records_per_s']:.0f} records/s, retries {p['retries']}",
+            f"  {p['records']} records in {p['elapsed_s']} s: {p['mb_per_s']:.1f} MB/s "
+            f"at batch p99 {lat['p99']} ms, {p['records_per_s']:.0f} records/s, "
+            f"retries {p['retries']}",
             f"  batch latency ms p50 {lat['p50']}  p95 {lat['p95']}  p99 {lat['p99']}  "
             f"max {lat['max']}",
             f"  target >= {t['produce_mb_per_s']:.0f} MB/s: {verdict(t['produce_met'])}  "
@@ -331,7 +343,7 @@ def render(r: dict[str, Any]) -> str:
             "",
             f"fill: {f['warmup_records']} warm-up + {f['records']} records into "
             f"{CATCHUP_PARTITIONS} partitions, r=2, in {f['elapsed_s']} s "
-            f"({f['mb_per_s']:.1f} MB/s, acks=all)",
+            f"({f['mb_per_s']:.1f} MB/s at batch p99 {f['batch_latency_ms']['p99']} ms, acks=all)",
             f"follower catch-up: broker {k['broker']} wiped and restarted, "
             f"{k['partitions']} partitions, {k['bytes'] / 1e6:.1f} MB of batches",
             f"  caught up (in every ISR) {k['elapsed_s']} s after restart "
@@ -363,6 +375,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--ref-mb", type=int, default=256, help="MiB per reference measurement")
     p.add_argument("--timeout-s", type=float, default=180.0, help="bound of each phase")
+    p.add_argument(
+        "--profile",
+        metavar="DIR",
+        default=None,
+        help="run every node under cProfile, profiles to DIR (slows the nodes: not a figure)",
+    )
     add_run_options(
         p, set_help="node config for every node (repeatable), e.g. num.replica.fetchers=2"
     )
@@ -396,6 +414,7 @@ def main(argv: list[str] | None = None) -> int:
         timeout_s=args.timeout_s,
         ref_mb=args.ref_mb,
         node_configs=args.node_configs,
+        profile_dir=args.profile,
         idempotence=args.idempotence,
     )
     return run_main(args, cfg, run_bench, render, prefix="minikafka-bench-")

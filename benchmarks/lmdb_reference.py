@@ -60,6 +60,30 @@ def measure_lmdb_append_mb_per_s(
     return n_batches * batch_bytes / 1e6 / elapsed
 
 
+def measure_lmdb_commit_latency_ms(
+    tmpdir: str | os.PathLike[str], *, commits: int = 200, value_bytes: int = 100, sync: bool = True
+) -> list[float]:
+    """Milliseconds of each of `commits` write transactions of ONE `value_bytes` value, commit
+    (and fsync when `sync`) included, sorted: the floor of a single-record acks=all produce,
+    which waits for one such commit on the leader and then one on the follower."""
+    if commits <= 0 or value_bytes <= 0:
+        raise ValueError("commits and value_bytes must be positive")
+    value = os.urandom(value_bytes)
+    path = tempfile.mkdtemp(prefix="lmdb-lat-", dir=tmpdir)
+    env = lmdb.open(path, map_size=64 << 20, max_dbs=2, sync=sync, metasync=sync)
+    out = []
+    try:
+        db = env.open_db(b"log/bench/0")
+        for offset in range(commits):
+            start = time.perf_counter()
+            with env.begin(write=True) as txn:
+                txn.put(_KEY.pack(offset), value, append=True, db=db)
+            out.append((time.perf_counter() - start) * 1000)
+    finally:
+        env.close()
+    return sorted(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--total-mb", type=int, default=256, help="MiB appended per run")

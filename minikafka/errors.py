@@ -48,6 +48,10 @@ class ErrorCode(IntEnum):
     OUT_OF_ORDER_SEQUENCE_NUMBER = 45  # KIP-98: a gap in a producer's sequence numbers
     DUPLICATE_SEQUENCE_NUMBER = 46
     INVALID_PRODUCER_EPOCH = 47  # KIP-98/KIP-588: an epoch older than the producer's current
+    # KIP-227 incremental fetch sessions (core/fetch_session.py): the follower starts a new
+    # session with a full fetch (FetchSessionHandler.handleResponse).
+    FETCH_SESSION_ID_NOT_FOUND = 70
+    INVALID_FETCH_SESSION_EPOCH = 71
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77

@@ -139,8 +139,9 @@ def test_plan_names_the_binding_throttle_and_both_figures_under_load():
 
 
 def test_plan_takes_each_partitions_inbound_from_its_leaders_partition_bytes_in():
-    # Broker 1 leads t-0..t-3 and says ~160 kB/s for t-0 and t-1 (median of its lines), nothing
-    # for t-2 and t-3; broker 2's figure for t-0 is replication (a follower's) and not read.
+    # Broker 1 leads t-0..t-3 and says ~160 kB/s for t-0 and t-1 (median of its lines); its gauge
+    # leaves out t-2 and t-3, which had no bytes in their window (issue 13): 0 B/s. Broker 2's
+    # figure for t-0 is replication (a follower's) and not read.
     lines = {
         1: [
             {"ts": 1.0, "PartitionBytesInRate": {"t-0": 150_000.0, "t-1": 160_000.0}},
@@ -150,18 +151,31 @@ def test_plan_takes_each_partitions_inbound_from_its_leaders_partition_bytes_in(
     }
     inputs = decommission_inputs(lines)
     rates = {m.partition: m.inbound_bytes_per_s for m in inputs.moving}
-    assert rates == {0: 160_000.0, 1: 160_000.0, 2: 600_000.0, 3: 600_000.0}
+    assert rates == {0: 160_000.0, 1: 160_000.0, 2: 0.0, 3: 0.0}
     text = "\n".join(inputs.lines())
     assert (
-        "  for the model, 2 of the 4 moving partitions: PartitionBytesInRate (median of the last "
-        "10 s of the leaders' metrics.jsonl): t-0: 160.0 kB/s, t-1: 160.0 kB/s"
+        "  for the model, 4 of the 4 moving partitions: PartitionBytesInRate (median of the last "
+        "10 s of the leaders' metrics.jsonl): t-0: 160.0 kB/s, t-1: 160.0 kB/s, t-2: 0 B/s, "
+        "t-3: 0 B/s"
     ) in text
+    assert inputs.to_json()["inbound_source"] == (
+        "PartitionBytesInRate (median of the last 10 s of the leaders' metrics.jsonl)"
+    )
+    doc, _ = reassign_plan.at_throttle(inputs, 6_000_000, None)
+    assert doc["model"]["inbound"] == inputs.inbound_source
+    # A leader whose lines carry no gauge at all: the split, and the line says why.
+    inputs = decommission_inputs({1: [{"ts": 1.0}, {"ts": 2.0}], 2: lines[2]})
+    assert {m.inbound_bytes_per_s for m in inputs.moving} == {600_000.0}
+    assert inputs.inbound_source == reassign_plan_inputs.SPLIT_NO_ENTRY
     assert (
-        "  for the model, 2 of the 4 moving partitions: each broker's BytesInPerSec split evenly "
+        "  for the model, 4 of the 4 moving partitions: each broker's BytesInPerSec split evenly "
         "over the partitions it leads (moving or not; the last 10 s of the leader's metrics.jsonl "
-        "give no PartitionBytesInRate for the partition): 1: 4 (600.0 kB/s each)"
-    ) in text
-    doc = inputs.to_json()
+        "carry no PartitionBytesInRate): 1: 4 (600.0 kB/s each)"
+    ) in "\n".join(inputs.lines())
+    assert inputs.to_json()["inbound_split"]["partitions_led"] == {1: 4, 2: 4}
+    # Values that are not numbers count for none: those partitions alone take the split.
+    odd = {1: [{"ts": 1.0, "PartitionBytesInRate": {"t-0": 1e5, "t-2": "x", "t-3": None}}]}
+    doc = decommission_inputs(odd).to_json()
     assert doc["inbound_source"].startswith("per partition (moving_partitions' inbound_source)")
     assert [m["inbound_source"] for m in doc["moving_partitions"]] == [
         reassign_plan_inputs.MEASURED_SOURCE,
@@ -169,15 +183,6 @@ def test_plan_takes_each_partitions_inbound_from_its_leaders_partition_bytes_in(
         reassign_plan_inputs.SPLIT_NO_ENTRY,
         reassign_plan_inputs.SPLIT_NO_ENTRY,
     ]
-    assert doc["inbound_split"]["partitions_led"] == {1: 4, 2: 4}  # the existing keys stay
-    # Every partition named: one source overall, which the model's JSON repeats.
-    every = {1: [{"ts": 1.0, "PartitionBytesInRate": {f"t-{p}": 1e5 for p in range(4)}}]}
-    inputs = decommission_inputs(every)
-    assert inputs.to_json()["inbound_source"] == (
-        "PartitionBytesInRate (median of the last 10 s of the leaders' metrics.jsonl)"
-    )
-    doc, _ = reassign_plan.at_throttle(inputs, 6_000_000, None)
-    assert doc["model"]["inbound"] == inputs.inbound_source
     # Without the cluster's files: the split, and the line says why.
     inputs = decommission_inputs()
     assert inputs.inbound_source == reassign_plan_inputs.SPLIT_NO_FILES

@@ -451,3 +451,28 @@ def test_topic_overrides_are_altered_like_any_topic_config_and_checked_the_same_
         assert codes(responses) == [ErrorCode.INVALID_CONFIG]
         assert message in responses[0].error_message
         assert effects == [] and c.config_snapshot() == before
+
+
+def test_a_request_for_many_topics_builds_one_snapshot(monkeypatch):
+    """Issue 13: every created topic's throttle lists, and every altered resource, rebuilt the
+    whole snapshot (2,000 topics: 2.4 s to create, 5.5 s to alter); one request builds one."""
+    c = make()
+    built = []
+    post_init = ConfigSnapshot.__post_init__
+
+    def counted(self: ConfigSnapshot) -> None:
+        built.append(self.version)
+        post_init(self)
+
+    monkeypatch.setattr(ConfigSnapshot, "__post_init__", counted)
+    topics = [
+        CreatableTopic(name=f"u{i}", num_partitions=1, replication_factor=2, configs={LREP: "0:1"})
+        for i in range(20)
+    ]
+    results, _ = c.create_topics(topics, 0)
+    assert {r.error_code for r in results} == {ErrorCode.NONE}
+    assert built == [1]
+    responses, _ = c.alter_configs([res("topics", f"u{i}", {FREP: "0:2"}) for i in range(20)])
+    assert codes(responses) == [ErrorCode.NONE] * 20
+    assert built == [1, 2]
+    assert c.config_snapshot().configs("topics", "u7") == {LREP: "0:1", FREP: "0:2"}

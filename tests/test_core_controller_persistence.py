@@ -1,5 +1,5 @@
-"""The controller state machine: its document (to_doc / from_doc), what a restored controller
-does, and describe().
+"""The controller state machine: its document (to_doc / from_doc) and its records (take_changes /
+from_records), what a restored controller does, and describe().
 
 Seeded and deterministic; the factories are in controller_support.py. Times are ms; the
 session timeout is the default 9000 ms, so a broker last heard from at t is still live at
@@ -12,9 +12,21 @@ import random
 
 import msgpack
 import pytest
-from controller_support import TIMEOUT, create, events, keep_alive, lai, make, register, states
+from controller_support import (
+    TIMEOUT,
+    alter,
+    create,
+    events,
+    item,
+    keep_alive,
+    lai,
+    make,
+    register,
+    states,
+)
 
 from minikafka.core.controller import ControllerConfig, ControllerState
+from minikafka.core.controller.records import doc_from_records
 from minikafka.errors import ConfigError, ErrorCode
 
 # ---------------------------------------------------------------------------- persistence
@@ -93,6 +105,89 @@ def test_from_doc_rejects_malformed_doc():
             config=ControllerConfig(),
             rng=random.Random(0),
         )
+
+
+# ---------------------------------------------------------------------------- records (issue 13)
+
+
+def saved(records: dict, changes) -> dict:
+    """A metadata store's records after one save of `changes`."""
+    for key in changes.deletes:
+        records.pop(key, None)
+    records.update(changes.puts)
+    return records
+
+
+def restore(records: dict, seed: int = 1) -> ControllerState:
+    packed = msgpack.unpackb(msgpack.packb(records), strict_map_key=False)
+    return ControllerState.from_records(
+        packed, controller_id=100, config=ControllerConfig(), rng=random.Random(seed)
+    )
+
+
+def test_records_restore_what_the_document_restores():
+    c, _ = busy_controller()
+    records = saved({}, c.take_changes())
+    assert records == c.to_records()  # the first save writes everything
+    assert doc_from_records(records) == c.to_doc()
+    from_records = restore(records)
+    from_doc = ControllerState.from_doc(
+        c.to_doc(), controller_id=100, config=ControllerConfig(), rng=random.Random(1)
+    )
+    assert from_records.to_doc() == from_doc.to_doc()
+    assert from_records.controller_epoch == c.controller_epoch + 1
+    assert all(from_records.is_fenced(b) for b in (1, 2, 3))
+    # What the records hold is clean: the next save is the header with the new epoch.
+    changes = from_records.take_changes()
+    assert changes.puts == {"header": from_records.to_records()["header"]} and not changes.deletes
+    assert changes.puts["header"]["controller_epoch"] == c.controller_epoch + 1
+
+
+def test_an_isr_change_saves_one_partition_not_the_cluster():
+    """Issue 13: every save packed and wrote the whole document, so one ISR change on a big
+    cluster cost all its partitions. Now it writes the header and the partition it changed."""
+    c = make()
+    epochs = register(c)
+    create(c, num_partitions=1000, replication_factor=2)
+    records = saved({}, c.take_changes())
+    assert sum(key.startswith("partition/") for key in records) == 1000
+    s = states(c)[7]
+    code, items, effects = alter(c, s.leader, epochs[s.leader], item(s, [s.leader]))
+    assert code == ErrorCode.NONE and items[0].error_code == ErrorCode.NONE and effects
+    changes = c.take_changes()
+    assert set(changes.puts) == {"header", "partition/t/7"}
+    assert changes.puts["partition/t/7"]["isr"] == [s.leader]
+    assert doc_from_records(saved(records, changes)) == c.to_doc()
+    assert restore(records).partition_states() == c.partition_states()
+    assert set(c.take_changes().puts) == {"header"}  # nothing changed since
+
+
+def test_a_store_written_before_records_is_rewritten_as_records():
+    c, _ = busy_controller()
+    legacy = {"doc": c.to_doc()}
+    restored = restore(legacy)
+    assert restored.partition_states() == c.partition_states()
+    records = saved(dict(legacy), restored.take_changes())
+    assert "doc" not in records and records == restored.to_records()
+
+
+def test_malformed_records_are_refused():
+    c, _ = busy_controller()
+    records = c.to_records()
+    with pytest.raises(ConfigError, match="malformed"):
+        restore({k: v for k, v in records.items() if k != "partition/t/3"})  # a gap
+    with pytest.raises(ConfigError, match="malformed"):
+        restore({k: v for k, v in records.items() if k != "topic/t"})  # partitions, no topic
+    with pytest.raises(ConfigError, match="malformed"):
+        restore({"header": {"version": 1}})
+
+
+def test_the_tracked_tables_refuse_bulk_writes_they_could_not_report():
+    c = make()
+    with pytest.raises(TypeError):
+        c._partitions.update({})
+    with pytest.raises(TypeError):
+        c._topics.setdefault("t", {})
 
 
 def test_describe_summarises():

@@ -15,6 +15,7 @@ import pytest
 from controller_reassign_support import LR, Cluster
 
 from minikafka.core.controller import ControllerConfig
+from minikafka.core.controller.records import doc_from_records
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import ConfigEntity
 
@@ -24,10 +25,12 @@ from minikafka.wire.messages import ConfigEntity
 @pytest.mark.parametrize("seed", range(20))
 def test_random_walk_invariants(seed):
     """Random moves, cancels, ISR changes, fences and returns; after every step the records
-    and the listing agree with each other and with KIP-455's shapes."""
+    and the listing agree with each other and with KIP-455's shapes, and the changes saved so
+    far (`take_changes`) rebuild the whole document."""
     rng = random.Random(seed)
     k = Cluster(assignments=((1, 2), (2, 3), (3, 4), (4, 1)), seed=seed)
     throttle = [ConfigEntity(entity_type="brokers", entity_name="1", configs={LR: "1000"})]
+    saved: dict = {}  # the metadata store's records, saved after every step (issue 13)
     for _ in range(120):
         action = rng.random()
         live = [b for b in (1, 2, 3, 4) if not k.c.is_fenced(b)]
@@ -66,6 +69,11 @@ def test_random_walk_invariants(seed):
                 assert st.removing_replicas == st.replicas[kept:]  # target first, then leaving
             else:
                 assert st.adding_replicas == st.removing_replicas == []
+        changes = k.c.take_changes()
+        for key in changes.deletes:
+            saved.pop(key, None)
+        saved.update(changes.puts)
+        assert doc_from_records(saved) == k.c.to_doc()  # saved changes add up to the state
         claims = k.c.to_doc()["reassignments"]["throttles"]["claims"]
         if not listing:  # no move left: nothing claims the throttle, and it is gone
             assert claims == []

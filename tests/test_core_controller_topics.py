@@ -315,3 +315,20 @@ def test_partition_caps_have_generous_defaults():
     config = ControllerConfig()
     assert config.max_partitions_per_topic == 50_000
     assert config.max_partitions_per_broker == 8192  # what a broker's LMDB store can open
+
+
+def test_a_creation_builds_one_wire_state_per_partition():
+    """Issue 13: the LeaderAndIsr to each replica and the UpdateMetadata to every broker each
+    built their own PartitionState, N x (replication factor + 1) for N partitions; they share
+    one per partition now (frozen values)."""
+    c = make()
+    register(c)
+    _, effects = c.create_topics(
+        [CreatableTopic(name="t", num_partitions=6, replication_factor=2)], 0
+    )
+    by_tp = {}
+    for effect in effects:
+        for st in getattr(effect, "partitions", ()):
+            by_tp.setdefault((st.topic, st.partition), set()).add(id(st))
+    assert len(by_tp) == 6 and all(len(ids) == 1 for ids in by_tp.values())
+    assert sum(len(e.partitions) for e in lai(effects).values()) == 12

@@ -90,17 +90,26 @@ async def test_init_producer_id_asks_for_a_block_only_when_it_runs_out() -> None
 
 
 class _DocStore:
-    """A controller metadata store holding its last saved document (as MetadataStore does)."""
+    """A controller metadata store holding its saved records (as MetadataStore does)."""
 
     def __init__(self) -> None:
-        self.doc = None
+        self.records: dict = {}
         self.saves = 0
 
-    def load(self):  # noqa: ANN201
-        return self.doc
+    @property
+    def doc(self):  # noqa: ANN201
+        from minikafka.core.controller.records import doc_from_records
 
-    def save(self, doc) -> None:  # noqa: ANN001
-        self.doc, self.saves = doc, self.saves + 1
+        return doc_from_records(self.records) if self.records else None
+
+    def read(self):  # noqa: ANN201
+        return dict(self.records)
+
+    def write(self, puts, deletes=()) -> None:  # noqa: ANN001
+        for key in deletes:
+            self.records.pop(key, None)
+        self.records.update(puts)
+        self.saves += 1
 
 
 def test_the_controller_service_persists_each_block_before_answering_it() -> None:
@@ -121,7 +130,8 @@ def test_the_controller_service_persists_each_block_before_answering_it() -> Non
             rng=random.Random(1),
         )
         kw = dict(controller_id=100, config=ControllerConfig(), rng=random.Random(1))
-        s.state = ControllerState.from_doc(store.doc, **kw) if store.doc else ControllerState(**kw)
+        restored = ControllerState.from_records(store.read(), **kw) if store.records else None
+        s.state = restored or ControllerState(**kw)
         return s
 
     async def allocate(s: ControllerService) -> tuple[int, int, int]:

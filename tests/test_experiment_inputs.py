@@ -46,7 +46,7 @@ def test_claims_samples_and_counters_from_node_logs(tmp_path: Path) -> None:
     ]
     (sample,) = node_logs.replica_samples(tmp_path, "exp", 100.0)
     assert sample == {
-        "node": 1, "time": 1.0, "topic": "exp", "partition": 0, "leader_epoch": 3,
+        "node": 1, "time": 1.0, "until": 1.0, "topic": "exp", "partition": 0, "leader_epoch": 3,
         "is_leader": True, "log_end_offset": 10, "high_watermark": 8, "isr": [1, 2],
     }  # fmt: skip
     # 3 shrinks before the restart, 1 after it; since t=101.5, the 1 and the 1 after the restart.

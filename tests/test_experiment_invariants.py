@@ -161,6 +161,35 @@ def test_slack_skips_samples_within_it():
     assert find_hw_past_isr_leo(samples, slack_s=0.01).count == 0
 
 
+def test_a_member_state_that_held_past_the_bound_is_flagged():
+    # replicas.jsonl writes a follower's row once and then only when it changes: LEO 8 written
+    # at 9.0 and unchanged through 12.0 stands below the HW 10 bound in force from 10.0 on. As a
+    # point sample (no `until`) at 9.0 it precedes the bound and passes.
+    held = {**sample(2, 5, 9.0, leo=8), "until": 12.0}
+    a = find_hw_past_isr_leo(parse_samples([held, LEADER]))
+    assert a.count == 1 and a.examples[0]["time"] == 10.0
+    assert find_hw_past_isr_leo(parse_samples([sample(2, 5, 9.0, leo=8), LEADER])).count == 0
+
+
+def test_a_member_state_that_ended_before_the_bound_passes():
+    # the row changed at 10.5 (LEO 11): its LEO 8 held until the line before, 9.5 < 10.0
+    samples = [{**sample(2, 5, 9.0, leo=8), "until": 9.5}, LEADER, sample(2, 5, 10.5, leo=11)]
+    assert find_hw_past_isr_leo(parse_samples(samples)).count == 0
+
+
+def test_a_bound_that_ended_before_the_state_began_does_not_apply():
+    # the member left the ISR at 11.0 (a leader sample without it); its LEO 8 from 11.5 risks
+    # nothing, however long it holds
+    out = sample(1, 5, 11.0, leo=12, hw=10, leader=True, isr=[1, 3])
+    held = {**sample(2, 5, 11.5, leo=8), "until": 30.0}
+    assert find_hw_past_isr_leo(parse_samples([LEADER, out, held])).count == 0
+
+
+def test_until_before_time_is_refused():
+    with pytest.raises(HistoryError, match="until"):
+        parse_samples([{**sample(2, 5, 9.0, leo=8), "until": 8.0}])
+
+
 @pytest.mark.parametrize(
     ("doc", "field"),
     [

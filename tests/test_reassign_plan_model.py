@@ -112,8 +112,9 @@ def metrics_line(ts: float, rates: dict | None, bytes_in: float = 0.0) -> dict:
 def test_partition_bytes_in_is_the_median_on_each_partitions_leader():
     t0, t1, u0, u1, v0, w0 = T[0], T[1], U[0], U[1], TopicPartition("v", 0), TopicPartition("w", 0)
     lines = {
-        # Broker 1 leads t-0 and t-1. t-1 is missing from one line (not yet hosted then) and one
-        # value is not a number: the median is over the lines that name it.
+        # Broker 1 leads t-0 and t-1. The gauge names only partitions with bytes in their window
+        # (issue 13): t-1 missing from a line was at 0 then. A value that is not a number counts
+        # for nothing: t-1's median is over 0, 0 and 50.
         1: [
             metrics_line(1.0, {"t-0": 100.0, "t-1": 0.0}),
             metrics_line(2.0, {"t-0": 300.0, "t-1": "x"}),
@@ -122,11 +123,15 @@ def test_partition_bytes_in_is_the_median_on_each_partitions_leader():
             metrics_line(5.0, None),  # a line without the gauge counts for none
         ],
         # Broker 2 follows t-0 (its figure there is replication, not produce: not read) and leads
-        # u-0; u-1 has no entry anywhere.
+        # u-0 (40 then 0) and u-1 (never named: 0 in both lines).
         2: [metrics_line(1.0, {"t-0": 999.0, "u-0": 40.0}), metrics_line(2.0, {"t-0": 999.0})],
+        4: [metrics_line(1.0, None)],  # lines, none with the gauge
     }
-    leaders = {t0: 1, t1: 1, u0: 2, u1: 2, v0: 3, w0: -1}  # broker 3 has no lines; w-0 no leader
-    assert plan_input.partition_bytes_in(lines, leaders) == {t0: 225.0, t1: 25.0, u0: 40.0}
+    # broker 3 has no lines, broker 4 no gauge; w-0 no leader: left out, for the split
+    leaders = {t0: 1, t1: 1, u0: 2, u1: 2, v0: 3, TopicPartition("v", 1): 4, w0: -1}
+    assert plan_input.partition_bytes_in(lines, leaders) == {
+        t0: 225.0, t1: 0.0, u0: 20.0, u1: 0.0
+    }  # fmt: skip
     assert plan_input.partition_bytes_in({}, leaders) == {}
 
 

@@ -338,13 +338,15 @@ def controller_service(network: MemoryNetwork) -> ControllerService:
 
 class _MemoryStore:
     def __init__(self) -> None:
-        self.doc: dict | None = None
+        self.records: dict = {}
 
-    def load(self) -> dict | None:
-        return self.doc
+    def read(self) -> dict:
+        return dict(self.records)
 
-    def save(self, doc: dict) -> None:
-        self.doc = doc
+    def write(self, puts: dict, deletes: tuple = ()) -> None:
+        for key in deletes:
+            self.records.pop(key, None)
+        self.records.update(puts)
 
 
 async def test_a_forged_registration_is_refused_and_the_real_broker_not_fenced(autojump_clock):

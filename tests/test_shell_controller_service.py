@@ -8,6 +8,7 @@ import pytest
 import trio
 
 from minikafka.core.controller import ControllerConfig, ControllerState
+from minikafka.core.controller.records import doc_from_records
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
@@ -21,10 +22,10 @@ class CountingStore:
     def __init__(self) -> None:
         self.saves = 0
 
-    def load(self) -> None:
-        return None
+    def read(self) -> dict:
+        return {}
 
-    def save(self, doc: object) -> None:
+    def write(self, puts: object, deletes: object = ()) -> None:
         self.saves += 1
 
 
@@ -66,26 +67,32 @@ def test_create_topics_validate_only_answers_as_if_created_and_creates_nothing()
 
 
 class FailingStore:
-    """Holds the saved document; `fail` makes the next saves raise as a full disk would."""
+    """Holds the saved records; `fail` makes the next saves raise as a full disk would."""
 
     def __init__(self) -> None:
-        self.doc: dict | None = None
+        self.records: dict = {}
         self.fail = False
 
-    def load(self) -> dict | None:
-        return self.doc
+    @property
+    def doc(self) -> dict | None:
+        return doc_from_records(self.records) if self.records else None
 
-    def save(self, doc: dict) -> None:
+    def read(self) -> dict:
+        return dict(self.records)
+
+    def write(self, puts: dict, deletes: tuple = ()) -> None:
         if self.fail:
             raise StorageError("LMDB: [Errno 28] No space left on device")
-        self.doc = doc
+        for key in deletes:
+            self.records.pop(key, None)
+        self.records.update(puts)
 
 
 def test_a_failed_controller_save_leaves_memory_and_disk_agreeing():
     store = FailingStore()
     service = service_with_brokers(store)  # type: ignore[arg-type]
     assert service.state is not None
-    store.save(service.state.to_doc())  # as `run` does at start
+    store.write(service.state.take_changes().puts)  # as `run` does at start
     epoch = service.state.controller_epoch
     store.fail = True
     req = CreateTopicsRequest(
@@ -193,3 +200,89 @@ def test_an_overflowing_broker_channel_replaces_its_backlog_with_the_full_state(
     }
     assert lai.broker_epoch == state.broker_epoch(1)
     assert service.events.counts["controller_channel_overflow"] == 2
+
+
+def test_requests_too_big_for_a_frame_are_cut_into_several():
+    """Issue 13: a creation of 20,000 partitions makes a 2.4 MB UpdateMetadata; under a lower
+    socket.max.frame.bytes the broker would refuse the frame and the controller resend it
+    forever. LeaderAndIsr and UpdateMetadata go in runs that fit; the configs ride once."""
+    from minikafka.server.config import FRAME_HEADROOM_BYTES
+    from minikafka.wire.codec import RequestHeader, encode_request
+    from minikafka.wire.messages import API_KEY_OF, LeaderAndIsrRequest, UpdateMetadataRequest
+
+    cap = FRAME_HEADROOM_BYTES + 8192
+    service = service_with_brokers(CountingStore())
+    service.config = NodeConfig(node_id=100, roles=("controller",), socket_max_frame_bytes=cap)
+    state = service.state
+    assert state is not None
+    topic = CreatableTopic(
+        name="big",
+        num_partitions=300,
+        replication_factor=2,
+        configs={"leader.replication.throttled.replicas": "0:1"},
+    )
+    _, effects = state.create_topics([topic], 0)
+    sent: dict[int, list[object]] = {1: [], 2: []}
+
+    class Channel:
+        def __init__(self, broker_id: int) -> None:
+            self.send = sent[broker_id].append
+
+    service._channel = Channel  # type: ignore[method-assign, assignment]
+    for effect in effects:
+        service._execute(effect)
+    for requests in sent.values():
+        lai = [r for r in requests if isinstance(r, LeaderAndIsrRequest)]
+        um = [r for r in requests if isinstance(r, UpdateMetadataRequest)]
+        assert len(lai) > 1 and len(um) > 1
+        assert sum(len(r.partitions) for r in lai) == 300  # both brokers host every partition
+        assert [p.partition for r in um for p in r.partitions] == list(range(300))
+        assert [r.configs_version for r in um] == [1] + [-1] * (len(um) - 1)  # pushed first
+    full = service.full_state_requests(1)  # everything, the configs with the first run only
+    um = [r for r in full if isinstance(r, UpdateMetadataRequest)]
+    assert [r.configs_version for r in um] == [1] + [-1] * (len(um) - 1) and len(um) > 1
+    assert [len(r.configs) > 0 for r in um] == [True] + [False] * (len(um) - 1)
+    for r in [*sent[1], *sent[2], *full]:
+        header = RequestHeader(
+            api_key=API_KEY_OF[type(r)], api_version=0, correlation_id=1, client_id="c"
+        )
+        assert len(encode_request(header, r)) <= cap - FRAME_HEADROOM_BYTES
+
+
+async def test_a_restarted_controller_resumes_from_its_records_on_disk(autojump_clock, tmp_path):
+    """Issue 13 end to end, on a real store: a store written before records (the whole
+    document under `doc`) is read and rewritten as records by the first start, and each start
+    restores the same partitions with a new controller epoch."""
+    from minikafka.storage import MetadataStore, StoreConfig
+    from minikafka.testing.memory_node import run_sync_inline
+
+    store_config = StoreConfig(map_size_bytes=1 << 30, sync=False)
+    old = service_with_brokers(CountingStore()).state
+    assert old is not None
+    old.create_topics([CreatableTopic(name="t", num_partitions=3, replication_factor=2)], 0)
+    with MetadataStore(tmp_path, store_config) as store:
+        store.write({"doc": old.to_doc()})
+
+    async def hold(*_args: object, **_kwargs: object) -> None:
+        await trio.sleep_forever()  # no broker is reached: nothing may need one here
+
+    for start in (1, 2):
+        with MetadataStore(tmp_path, store_config) as store:
+            service = ControllerService(
+                config=NodeConfig(node_id=100, roles=("controller",)),
+                store=store,
+                events=EventLog(None, node_id=100),
+                rng=random.Random(1),
+                hold=hold,
+                run_sync=run_sync_inline,
+            )
+            async with trio.open_nursery() as nursery:
+                await nursery.start(service.run)
+                state = service.state
+                assert state is not None
+                assert state.partition_states() == old.partition_states()
+                assert state.controller_epoch == old.controller_epoch + start
+                records = store.read()
+                assert "doc" not in records and "partition/t/2" in records
+                assert records["header"]["controller_epoch"] == state.controller_epoch
+                nursery.cancel_scope.cancel()

@@ -16,6 +16,7 @@ from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.metrics import Metrics, run_metrics_log
 from minikafka.server.produce import handle_produce
+from minikafka.server.replica_index import PartitionChanges
 from minikafka.server.replica_state_log import run_replica_state_log
 from minikafka.storage import StorageError
 from minikafka.testing.memory_node import MemoryBroker, partition_state
@@ -57,7 +58,9 @@ async def test_the_replica_state_log_goes_on_when_its_file_cannot_be_written(
     metrics = Metrics()
     path = full(tmp_path, "replicas.jsonl")
     with trio.move_on_after(3.5):
-        await run_replica_state_log({}, path, node_id=1, interval_ms=1000, metrics=metrics)
+        await run_replica_state_log(
+            {}, path, node_id=1, interval_ms=1000, changes=PartitionChanges(), metrics=metrics
+        )
     assert metrics.counters["log_write_errors_replicas"] == 3
 
 

@@ -346,6 +346,30 @@ async def test_a_leader_and_isr_the_store_cannot_hold_gets_per_partition_errors(
         assert (await produce(broker, records(1))).partitions[0].error_code == ErrorCode.NONE
 
 
+async def test_leader_and_isr_creates_its_new_partitions_in_one_store_call(
+    autojump_clock, tmp_path
+):
+    """Issue 13: one create (one transaction, one sync) per new partition made a big topic's
+    creation grow with its partition count; a LeaderAndIsr now creates them in one call."""
+    broker = MemoryBroker(config(1), tmp_path / "b1")
+    calls: list[list[TopicPartition]] = []
+    create_partitions = broker.store.create_partitions
+
+    def counted(tps):
+        calls.append(list(tps))
+        return create_partitions(tps)
+
+    broker.store.create_partitions = counted  # type: ignore[method-assign]
+    states = [partition_state("t", p, leader=1, isr=[1], replicas=[1]) for p in range(50)]
+    async with broker.running():
+        errors = await broker.apply(states)
+        assert {e.error_code for e in errors} == {ErrorCode.NONE}
+        assert calls == [[TopicPartition("t", p) for p in range(50)]]
+        await broker.apply(states)  # a resend creates nothing
+        assert len(calls) == 1
+        assert broker.partition("t", 49).log_end_offset == 0
+
+
 async def test_a_follower_whose_append_fails_goes_offline_and_its_fetcher_goes_on(
     autojump_clock, tmp_path
 ):

@@ -80,6 +80,28 @@ def test_new_partition_is_empty_and_create_is_idempotent(store: LogStore) -> Non
     assert store.list_partitions() == [TP, TP1]
 
 
+def test_create_partitions_creates_many_in_one_call_up_to_the_cap(tmp_path: Path) -> None:
+    """Issue 13: a LeaderAndIsr's new partitions are created in one transaction; those over the
+    store's cap get their StorageError and the others are created (and survive a reopen)."""
+    tps = [TopicPartition("big", p) for p in range(5)]
+    config = StoreConfig(map_size_bytes=1 << 30, max_partitions=4)
+    with LogStore(tmp_path / "node", config) as s:
+        s.create_partition(tps[0])
+        s.append([AppendWrite(tp=tps[0], batches=chain([3]))])
+        out = s.create_partitions([*tps, tps[1]])  # a repeat is created once
+        assert list(out) == tps
+        assert out[tps[0]].log_end_offset == 3  # loaded unchanged, not reset
+        assert [out[tp].log_end_offset for tp in tps[1:4]] == [0, 0, 0]
+        fields = ("log_start_offset", "log_end_offset", "high_watermark", "epochs")
+        for tp in tps[1:4]:  # a new log is not read back: it is what reading it would give
+            loaded = s.load_partition(tp)
+            assert [getattr(out[tp], f) for f in fields] == [getattr(loaded, f) for f in fields]
+        assert isinstance(out[tps[4]], StorageError)
+        assert "max.broker.partitions" in str(out[tps[4]])
+    with LogStore(tmp_path / "node", config) as s:
+        assert s.list_partitions() == tps[:4]
+
+
 def test_append_read_round_trip(store: LogStore) -> None:
     batches = chain([3, 1, 5])
     store.append([AppendWrite(tp=TP, batches=batches[:2]), AppendWrite(tp=TP, batches=batches[2:])])
@@ -484,17 +506,18 @@ def test_metadata_store_round_trip_and_shared_env(tmp_path: Path) -> None:
     path = tmp_path / "node"
     doc = {"controller_epoch": 3, "brokers": {1: {"host": "127.0.0.1", "port": 9092}}, "b": b"\x00"}
     with LogStore(path, SMALL) as logs, MetadataStore(path, SMALL) as meta:
-        assert meta.load() is None
-        meta.save(doc)
+        assert meta.read() == {}
+        meta.write({"header": doc, "partition/t/0": {"leader": 1}})
         logs.create_partition(TP)  # the same environment serves both
-        assert meta.load() == doc
+        assert meta.read() == {"header": doc, "partition/t/0": {"leader": 1}}
         with pytest.raises(StorageError, match="already open"):
             MetadataStore(path, StoreConfig(map_size_bytes=1 << 30, sync=False))
         with pytest.raises(StorageError, match="not serialisable"):
-            meta.save({"x": object()})
+            meta.write({"x": object()}, deletes=["header"])
+        assert set(meta.read()) == {"header", "partition/t/0"}  # nothing of it was written
     with MetadataStore(path, SMALL) as meta:
-        assert meta.load() == doc  # an int key survives (strict_map_key=False)
-        meta.save({"controller_epoch": 4})
-        assert meta.load() == {"controller_epoch": 4}
+        assert meta.read()["header"] == doc  # an int key survives (strict_map_key=False)
+        meta.write({"header": {"controller_epoch": 4}}, deletes=["partition/t/0", "absent"])
+        assert meta.read() == {"header": {"controller_epoch": 4}}
     with LogStore(path, SMALL) as logs:
         assert logs.list_partitions() == [TP]  # the metadata db is not mistaken for a log

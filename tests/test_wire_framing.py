@@ -7,7 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minikafka.errors import LocalProtocolError, RemoteProtocolError
-from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, frame, frame_header
+from minikafka.wire.framing import (
+    DEFAULT_MAX_FRAME_BYTES,
+    JOIN_BELOW_BYTES,
+    FrameDecoder,
+    frame,
+    frame_header,
+    frame_parts,
+)
 
 
 def drain(decoder: FrameDecoder) -> list[bytes]:
@@ -234,3 +241,17 @@ def test_broken_after_eof_error():
 def test_invalid_cap_rejected():
     with pytest.raises(ValueError):
         FrameDecoder(max_frame_bytes=0)
+
+
+def test_frame_parts_join_small_payloads_and_leave_large_ones_uncopied():
+    small = b"x" * (JOIN_BELOW_BYTES - 1)
+    assert frame_parts(small) == [frame(small)]  # one write
+    large = b"y" * JOIN_BELOW_BYTES
+    header, body = frame_parts(large)
+    assert header == frame_header(len(large)) and body is large  # the payload object itself
+    decoder = FrameDecoder()
+    for part in (header, body):
+        decoder.receive_data(part)
+    assert decoder.next_frame() == large
+    with pytest.raises(LocalProtocolError):
+        frame_parts(b"z" * 100, max_frame_bytes=10)

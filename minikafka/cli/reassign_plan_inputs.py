@@ -38,7 +38,7 @@ SPLIT_NO_FILES = (
 )
 SPLIT_NO_ENTRY = (
     f"{plan_input.INBOUND_RULE} (moving or not; the last {BYTES_IN_WINDOW_S:g} s of the "
-    f"leader's metrics.jsonl give no {plan_input.PARTITION_BYTES_IN} for the partition)"
+    f"leader's metrics.jsonl carry no {plan_input.PARTITION_BYTES_IN})"
 )
 SHOWN_PARTITIONS = 8  # measured rates listed one by one up to this many, summarised beyond
 QUOTA_CONFIGS = {
@@ -247,7 +247,8 @@ def inputs_from(
     """The plan's inputs from what `gather` read (pure). `metrics_lines`: each broker's
     metrics.jsonl lines of the last BYTES_IN_WINDOW_S seconds (None: the cluster's files are not
     at hand), whose PartitionBytesInRate gives each partition's inbound rate on its leader
-    (plan_input.inbound); partitions it does not name take the split of BytesInPerSec."""
+    (plan_input.inbound; one it does not name was at 0 B/s); a leader without the gauge in
+    its lines gives its partitions the split of BytesInPerSec."""
     planned = moves.move_map(view.assignment, proposed, view.ongoing)
     names = {**QUOTA_CONFIGS, **FETCH_CONFIGS}
     ours = {k: v for k, v in node_configs.items() if k in names}

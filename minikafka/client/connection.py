@@ -32,7 +32,7 @@ from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, ProtocolErr
 from minikafka.server.clock import now_ms, wait_out
 from minikafka.wire.codec import RequestHeader, encode_request
 from minikafka.wire.correlation import Correlator
-from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, frame_header
+from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, frame_parts
 from minikafka.wire.messages import API_KEY_OF
 
 RECV_CHUNK = 1 << 20
@@ -106,7 +106,8 @@ class Connection:
             payload = encode_request(header, body)
         async with self._send_lock:
             try:
-                await self._stream.send_all(frame_header(len(payload)) + payload)
+                for part in frame_parts(payload):
+                    await self._stream.send_all(part)
             except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
                 self._fail_all(exc)
                 self._raise_if_broken()

@@ -144,8 +144,15 @@ class ConfigSnapshot:
         self, entity_type: str, entity_name: str, configs: Mapping[str, str], *, version: int
     ) -> ConfigSnapshot:
         """A new snapshot with one entity's configs replaced (removed when `configs` is empty)."""
-        entities = {k: v for k, v in self.entities.items() if k != (entity_type, entity_name)}
-        entities[(entity_type, entity_name)] = dict(configs)
+        return self.with_entities({(entity_type, entity_name): configs}, version=version)
+
+    def with_entities(
+        self, changes: Mapping[tuple[str, str], Mapping[str, str]], *, version: int
+    ) -> ConfigSnapshot:
+        """A new snapshot with several entities' configs replaced, built once: a request
+        changing K entities costs K + the snapshot, not K x the snapshot."""
+        entities = dict(self.entities)
+        entities.update(changes)
         return ConfigSnapshot(version=version, entities=entities)
 
     # -- persistence and wire

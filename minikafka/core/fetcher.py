@@ -8,7 +8,8 @@ Rules:
   so a fixed order would starve the partitions at the end. Two remedies, by
   `replica.fetch.partition.order`:
   - `random` (the default, KIP-73's text): each request lists the ready partitions in a fresh
-    random order from the node's seeded RNG;
+    random order from the node's seeded RNG (with a fetch session, each full request; the
+    leader then orders the partitions with news the same way, server/fetch_sessions.py);
   - `rotate` (what Kafka's code does): partitions keep an order, as in AbstractFetcherThread's
     `PartitionStates` linked map; new ones join at the end, and a partition moves to the end
     when a response returned data for it, when its first response arrives (lag unknown until
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from minikafka.core.types import UNDEFINED_EPOCH, TopicPartition
 from minikafka.wire.messages import FetchPartition, FetchRequest
@@ -71,13 +72,73 @@ class FetchPlanner:
         self._rng = rng
         # Insertion-ordered: with `rotate`, this order is the request order (PartitionStates).
         self.partitions: dict[TopicPartition, FollowerFetchState] = {}
+        # Each partition's request entry, built again only when its fetch state moves: an idle
+        # fetcher of thousands of partitions reuses them (and a fetch session compares them by
+        # identity first, core/fetch_session_handler.py).
+        self._entries: dict[TopicPartition, FetchPartition] = {}
+        # For fetch sessions (`take_changed`): the partitions whose entry or readiness may have
+        # changed since last asked, and those delayed, which become ready with time alone.
+        self._changed: set[TopicPartition] = set()
+        self._delayed: set[TopicPartition] = set()
 
     def add(self, tp: TopicPartition, state: FollowerFetchState) -> None:
         self.partitions[tp] = state
+        self._entries.pop(tp, None)
+        self._changed.add(tp)
+        if state.delayed_until_ms:
+            self._delayed.add(tp)
 
     def remove(self, tps: Iterable[TopicPartition]) -> None:
         for tp in tps:
             self.partitions.pop(tp, None)
+            self._entries.pop(tp, None)
+            self._changed.add(tp)
+
+    def take_changed(self, now_ms: int) -> set[TopicPartition]:
+        """The partitions whose request entry or readiness may differ from when this was last
+        called (added, removed, advanced, delayed, or whose delay ran out by `now_ms`)."""
+        changed, self._changed = self._changed, set()
+        for tp in list(self._delayed):
+            st = self.partitions.get(tp)
+            if st is None or st.delayed_until_ms <= now_ms:
+                self._delayed.discard(tp)
+                changed.add(tp)
+        return changed
+
+    def entry(
+        self,
+        tp: TopicPartition,
+        now_ms: int,
+        *,
+        exclude: frozenset[TopicPartition] = frozenset(),
+        limits: Mapping[TopicPartition, int] | None = None,
+    ) -> FetchPartition | None:
+        """`tp`'s request entry as `build_request` would list it, or None if it would not."""
+        st = self.partitions.get(tp)
+        if st is None or st.delayed_until_ms > now_ms or tp in exclude:
+            return None
+        return self._entry(tp, st, limits)
+
+    def _entry(
+        self,
+        tp: TopicPartition,
+        st: FollowerFetchState,
+        limits: Mapping[TopicPartition, int] | None,
+    ) -> FetchPartition:
+        s = self.settings
+        entry = self._entries.get(tp)
+        if entry is None:
+            entry = self._entries[tp] = FetchPartition(
+                topic=tp.topic,
+                partition=tp.partition,
+                fetch_offset=st.fetch_offset,
+                partition_max_bytes=s.partition_max_bytes,
+                current_leader_epoch=st.current_leader_epoch,
+                last_fetched_epoch=st.last_fetched_epoch,
+            )
+        if limits and limits.get(tp, s.partition_max_bytes) < s.partition_max_bytes:
+            entry = replace(entry, partition_max_bytes=limits[tp])
+        return entry
 
     def ready(self, now_ms: int) -> list[TopicPartition]:
         return [tp for tp, st in self.partitions.items() if st.delayed_until_ms <= now_ms]
@@ -100,23 +161,7 @@ class FetchPlanner:
         s = self.settings
         if s.partition_order == RANDOM:
             self._rng.shuffle(chosen)
-        parts = []
-        for tp in chosen:
-            st = self.partitions[tp]
-            parts.append(
-                FetchPartition(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    fetch_offset=st.fetch_offset,
-                    partition_max_bytes=min(
-                        s.partition_max_bytes, limits.get(tp, s.partition_max_bytes)
-                    )
-                    if limits
-                    else s.partition_max_bytes,
-                    current_leader_epoch=st.current_leader_epoch,
-                    last_fetched_epoch=st.last_fetched_epoch,
-                )
-            )
+        parts = [self._entry(tp, self.partitions[tp], limits) for tp in chosen]
         return FetchRequest(
             replica_id=s.replica_id,
             max_wait_ms=s.max_wait_ms,
@@ -147,6 +192,8 @@ class FetchPlanner:
         if st is not None:
             st.fetch_offset = fetch_offset
             st.last_fetched_epoch = last_fetched_epoch
+            self._entries.pop(tp, None)
+            self._changed.add(tp)
             if returned_data:
                 self._move_to_end(tp)
 
@@ -167,6 +214,8 @@ class FetchPlanner:
             if st.delayed_until_ms <= now_ms:  # delayPartitions moves only the not yet delayed
                 self._move_to_end(tp)
             st.delayed_until_ms = now_ms + self.settings.backoff_ms
+            self._changed.add(tp)
+            self._delayed.add(tp)
 
     def total_lag(self) -> int:
         """The sum of the known lags (leader HW minus our fetch offset, as of each partition's

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from minikafka.core.records import BatchView
 from minikafka.core.types import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochEntry
 from minikafka.errors import ErrorCode
 
@@ -31,6 +32,7 @@ __all__ = [
     "assign_epoch",
     "check_follower_fetch",
     "end_offset_for_epoch",
+    "epochs_after_batches",
     "follower_high_watermark",
     "follower_truncation_offset",
     "latest_epoch",
@@ -235,6 +237,18 @@ def follower_truncation_offset(
         else:
             offset = min(f_end, diverging_end_offset)
     return max(0, min(offset, local_log_end_offset))
+
+
+def epochs_after_batches(
+    epochs: Sequence[EpochEntry], batches: Sequence[BatchView]
+) -> list[EpochEntry]:
+    """The epoch cache once fetched `batches` are appended: a batch of a newer leader epoch starts
+    that epoch at its base offset (UnifiedLog.appendAsFollower, maybeAssignEpochStartOffset)."""
+    out = list(epochs)
+    for b in batches:
+        if b.leader_epoch > latest_epoch(out):
+            out = assign_epoch(out, b.leader_epoch, b.base_offset)
+    return out
 
 
 def follower_high_watermark(leader_hw: int, local_leo: int) -> int:

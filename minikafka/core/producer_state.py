@@ -45,6 +45,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from minikafka.core.records import BatchView
 from minikafka.errors import ErrorCode
 
 MAX_SEQUENCE = 2**31 - 1  # Integer.MAX_VALUE: sequences wrap to 0 after it
@@ -185,6 +186,17 @@ class ProducerBatch:
     base_sequence: int
     base_offset: int
     count: int
+
+    @classmethod
+    def of(cls, batch: BatchView) -> ProducerBatch:
+        """The producer fields of a stored batch (core/records.py)."""
+        return cls(
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            base_offset=batch.base_offset,
+            count=batch.count,
+        )
 
     def metadata(self) -> BatchMetadata:
         return BatchMetadata(

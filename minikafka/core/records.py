@@ -170,28 +170,33 @@ def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
 
 def check_payload(batch: BatchView) -> None:
     """CorruptRecordError unless the payload is exactly `count` records of
-    [timestamp_ms (int), key (bytes or None), value (bytes)], as `decode_records` reads them."""
+    [timestamp_ms (int), key (bytes or None), value (bytes)], as `decode_records` reads them.
+
+    Decoded as tuples (msgpack's use_list=False: arrays are tuples, about half the decoding
+    cost of lists) and checked with exact types, bool counting as an int as isinstance would:
+    msgpack yields no other subclass. This runs on every produced batch on the leader."""
     try:
-        items = msgpack.unpackb(batch.raw[HEADER_SIZE:], raw=False)
+        items = msgpack.unpackb(batch.raw[HEADER_SIZE:], raw=False, use_list=False)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise CorruptRecordError(f"batch payload is not msgpack ({exc})") from exc
-    if not isinstance(items, list):
+    if type(items) is not tuple:
         raise CorruptRecordError("batch payload is not a list of records")
     if len(items) != batch.count:
         raise CorruptRecordError(
             f"batch header says {batch.count} records, its payload holds {len(items)}"
         )
     for i, item in enumerate(items):
-        if not (
-            isinstance(item, list)
-            and len(item) == 3
-            and isinstance(item[0], int)
-            and (item[1] is None or isinstance(item[1], bytes))
-            and isinstance(item[2], bytes)
-        ):
-            raise CorruptRecordError(
-                f"record {i} of the batch: expected [timestamp_ms, key or None, value bytes]"
-            )
+        if type(item) is tuple and len(item) == 3:
+            ts, key, value = item
+            if (
+                (type(ts) is int or type(ts) is bool)
+                and (key is None or type(key) is bytes)
+                and type(value) is bytes
+            ):
+                continue
+        raise CorruptRecordError(
+            f"record {i} of the batch: expected [timestamp_ms, key or None, value bytes]"
+        )
 
 
 def decode_records(batch: BatchView) -> list[Record]:

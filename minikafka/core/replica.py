@@ -32,16 +32,20 @@ proposes a shrink once a follower of the ISR has been out of sync for longer tha
 ``replica.lag.time.max.ms`` (``next_deadline_ms`` says when). One proposal at a time, in flight
 until ``on_alter_partition_result``.
 
+``on_change`` is called whenever what the shell reports (role, epoch, LEO, HW, ISR, a follower's
+lag) may have changed, and not for calls that change none (an idle fetch: nearly all of them),
+so the broker's periodic tasks visit only the partitions that moved (issue 13).
+
 Time comes in as ``now_ms``; nothing here reads a clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
-from minikafka.core.election import NO_LEADER
 from minikafka.core.log import (
     assign_epoch,
+    epochs_after_batches,
     follower_high_watermark,
     follower_truncation_offset,
     latest_epoch,
@@ -58,8 +62,9 @@ from minikafka.core.replica_effects import (
     StartFetching,
     StopFetching,
     WakeWaiters,
+    adoption_events,
 )
-from minikafka.core.types import UNDEFINED_EPOCH, EpochEntry, TopicPartition
+from minikafka.core.types import NO_LEADER, UNDEFINED_EPOCH, EpochEntry, TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import PartitionState
 
@@ -80,8 +85,10 @@ class LocalReplica:
         high_watermark: int,
         epochs: Sequence[EpochEntry],
         producers: ProducerStateManager,
+        on_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.tp = tp
+        self._on_change = on_change  # the change notice (module docstring)
         self.local_id = local_id
         self.lag_max_ms = lag_max_ms  # replica.lag.time.max.ms
         self._log_start_offset = log_start_offset
@@ -155,6 +162,7 @@ class LocalReplica:
         if self._leader is not None and self._leader.leader_epoch != st.leader_epoch:
             self._step_down()
             effects.append(WakeWaiters())
+            self._on_change()
         return effects
 
     def become_leader(self, st: PartitionState, now_ms: int) -> list[Effect]:
@@ -166,6 +174,7 @@ class LocalReplica:
             self._state = st
             return self._adopt(st, now_ms)
         self._state = st
+        self._on_change()
         self._next_offset = self._leo
         epochs = assign_epoch(self._epochs, st.leader_epoch, self._leo)
         self._leader = PartitionLeaderState(
@@ -206,6 +215,7 @@ class LocalReplica:
         )
         self._state = st
         self._step_down()
+        self._on_change()
         return [StopFetching(), WakeWaiters()] if restart else [WakeWaiters()]
 
     def become_follower(self) -> list[Effect]:
@@ -243,6 +253,7 @@ class LocalReplica:
 
     def _adopt(self, st: PartitionState, now_ms: int) -> list[Effect]:
         assert self._leader is not None
+        self._on_change()
         old_isr = sorted(self._leader.isr)
         old_replicas = list(self._leader.replicas)
         self._leader.apply_controller_state(
@@ -253,44 +264,27 @@ class LocalReplica:
         )
         if self._leader.partition_epoch == st.partition_epoch:
             self._state = st  # adopted: adding_replicas (KIP-542) and the rest are current
-        effects: list[Effect] = []
-        if list(self._leader.replicas) != old_replicas:
-            effects.append(
-                ReplicaEvent(
-                    name="replicas_updated_by_controller",
-                    fields={
-                        "old_replicas": old_replicas,
-                        "replicas": list(st.replicas),
-                        "adding_replicas": list(st.adding_replicas),
-                        "removing_replicas": list(st.removing_replicas),
-                        "partition_epoch": st.partition_epoch,
-                    },
-                )
-            )
-        if sorted(self._leader.isr) != old_isr:
-            effects.append(
-                ReplicaEvent(
-                    name="isr_updated_by_controller",
-                    fields={
-                        "old_isr": old_isr,
-                        "isr": sorted(st.isr),
-                        "partition_epoch": st.partition_epoch,
-                    },
-                )
-            )
-        effects.append(WakeWaiters())
-        return effects
+        changed = adoption_events(
+            st,
+            old_replicas=old_replicas,
+            replicas=list(self._leader.replicas),
+            old_isr=old_isr,
+            isr=sorted(self._leader.isr),
+        )
+        return [*changed, WakeWaiters()]
 
     def stop(self) -> list[Effect]:
         """StopReplica, or a LeaderAndIsr that leaves this broker out: serve and fetch no more."""
         self._step_down()
         self._state = None
+        self._on_change()
         return [StopFetching(), WakeWaiters()]
 
     def go_offline(self) -> list[Effect]:
         """Its log failed (Kafka's HostedPartition.Offline): served no more, for good."""
         self._offline = True
         self._step_down()
+        self._on_change()
         return [StopFetching(), WakeWaiters()]
 
     def _step_down(self) -> None:
@@ -328,6 +322,7 @@ class LocalReplica:
             self._epochs = tuple(epochs)
         if end_offset is None:
             return []
+        self._on_change()
         self._leo = max(self._leo, end_offset)
         self._next_offset = max(self._next_offset, self._leo)
         if self._leader is not None:
@@ -356,8 +351,12 @@ class LocalReplica:
         the HW may advance, and the follower may be proposed back into the ISR."""
         assert self._leader is not None
         effects: list[Effect] = []
+        lag = self._leader.replica_lag(replica_id)
         if self._leader.on_follower_fetch(replica_id, fetch_offset, now_ms):
             effects.append(WakeWaiters())
+            self._on_change()  # the HW advanced
+        elif self._leader.replica_lag(replica_id) != lag:
+            self._on_change()
         return effects + self._propose(self._leader.expand_proposal(), "expand")
 
     def next_deadline_ms(self) -> int | None:
@@ -377,6 +376,7 @@ class LocalReplica:
         if proposal is None or self._leader is None:
             return []
         self._leader.propose_isr(proposal)
+        self._on_change()
         return [
             ReplicaEvent(
                 name="isr_change_proposed",
@@ -400,6 +400,7 @@ class LocalReplica:
         leader = self._leader
         if leader is None or leader.leader_epoch != leader_epoch:
             return []
+        self._on_change()
         if not accepted:
             advanced = leader.on_alter_partition_result(accepted=False)
             refused: list[Effect] = [
@@ -428,14 +429,17 @@ class LocalReplica:
         """The proposal never left this broker (the shell's queue was full): forget it."""
         if self._leader is None or self._leader.pending_isr is None:
             return []
+        self._on_change()
         return [WakeWaiters()] if self._leader.on_alter_partition_result(accepted=False) else []
 
     # ------------------------------------------------------------------------ follower
 
     def on_leader_high_watermark(self, leader_hw: int) -> None:
         """A fetch answer carried the leader's HW: ours follows it, capped by what we have."""
-        if self._leader is None:
-            self._hw = max(self._hw, follower_high_watermark(leader_hw, self._leo))
+        hw = max(self._hw, follower_high_watermark(leader_hw, self._leo))
+        if self._leader is None and hw != self._hw:
+            self._hw = hw
+            self._on_change()
 
     def stage_fetched(
         self, batches: Sequence[BatchView], leader_high_watermark: int
@@ -444,20 +448,10 @@ class LocalReplica:
         adopted at the commit, so a failed append is retried with it) and the HW to store with
         them (the leader's, capped by their end). The producers' state follows the log without
         checks (Kafka's replication-origin ProducerAppendInfo; `on_append_failed` undoes it)."""
-        epochs = list(self._epochs)
+        epochs = epochs_after_batches(self._epochs, batches)
         for b in batches:
-            if b.leader_epoch > latest_epoch(epochs):
-                epochs = assign_epoch(epochs, b.leader_epoch, b.base_offset)
             if b.producer_id >= 0:
-                self.producers.apply(
-                    ProducerBatch(
-                        producer_id=b.producer_id,
-                        producer_epoch=b.producer_epoch,
-                        base_sequence=b.base_sequence,
-                        base_offset=b.base_offset,
-                        count=b.count,
-                    )
-                )
+                self.producers.apply(ProducerBatch.of(b))
         end = batches[-1].next_offset if batches else self._leo
         changed = tuple(epochs) != self._epochs
         return (epochs if changed else None), follower_high_watermark(leader_high_watermark, end)
@@ -485,6 +479,7 @@ class LocalReplica:
         """The log was truncated to `new_log_end_offset`: the producers' state is rolled back
         in memory, or replaced by `reloaded` when it cannot go back that far
         (ProducerStateManager.truncateAndReload); the HW never exceeds the LEO."""
+        self._on_change()
         self._epochs = tuple(epochs)
         self._leo = self._next_offset = new_log_end_offset
         if reloaded is not None:

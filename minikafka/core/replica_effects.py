@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikafka.core.types import EpochEntry
+from minikafka.wire.messages import PartitionState
 
 __all__ = [
     "Effect",
@@ -19,6 +20,7 @@ __all__ = [
     "StartFetching",
     "StopFetching",
     "WakeWaiters",
+    "adoption_events",
 ]
 
 
@@ -70,3 +72,29 @@ class ReplicaEvent:
 
 
 Effect = WakeWaiters | StopFetching | StartFetching | PersistEpochs | ProposeIsr | ReplicaEvent
+
+
+def adoption_events(
+    st: PartitionState,
+    *,
+    old_replicas: list[int],
+    replicas: list[int],
+    old_isr: list[int],
+    isr: list[int],
+) -> list[Effect]:
+    """The events of a leader adopting the controller's state `st` within its epoch: what of
+    the replica set and of the ISR changed (nothing: no event)."""
+    events: list[Effect] = []
+    if replicas != old_replicas:
+        fields = {
+            "old_replicas": old_replicas,
+            "replicas": list(st.replicas),
+            "adding_replicas": list(st.adding_replicas),
+            "removing_replicas": list(st.removing_replicas),
+            "partition_epoch": st.partition_epoch,
+        }
+        events.append(ReplicaEvent(name="replicas_updated_by_controller", fields=fields))
+    if isr != old_isr:
+        fields = {"old_isr": old_isr, "isr": sorted(st.isr), "partition_epoch": st.partition_epoch}
+        events.append(ReplicaEvent(name="isr_updated_by_controller", fields=fields))
+    return events

@@ -183,6 +183,9 @@ def _partition_order(seed: int, duration: float | None) -> list[ExperimentSpec]:
             name=f"partition-order-{order}", seed=seed, duration_s=d, partitions=24,
             faults=(wipe,), catch_up_broker=3, throttle_bytes_per_s=t,
             node_configs={
+                # The order of full fetches, as KIP-73 and Kafka's fetcher define it: sessionless
+                # (with KIP-227 sessions the leader picks the order of partitions with news).
+                "replica.fetch.session.enable": "false",
                 "replica.fetch.partition.order": order,
                 "replica.fetch.max.bytes": str(32 * 1024),
                 "replica.fetch.response.max.bytes": str(64 * 1024),

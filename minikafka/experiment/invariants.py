@@ -8,8 +8,10 @@ Inputs (each parsed into frozen dataclasses; malformed input raises `HistoryErro
 - leadership claims: `{"node", "time", "topic", "partition", "leader_epoch"}`, a node's
   `become_leader` event;
 - replica samples: `{"node", "time", "topic", "partition", "leader_epoch", "is_leader",
-  "log_end_offset", "high_watermark", "isr"}`, a replica's state sampled periodically (the ISR
-  only on the leader, else null).
+  "log_end_offset", "high_watermark", "isr"}` and optionally `"until"`, a replica's state as
+  the node logged it (the ISR only on the leader, else null), observed from `time` to `until`
+  (>= time; without it, at `time` only). replicas.jsonl writes a row again only when it changes
+  (server/replica_state_log.py), so a state stands until the node's next row says otherwise.
 
 All times are seconds on one clock shared by every node and the history (the runner's).
 
@@ -26,7 +28,9 @@ Checks:
   (KIP-101/KIP-279), which lies above H. So an in-sync member below H later in the same epoch
   truncated committed data: the bug. Across an epoch change truncation is legitimate (the new
   epoch's divergence point), hence the same-epoch rule. `slack_s` (t' >= t + slack) absorbs
-  timestamps that are rounded or taken in different processes.
+  timestamps that are rounded or taken in different processes. A member's state is checked at
+  every moment it held (`time` to `until`) against the bounds in force then: exactly the checks
+  the old one-snapshot-per-second format made at each of its lines, and those in between.
 
 The throttle bound is not checked here: the PySpark analysis judges it, for the system tests
 and the experiments alike (minikafka/experiment/verdict.py).
@@ -42,6 +46,7 @@ from typing import Any
 from minikafka.experiment.history import (
     TP,
     VALUE,
+    HistoryError,
     field_bool,
     field_int,
     field_ints,
@@ -109,6 +114,7 @@ class ReplicaSample:
     log_end_offset: int
     high_watermark: int
     isr: tuple[int, ...] | None  # the leader's ISR; None on followers
+    until: float  # the state held from `time` to here (module docstring)
 
 
 def _place(doc: Any, where: str) -> tuple[Mapping[str, Any], dict[str, Any]]:
@@ -136,6 +142,9 @@ def parse_samples(
         where = f"{source} line {n}"
         doc, kw = _place(d, where)
         leader = field_bool(doc, "is_leader", where)
+        until = field_number(doc, "until", where) if "until" in doc else kw["time"]
+        if until < kw["time"]:
+            raise HistoryError(f"{where}: until {until} is before time {kw['time']}")
         out.append(
             ReplicaSample(
                 **kw,
@@ -144,6 +153,7 @@ def parse_samples(
                 high_watermark=field_int(doc, "high_watermark", where),
                 # a follower's ISR is not its to know: whatever it carries is ignored
                 isr=field_ints(doc, "isr", where) if leader else None,
+                until=until,
             )
         )
     return tuple(out)
@@ -166,34 +176,68 @@ def find_multiple_leaders(claims: Iterable[LeaderClaim]) -> Anomaly:
 
 
 def find_hw_past_isr_leo(samples: Iterable[ReplicaSample], *, slack_s: float = 0.0) -> Anomaly:
-    """Sort and sweep per (partition, epoch, member): each member sample is compared with the
-    highest HW a leader sample at least `slack_s` earlier bound it to, since the member last
-    (re)entered the ISR. A leader sample without the member ends its earlier bounds: a replica
-    out of the ISR cannot be elected, so what it then holds (say, a wiped disk) risks nothing,
-    and it must catch up past the HW to get back in. O(n log n)."""
+    """Sort and sweep per (partition, epoch, member): each state a member held is compared with
+    the highest HW a leader sample at least `slack_s` earlier bound it to, since the member last
+    (re)entered the ISR, at its start and at every bound that came into force while it held. A
+    leader sample without the member ends its earlier bounds: a replica out of the ISR cannot be
+    elected, so what it then holds (say, a wiped disk) risks nothing, and it must catch up past
+    the HW to get back in. One instance per state at most. O(n log n)."""
     found = Found("hw_past_isr_leo")
     leaders: dict[tuple[TP, int], list[ReplicaSample]] = defaultdict(list)
-    seen: dict[tuple[TP, int, int], list[tuple[float, int]]] = defaultdict(list)
+    seen: dict[tuple[TP, int, int], list[tuple[float, float, int]]] = defaultdict(list)
     for s in samples:
         tp = (s.topic, s.partition)
-        seen[(tp, s.leader_epoch, s.node)].append((s.time, s.log_end_offset))
+        seen[(tp, s.leader_epoch, s.node)].append((s.time, s.until, s.log_end_offset))
         if s.isr is not None:
             leaders[(tp, s.leader_epoch)].append(s)
     for (tp, epoch), rules in sorted(leaders.items(), key=repr):
         rules.sort(key=lambda r: r.time)
         members = {m for r in rules for m in r.isr or () if m != r.node}
         for m in sorted(members):
-            j, best = 0, None  # best: the leader sample with the highest HW binding m now
-            for t, leo in sorted(seen.get((tp, epoch, m), ())):
-                while j < len(rules) and rules[j].time + slack_s <= t:
-                    r = rules[j]
-                    if m not in (r.isr or ()):
-                        best = None  # m left the ISR: earlier bounds no longer apply
-                    elif best is None or r.high_watermark > best.high_watermark:
-                        best = r
-                    j += 1
-                if best is not None and leo < best.high_watermark:
+            bounds = _Bounds(rules, m, slack_s)
+            for t, until, leo in sorted(seen.get((tp, epoch, m), ())):
+                hit = bounds.violated_between(t, until, leo)
+                if hit is not None:
+                    best, when = hit
                     found.add(topic=tp[0], partition=tp[1], leader_epoch=epoch, leader=best.node,
                               leader_time=best.time, high_watermark=best.high_watermark, node=m,
-                              time=t, log_end_offset=leo)  # fmt: skip
+                              time=when, log_end_offset=leo)  # fmt: skip
     return found.anomaly()
+
+
+class _Bounds:
+    """The leader samples of one (partition, epoch) in time order, as the HW bound on one
+    member: the sample with the highest HW since the member last (re)entered the ISR."""
+
+    def __init__(self, rules: list[ReplicaSample], member: int, slack_s: float) -> None:
+        self.rules, self.member, self.slack_s = rules, member, slack_s
+        self.j = 0
+        self.best: ReplicaSample | None = None
+
+    def _apply_next(self) -> float:
+        r = self.rules[self.j]
+        self.j += 1
+        if self.member not in (r.isr or ()):
+            self.best = None  # the member left the ISR: earlier bounds no longer apply
+        elif self.best is None or r.high_watermark > self.best.high_watermark:
+            self.best = r
+        return r.time + self.slack_s
+
+    def _due(self, t: float) -> bool:
+        return self.j < len(self.rules) and self.rules[self.j].time + self.slack_s <= t
+
+    def violated_between(
+        self, since: float, until: float, leo: int
+    ) -> tuple[ReplicaSample, float] | None:
+        """The first bound above `leo` in force at a moment in [since, until], and that moment;
+        moves on past `until` either way (the member's states come in time order)."""
+        hit = None
+        while self._due(since):
+            self._apply_next()
+        if self.best is not None and leo < self.best.high_watermark:
+            hit = (self.best, since)
+        while self._due(until):
+            when = self._apply_next()
+            if hit is None and self.best is not None and leo < self.best.high_watermark:
+                hit = (self.best, when)
+        return hit

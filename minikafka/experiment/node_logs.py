@@ -1,7 +1,8 @@
 """The checker's inputs that come from the nodes' own logs (copied into the run folder).
 
 - leadership claims: `become_leader` events of events.jsonl;
-- replica samples: the rows of replicas.jsonl (server/replica_state_log.py);
+- replica samples: the rows of replicas.jsonl (server/replica_state_log.py), each with the
+  span of lines it held over (the file writes a row again only when it changes);
 - ISR rejoins: the leaders' `isr_expand` events that took a given broker back into a
   partition's ISR (server/isr_updates.py), for per-partition catch-up times;
 - counter totals of metrics.jsonl, for the expectations, and each node's samples of some
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from minikafka.server.jsonl import jsonl_parts
+from minikafka.server.replica_state_log import replay
 
 
 def _lines(path: Path) -> Iterator[dict[str, Any]]:
@@ -68,25 +70,29 @@ def leadership_claims(run_dir: Path, topic: str, t0: float) -> list[dict[str, An
 
 
 def replica_samples(run_dir: Path, topic: str, t0: float) -> list[dict[str, Any]]:
+    """Each node's replica rows of `topic` as the intervals they held: `time` (the line that
+    wrote the row) and `until` (the last line before the one that changed or dropped it). The
+    file writes a row again only when it changes (server/replica_state_log.py `replay`), so a
+    follower's state stands until its next row, as it stood in every line of the old format."""
     out = []
     for node, d in _node_dirs(run_dir):
-        for line in _lines(d / "replicas.jsonl"):
-            t = round(line["ts"] - t0, 3)
-            for tp_topic, partition, epoch, is_leader, leo, hw, isr in line.get("replicas", []):
-                if tp_topic == topic:
-                    out.append(
-                        {
-                            "node": node,
-                            "time": t,
-                            "topic": tp_topic,
-                            "partition": partition,
-                            "leader_epoch": epoch,
-                            "is_leader": is_leader,
-                            "log_end_offset": leo,
-                            "high_watermark": hw,
-                            "isr": isr,
-                        }
-                    )
+        for held in replay(_lines(d / "replicas.jsonl")):
+            tp_topic, partition, epoch, is_leader, leo, hw, isr = held.row
+            if tp_topic == topic:
+                out.append(
+                    {
+                        "node": node,
+                        "time": round(held.since - t0, 3),
+                        "until": round(held.until - t0, 3),
+                        "topic": tp_topic,
+                        "partition": partition,
+                        "leader_epoch": epoch,
+                        "is_leader": is_leader,
+                        "log_end_offset": leo,
+                        "high_watermark": hw,
+                        "isr": isr,
+                    }
+                )
     return out
 
 

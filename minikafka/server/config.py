@@ -172,6 +172,14 @@ OPTIONS: dict[str, _Option] = {
             "replica_fetch_partition_order",
             _parse_choice("random", "rotate"),
         ),
+        # Beyond Kafka (its followers always use KIP-227 sessions): off keeps the sessionless
+        # fetch testable.
+        _Option("replica.fetch.session.enable", "replica_fetch_session_enable", _parse_bool),
+        _Option(
+            "max.incremental.fetch.session.cache.slots",
+            "max_incremental_fetch_session_cache_slots",
+            _parse_int(0, 1 << 20),
+        ),
         _Option("metrics.port", "metrics_port", _parse_int(-1, 65535)),
         # KIP-578's proposed name; also the LMDB databases a broker's store may open.
         _Option("max.broker.partitions", "max_broker_partitions", _parse_int(1, 100_000)),
@@ -233,6 +241,8 @@ class NodeConfig:
     # The order of partitions in follower fetches (ours; core/fetcher.py): `random`, KIP-73's
     # shuffle, or `rotate`, Kafka's own PartitionStates rotation.
     replica_fetch_partition_order: str = "random"
+    replica_fetch_session_enable: bool = True  # KIP-227 sessions for replica fetchers
+    max_incremental_fetch_session_cache_slots: int = 1000  # Kafka's name and default (KIP-227)
     # Prometheus text on http://host:metrics.port/metrics; 0 = any free port, -1 = off (ours).
     metrics_port: int = 0
     # Bounded work (issue 11): the replicas one broker may host (its store opens that many LMDB

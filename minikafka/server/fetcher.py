@@ -8,6 +8,12 @@ transaction per response), and only then asks again, from the new log end offset
 diverging-epoch answer makes it truncate first (core/log.py). Retriable partition errors delay
 that partition by `replica.fetch.backoff.ms`; a broken connection delays the whole fetcher.
 A fetcher with no partitions left exits (Kafka's shutdownIdleFetcherThreads).
+
+Each connection holds a KIP-227 fetch session (core/fetch_session_handler.py) unless
+`replica.fetch.session.enable` is false: the first fetch lists every partition, the next ones
+only the partitions whose fetch state moved (the planner's `take_changed`) or whose follower
+throttle decision changed, and a partition left out (delayed, held back) is forgotten. A session
+error makes the next fetch a full one; a new connection starts a new session.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from contextlib import AbstractAsyncContextManager
 import trio
 
 from minikafka.client.connection import Connection, open_connection
+from minikafka.core.fetch_session_handler import FetchSessionHandler, SessionRequest
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
 from minikafka.core.log import (
     latest_epoch,
@@ -42,7 +49,13 @@ from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.quotas import ReplicationQuotas
 from minikafka.storage import AppendWrite
-from minikafka.wire.messages import BrokerInfo, FetchPartitionResponse, FetchRequest, FetchResponse
+from minikafka.wire.messages import (
+    BrokerInfo,
+    FetchPartition,
+    FetchPartitionResponse,
+    FetchRequest,
+    FetchResponse,
+)
 
 REQUEST_TIMEOUT_S = 30.0  # replica.socket.timeout.ms
 
@@ -136,6 +149,12 @@ class ReplicaFetcher:
             ),
             manager.rng,
         )
+        # KIP-227: this fetcher's session with its leader (one per connection); the partitions
+        # that may differ from it, and the throttle's last decisions (`_plan`).
+        self.session = FetchSessionHandler(enabled=c.replica_fetch_session_enable)
+        self._unsent: set[TopicPartition] = set()
+        self._excluded: frozenset[TopicPartition] = frozenset()
+        self._limited: frozenset[TopicPartition] = frozenset()
         self.wakeup = trio.Event()
         self.stopped = False
 
@@ -160,20 +179,65 @@ class ReplicaFetcher:
             self.stopped = True
 
     async def _fetch_loop(self, conn) -> None:  # noqa: ANN001 - client Connection
+        # A new connection starts a new session, closing the old one if the leader has it.
+        self.session.on_error()
         while self.planner.partitions:
             t = now_ms()
             throttle = _FollowerThrottle(self.manager, self.planner, t)
-            request = self.planner.build_request(
-                t, exclude=throttle.excluded, limits=throttle.limits
-            )
-            if request is None:
+            sent = self._plan(t, throttle)
+            if sent is None:
                 await self._back_off(throttled=bool(throttle.excluded))
                 continue
+            s = self.planner.settings
+            request = FetchRequest(
+                replica_id=s.replica_id,
+                max_wait_ms=s.max_wait_ms,
+                min_bytes=s.min_bytes,
+                max_bytes=s.response_max_bytes,
+                partitions=sent.to_send,
+                session_id=sent.session_id,
+                session_epoch=sent.session_epoch,
+                forgotten=sent.forgotten,
+                partition_order=s.partition_order if self.session.enabled else "",
+            )
             response = await conn.request(
                 request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
             )
             assert isinstance(response, FetchResponse)
-            await self._process(request, response, exempt=throttle.exempt)
+            if not self.session.handle_response(sent, response.error_code, response.session_id):
+                self.manager.events.emit(
+                    "fetch_session_error",
+                    leader=self.leader.node_id,
+                    error_code=response.error_code,
+                )
+                self.manager.metrics.inc("fetch_session_errors")
+                continue  # the next fetch is a full one
+            self._unsent = set()
+            exempt = throttle.exempt_among(
+                [TopicPartition(r.topic, r.partition) for r in response.partitions if r.records]
+            )
+            await self._process(sent.get, response, exempt=exempt)
+
+    def _plan(self, t: int, throttle: _FollowerThrottle) -> SessionRequest | None:
+        """The next fetch (None: nothing to fetch). A full one lists every ready partition not
+        held back, shuffled or rotated (KIP-73); an incremental one looks only at the partitions
+        that may differ from the session: moved in the planner since the last confirmed fetch,
+        or held back or capped by the throttle now or the time before (FetchSessionHandler)."""
+        changed = self.planner.take_changed(t)
+        if self.session.next_is_full:
+            self._unsent = set()
+            planned = self.planner.build_request(
+                t, exclude=throttle.excluded, limits=throttle.limits
+            )
+            return None if planned is None else self.session.build(planned.partitions)
+        limited = frozenset(throttle.limits)
+        self._unsent |= changed | throttle.excluded | self._excluded | limited | self._limited
+        self._excluded, self._limited = throttle.excluded, limited
+        sent = self.session.build_changes(
+            sorted(self._unsent),  # sorted: the same seed gives the same requests
+            lambda tp: self.planner.entry(tp, t, exclude=throttle.excluded, limits=throttle.limits),
+        )
+        return sent if sent.size() else None
 
     async def _back_off(self, *, throttled: bool) -> None:
         """Nothing fetchable: wait until a delayed partition is ready or partitions arrive; when
@@ -198,14 +262,14 @@ class ReplicaFetcher:
 
     async def _process(
         self,
-        request: FetchRequest,
+        asked: Callable[[TopicPartition], FetchPartition | None],
         response: FetchResponse,
         *,
         exempt: frozenset[TopicPartition] = frozenset(),
     ) -> None:
-        """Append what came; `exempt`: the throttled partitions that were caught up when asked
-        for (KAFKA-4313: counted, never held back)."""
-        asked = {(fp.topic, fp.partition): fp.fetch_offset for fp in request.partitions}
+        """Append what came for the partitions `asked` (a session's response carries only those
+        with news); `exempt`: the throttled partitions that were caught up when asked for
+        (KAFKA-4313: counted, never held back)."""
         t = now_ms()
         writes: list[AppendWrite] = []
         appended: list[tuple[LocalPartition, int, int]] = []
@@ -213,7 +277,10 @@ class ReplicaFetcher:
             tp = TopicPartition(pr.topic, pr.partition)
             st = self.planner.partitions.get(tp)
             p = self.manager.lookup(tp)
-            if st is None or p is None or st.fetch_offset != asked.get(tp) or p.is_leader:
+            fp = asked(tp)
+            if st is None or p is None or fp is None or st.fetch_offset != fp.fetch_offset:
+                continue  # removed or moved on while the fetch was in flight
+            if p.is_leader:
                 continue  # removed or moved on while the fetch was in flight
             if pr.error_code != ErrorCode.NONE:
                 self._on_partition_error(tp, pr, t)
@@ -342,14 +409,26 @@ def _follower_class(manager: ReplicaFetcherManager, p: LocalPartition) -> Thrott
 class _FollowerThrottle:
     """The follower side of KIP-73 for one request (Kafka's shouldFollowerThrottle): leave out
     partitions that are not caught up, are throttled, and whose quota is exceeded; in precise
-    mode, cap the others of a throttled class by their share of the remaining allowance."""
+    mode, cap the others of a throttled class by their share of the remaining allowance.
+
+    Without any follower bound (and not precise) nothing is left out or capped whatever the
+    classes, so the per-partition decisions are skipped: an idle fetcher of thousands of
+    partitions pays nothing per partition here (issue 13). Which appended partitions were exempt
+    (KAFKA-4313, only counted) is then decided for those alone (`exempt_among`)."""
 
     def __init__(self, manager: ReplicaFetcherManager, planner: FetchPlanner, now: int) -> None:
         excluded: set[TopicPartition] = set()
         exempt_now: set[TopicPartition] = set()
         self.limits: dict[TopicPartition, int] = {}
         self.exempt: frozenset[TopicPartition] = frozenset()
+        self._manager, self._planner = manager, planner
         quotas = manager.quotas
+        self.decided = manager.config.replication_quota_precise or quotas.bounded(
+            QuotaSide.FOLLOWER
+        )
+        if not self.decided:
+            self.excluded: frozenset[TopicPartition] = frozenset()
+            return
         tps = list(planner.partitions)
         parts = []
         for tp in tps:
@@ -372,3 +451,19 @@ class _FollowerThrottle:
                 exempt_now.add(tp)
         self.excluded = frozenset(excluded)
         self.exempt = frozenset(exempt_now)
+
+    def exempt_among(self, tps: list[TopicPartition]) -> frozenset[TopicPartition]:
+        """The partitions of `tps` that were exempt when asked for: caught up (the lag as of the
+        request, so call this before processing the response) and of a throttle class."""
+        if self.decided:
+            return self.exempt & frozenset(tps)
+        if not self._manager.config.replication_throttle_in_sync_exempt:
+            return frozenset()
+        out = set()
+        for tp in tps:
+            st = self._planner.partitions.get(tp)
+            p = self._manager.lookup(tp)
+            if st is not None and p is not None and follower_caught_up(st.lag):
+                if _follower_class(self._manager, p) is not None:
+                    out.add(tp)
+        return frozenset(out)

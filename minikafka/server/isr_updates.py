@@ -9,7 +9,9 @@ dropped and proposed again by the next check.
 
 The expiration task runs every `replica.lag.time.max.ms / 2`, as Kafka schedules its
 isr-expiration task (ReplicaManager.startup), and asks only the partitions whose deadline
-(`next_deadline_ms`) has passed.
+(`next_deadline_ms`) has passed. It looks only at the partitions led here (the replica index,
+server/replica_index.py): a follower's machine has no deadline, and with thousands of hosted
+partitions the scan of all of them was the cost (issue 13).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.metrics import Metrics
+from minikafka.server.replica_index import ReplicaIndex
 from minikafka.wire.messages import (
     AlterPartitionItem,
     AlterPartitionRequest,
@@ -53,6 +56,7 @@ class IsrUpdates:
         partitions: Mapping[TopicPartition, LocalPartition],
         controller: ControllerLinkLike,
         execute: Callable[[LocalPartition, list[Effect]], None],
+        index: ReplicaIndex,
     ) -> None:
         self.config = config
         self.events = events
@@ -60,6 +64,7 @@ class IsrUpdates:
         self.partitions = partitions  # the replica manager's, live
         self.controller = controller
         self.execute = execute  # the replica manager's effect runner
+        self.index = index  # the partitions led here
         self._send, self._recv = trio.open_memory_channel[TopicPartition](10_000)
 
     def send(self, p: LocalPartition, proposal: ProposeIsr) -> None:
@@ -78,7 +83,8 @@ class IsrUpdates:
         while True:
             await trio.sleep(max(lag_max // 2, 1) / 1000)
             t = now_ms()
-            for p in list(self.partitions.values()):
+            self.index.refresh()
+            for p in list(self.index.led.values()):
                 self.execute(p, p.replica.on_deadline(t))  # nothing unless its deadline is due
 
     async def run_sender(

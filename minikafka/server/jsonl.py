@@ -132,6 +132,14 @@ class JsonlFile:
     def counter(self) -> str:
         return f"log_write_errors_{self.kind}"
 
+    def starts_part(self, line_bytes: int) -> bool:
+        """Whether a line of `line_bytes` would be the first of a file: the live file is empty,
+        or the line would roll it. A writer whose lines depend on earlier ones (replicas.jsonl's
+        deltas) writes a whole snapshot there instead, so every part reads on its own."""
+        if self._file is None or self._size == 0:
+            return True
+        return must_roll(self._size, line_bytes, self.rotation.max_bytes)
+
     def write_line(self, line: str) -> bool:
         """Append `line` and a newline, rolling the file first if it would pass its cap; False
         (counted, reported once) if the line was dropped."""

@@ -49,7 +49,7 @@ from minikafka.server.clock import now_ms, wait_out
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.eventlog import EventLog
 from minikafka.wire.codec import RequestHeader, decode_request, encode_response
-from minikafka.wire.framing import FrameDecoder, frame_header
+from minikafka.wire.framing import FrameDecoder, frame_parts
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,7 +106,8 @@ async def serve_connection(
             if reply.response is not None:
                 payload = encode_response(header.correlation_id, reply.response)
                 async with send_lock:
-                    await stream.send_all(frame_header(len(payload)) + payload)
+                    for part in frame_parts(payload):
+                        await stream.send_all(part)
                     last_active = trio.current_time()
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             scope.cancel()  # the peer went away
@@ -126,7 +127,8 @@ async def serve_connection(
         nonlocal last_active
         payload = encode_response(header.correlation_id, response)
         async with send_lock:
-            await stream.send_all(frame_header(len(payload)) + payload)
+            for part in frame_parts(payload):
+                await stream.send_all(part)
             last_active = trio.current_time()
 
     async def read_requests(nursery: trio.Nursery) -> None:

@@ -9,9 +9,16 @@ sets them. Readers (fetches) only ever see up to `log_end_offset` (durable), con
 register an event and are woken whenever the machine returns WakeWaiters (the log end offset, the
 high watermark or the role changed), then re-check their own condition (Kafka's
 DelayedOperationPurgatory keyed by partition).
+
+The machine tells the broker's `PartitionChanges` (server/replica_index.py) when what it reports
+changed (its `on_change`), and recording into `bytes_in` marks the rate active, so the periodic
+tasks visit only partitions that moved.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
 
 import trio
 
@@ -21,14 +28,24 @@ from minikafka.core.replica import LocalReplica
 from minikafka.core.stats import MetricConfig, Rate
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.errors import ErrorCode
+from minikafka.server.replica_index import PartitionChanges
 from minikafka.storage import LoadedPartition
 from minikafka.wire.messages import PartitionState
 
 
 class LocalPartition:
-    def __init__(self, loaded: LoadedPartition, *, local_id: int, lag_max_ms: int) -> None:
+    def __init__(
+        self,
+        loaded: LoadedPartition,
+        *,
+        local_id: int,
+        lag_max_ms: int,
+        changes: PartitionChanges | None = None,
+        on_notify: Callable[[TopicPartition], None] | None = None,
+    ) -> None:
         self.tp: TopicPartition = loaded.tp
-        self.replica = LocalReplica(
+        self._changes = changes if changes is not None else PartitionChanges()
+        self._replica = LocalReplica(
             tp=loaded.tp,
             local_id=local_id,
             lag_max_ms=lag_max_ms,
@@ -37,60 +54,84 @@ class LocalPartition:
             high_watermark=loaded.high_watermark,
             epochs=loaded.epochs,
             producers=loaded.producers,
+            on_change=partial(self._changes.touched, loaded.tp),
         )
         self._watchers: set[trio.Event] = set()
+        # Also told of every change: the fetch sessions holding this partition (KIP-227,
+        # server/fetch_sessions.py), which wake their long polls without a watcher each.
+        self._on_notify = on_notify
         # KIP-73's PartitionBytesInRate: every byte appended here, produced or replicated.
-        self.bytes_in = Rate(MetricConfig())
+        self._bytes_in = Rate(MetricConfig())
+
+    @property
+    def replica(self) -> LocalReplica:
+        """The machine, to feed it (core/replica.py)."""
+        return self._replica
+
+    @property
+    def bytes_in(self) -> Rate:
+        """The rate, to record bytes appended: marks it active for PartitionBytesInRate (one
+        looked at, not recorded into, costs the gauge one read before it is dropped again)."""
+        self._changes.recorded(self.tp)
+        return self._bytes_in
+
+    def bytes_in_rate(self, now_ms: int) -> float:
+        """PartitionBytesInRate now, without marking anything (the gauge's read)."""
+        return self._bytes_in.measure(now_ms)
+
+    def next_deadline_ms(self) -> int | None:
+        """The machine's next ISR deadline, without marking anything (the expiration's read)."""
+        return self._replica.next_deadline_ms()
 
     # Read-through views of the machine (there are no setters: only core/replica.py moves them).
 
     @property
     def log_start_offset(self) -> int:
-        return self.replica.log_start_offset
+        return self._replica.log_start_offset
 
     @property
     def log_end_offset(self) -> int:
-        return self.replica.log_end_offset
+        return self._replica.log_end_offset
 
     @property
     def next_offset(self) -> int:
-        return self.replica.next_offset
+        return self._replica.next_offset
 
     @property
     def high_watermark(self) -> int:
-        return self.replica.high_watermark
+        return self._replica.high_watermark
 
     @property
     def epochs(self) -> list[EpochEntry]:
-        return self.replica.epochs
+        return self._replica.epochs
 
     @property
     def producers(self) -> ProducerStateManager:
-        return self.replica.producers
+        return self._replica.producers
 
     @property
     def state(self) -> PartitionState | None:
-        return self.replica.state
+        return self._replica.state
 
     @property
     def leader(self) -> PartitionLeaderState | None:
-        return self.replica.leader
+        return self._replica.leader
 
     @property
     def offline(self) -> bool:
-        return self.replica.offline
+        return self._replica.offline
 
     @property
     def is_leader(self) -> bool:
-        return self.replica.is_leader
+        return self._replica.is_leader
 
     @property
     def leader_id(self) -> int:
-        return self.replica.leader_id
+        return self._replica.leader_id
 
     @property
     def leader_epoch(self) -> int:
-        return self.replica.leader_epoch
+        return self._replica.leader_epoch
 
     def watch(self, event: trio.Event) -> None:
         self._watchers.add(event)
@@ -102,6 +143,8 @@ class LocalPartition:
         for event in self._watchers:
             event.set()
         self._watchers.clear()
+        if self._on_notify is not None:
+            self._on_notify(self.tp)
 
     def describe(self) -> dict[str, object]:
         return {

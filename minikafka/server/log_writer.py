@@ -19,7 +19,7 @@ import trio
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.server.clock import RunSync
-from minikafka.storage import AppendWrite, LoadedPartition, LogStore
+from minikafka.storage import AppendWrite, LoadedPartition, LogStore, StorageError
 
 MAX_GROUP_BYTES = 64 << 20  # bound one group commit
 
@@ -191,6 +191,13 @@ class LogWriter:
 
     async def create(self, tp: TopicPartition) -> LoadedPartition:
         return await self.call(lambda: self.store.create_partition(tp))  # type: ignore[return-value]
+
+    async def create_many(
+        self, tps: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, LoadedPartition | StorageError]:
+        """Create many partitions in one op and one transaction (LogStore.create_partitions)."""
+        wanted = list(tps)
+        return await self.call(lambda: self.store.create_partitions(wanted))  # type: ignore[return-value]
 
     async def delete(self, tp: TopicPartition) -> None:
         await self.call(lambda: self.store.delete_partition(tp))

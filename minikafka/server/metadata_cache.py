@@ -7,9 +7,8 @@ the same `metadata_response`, so clients see one shape whichever node they ask.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
     BrokerInfo,
@@ -21,9 +20,12 @@ from minikafka.wire.messages import (
 
 
 class MetadataCache:
+    """Partitions are kept per topic (issue 13): a Metadata request naming topics costs those
+    topics, and the known-topic set Produce and Fetch check is kept, not rebuilt per request."""
+
     def __init__(self) -> None:
         self.brokers: dict[int, BrokerInfo] = {}
-        self.partitions: dict[TopicPartition, PartitionState] = {}
+        self._by_topic: dict[str, dict[int, PartitionState]] = {}
         self.controller_id = -1
 
     def update(
@@ -32,21 +34,29 @@ class MetadataCache:
         if brokers is not None:
             self.brokers = {b.node_id: b for b in brokers}
         for st in partitions:
-            tp = TopicPartition(st.topic, st.partition)
-            old = self.partitions.get(tp)
+            topic = self._by_topic.get(st.topic)
+            if topic is None:
+                topic = self._by_topic[st.topic] = {}
+            old = topic.get(st.partition)
             if old is None or (st.leader_epoch, st.partition_epoch) >= (
                 old.leader_epoch,
                 old.partition_epoch,
             ):
-                self.partitions[tp] = st
+                topic[st.partition] = st
 
     @property
-    def topics(self) -> frozenset[str]:
-        return frozenset(tp.topic for tp in self.partitions)
+    def topics(self) -> Set[str]:
+        """The known topics (a live view: topics are never removed)."""
+        return self._by_topic.keys()
 
     def response(self, topics: Sequence[str] | None) -> MetadataResponse:
+        if topics is None:
+            wanted: Iterable[dict[int, PartitionState]] = self._by_topic.values()
+        else:
+            wanted = [self._by_topic[t] for t in set(topics) if t in self._by_topic]
+        partitions = (st for topic in wanted for st in topic.values())
         return metadata_response(
-            list(self.brokers.values()), self.partitions.values(), self.controller_id, topics
+            list(self.brokers.values()), partitions, self.controller_id, topics
         )
 
 
@@ -57,9 +67,10 @@ def metadata_response(
     topics: Sequence[str] | None,
 ) -> MetadataResponse:
     live = {b.node_id for b in brokers}
+    wanted = None if topics is None else set(topics)  # not `in topics`: a list, per partition
     by_topic: dict[str, list[PartitionMetadata]] = {}
     for st in partitions:
-        if topics is not None and st.topic not in topics:
+        if wanted is not None and st.topic not in wanted:
             continue
         by_topic.setdefault(st.topic, []).append(
             PartitionMetadata(

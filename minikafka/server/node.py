@@ -170,6 +170,7 @@ class Node:
                 c.data_dir / "replicas.jsonl",
                 node_id=c.node_id,
                 interval_ms=c.metrics_interval_ms,
+                changes=rm.changes,
                 metrics=self.metrics,
                 rotation=self.log_rotation,
             )

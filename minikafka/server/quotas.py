@@ -63,6 +63,11 @@ class ReplicationQuotas:
                 )
             )
 
+    def bounded(self, side: QuotaSide) -> bool:
+        """Whether any class has a bound on this side (without one nothing is ever held back,
+        and the fetchers skip the per-partition throttle decisions)."""
+        return any(self._sensors[(side, cls)].config.quota is not None for cls in ThrottleClass)
+
     def exceeded(self, side: QuotaSide, cls: ThrottleClass | None, now_ms: int) -> bool:
         return cls is not None and self._sensors[(side, cls)].quota_exceeded(now_ms)
 

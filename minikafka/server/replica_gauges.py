@@ -1,5 +1,13 @@
 """The replica manager's metrics: KIP-73's by name (the throttled rates, SumReplicaLag), the
-partition counts Kafka's ReplicaManager reports, and the client quota picture (KIP-13)."""
+partition counts Kafka's ReplicaManager reports, and the client quota picture (KIP-13).
+
+Read every metrics interval, so none walks every hosted partition (issue 13): the counts and the
+leader-side lag come from the replica index (server/replica_index.py), kept from the changes.
+`PartitionBytesInRate` names only the partitions whose rate is not 0 (rounded to 0.1 B/s): the
+others had no byte appended within the rate's window. A reader takes a partition it does not
+name as 0 B/s (tools/reassign/plan_input.py). Kafka's JMX reporter likewise shows only the
+partitions whose metrics are registered, not every one the broker could host.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ from minikafka.server.local_partition import LocalPartition
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
+from minikafka.server.replica_index import PartitionChanges, ReplicaIndex
 
 
 class ReplicaGaugeSource(Protocol):
@@ -24,6 +33,8 @@ class ReplicaGaugeSource(Protocol):
 
     config: NodeConfig
     partitions: Mapping[TopicPartition, LocalPartition]
+    changes: PartitionChanges
+    index: ReplicaIndex
     offline: OfflineReplicas
     fetchers: ReplicaFetcherManager
     replication_quotas: ReplicationQuotas
@@ -47,8 +58,8 @@ def register_replica_gauges(rm: ReplicaGaugeSource, metrics: Metrics) -> None:
         metrics.inc(counter, 0)  # present (as 0) from the first snapshot on
     metrics.gauge("offline_replicas", lambda: len(rm.offline))  # Kafka's OfflineReplicaCount
     metrics.gauge("partitions", lambda: len(rm.partitions))
-    metrics.gauge("leader_partitions", lambda: sum(p.is_leader for p in rm.partitions.values()))
-    metrics.gauge("under_replicated_partitions", partial(_under_replicated, rm))
+    metrics.gauge("leader_partitions", rm.index.leader_partitions)
+    metrics.gauge("under_replicated_partitions", rm.index.under_replicated)
     metrics.gauge("SumReplicaLag", partial(_sum_replica_lag, rm))
 
 
@@ -63,12 +74,7 @@ def _register_quota_gauges(rm: ReplicaGaugeSource, metrics: Metrics) -> None:
             metrics.gauge(
                 f"{side.capitalize()}{label}ThrottledRate", partial(_rounded, q.rate, side, cls)
             )
-    metrics.gauge(
-        "PartitionBytesInRate",
-        lambda: {
-            str(tp): round(p.bytes_in.measure(now_ms()), 1) for tp, p in rm.partitions.items()
-        },
-    )
+    metrics.gauge("PartitionBytesInRate", partial(partition_bytes_in_rates, rm))
     metrics.gauge(
         "client_byte_rate",
         lambda: {
@@ -98,12 +104,20 @@ def _register_quota_gauges(rm: ReplicaGaugeSource, metrics: Metrics) -> None:
     )
 
 
-def _under_replicated(rm: ReplicaGaugeSource) -> int:
-    return sum(
-        1
-        for p in rm.partitions.values()
-        if p.leader is not None and len(p.leader.isr) < len(p.leader.replicas)
-    )
+def partition_bytes_in_rates(rm: ReplicaGaugeSource) -> dict[str, float]:
+    """KIP-73's PartitionBytesInRate of the partitions with bytes in their window (module
+    docstring); one whose rate is back to 0 leaves the active set until its next record."""
+    t = now_ms()
+    out: dict[str, float] = {}
+    active = rm.changes.rate_active
+    for tp in sorted(active):
+        p = rm.partitions.get(tp)
+        rate = p.bytes_in_rate(t) if p is not None else 0.0
+        if rate == 0:  # nothing in the window: stays 0 until a record marks it again
+            active.discard(tp)
+        elif round(rate, 1):
+            out[str(tp)] = round(rate, 1)
+    return out
 
 
 def _sum_replica_lag(rm: ReplicaGaugeSource) -> int:
@@ -124,13 +138,7 @@ def _sum_replica_lag(rm: ReplicaGaugeSource) -> int:
     replica is counted once by its leader and once by itself here, so summing this metric
     over brokers counts it twice.
     """
-    as_leader = sum(
-        p.leader.replica_lag(r)
-        for p in rm.partitions.values()
-        if p.leader is not None
-        for r in p.leader.replicas
-        if r != rm.config.node_id
-    )
+    as_leader = rm.index.leader_lag()  # kept from the changes, not scanned
     as_follower = sum(f.planner.total_lag() for f in rm.fetchers.fetchers.values())
     return as_leader + as_follower
 

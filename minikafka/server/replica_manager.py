@@ -14,6 +14,10 @@ effects it returns (`execute`):
 - StopReplica(delete) stops the replica, forgets it and drops its log. StopReplica carrying an
   older leader epoch than the one known is refused (FENCED_LEADER_EPOCH), as Kafka's
   ReplicaManager.stopReplicas does.
+- The periodic tasks visit only what moved (issue 13): `changes` hears of every partition whose
+  machine reports a change (core/replica.py `on_change`), `index` keeps the led ones, the
+  under-replicated ones and the leader-side lag from it (server/replica_index.py), and the HW
+  checkpoints look only at the partitions that changed since their last round.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from minikafka.server.clock import RunSync, now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
+from minikafka.server.fetch_sessions import FetchSessions
 from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.isr_updates import ControllerLinkLike, IsrUpdates
 from minikafka.server.local_partition import LocalPartition
@@ -51,6 +56,7 @@ from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
 from minikafka.server.replica_gauges import register_replica_gauges
+from minikafka.server.replica_index import PartitionChanges, ReplicaIndex, drain
 from minikafka.storage import AppendWrite, LoadedPartition, LogDirError, LogStore, StorageError
 from minikafka.wire.messages import (
     BrokerInfo,
@@ -88,6 +94,9 @@ class ReplicaManager:
         self.offline = offline  # shared with the controller link, which reports it
         self.run_sync = run_sync  # every LMDB read of the shell (fetches, the startup load)
         self.partitions: dict[TopicPartition, LocalPartition] = {}
+        self.changes = PartitionChanges()  # every partition's touches (server/replica_index.py)
+        self.index = ReplicaIndex(self.partitions, self.changes, local_id=config.node_id)
+        self._hw_touched = self.changes.subscribe()  # from the start: nothing moved is missed
         self.writer = LogWriter(
             store, on_committed=self._on_committed, on_failed=self._on_failed, run_sync=run_sync
         )
@@ -110,6 +119,15 @@ class ReplicaManager:
         client_window = dict(
             samples=config.quota_window_num, window_ms=config.quota_window_size_seconds * 1000
         )
+        # KIP-227 sessions of the followers fetching from here. Their RNG (session ids, the
+        # `random` read order) is derived from the node's seed, so the fetchers' draws stay
+        # what they were for a given seed.
+        self.fetch_sessions = FetchSessions(
+            max_slots=config.max_incremental_fetch_session_cache_slots,
+            rng=random.Random(f"fetch-sessions-{config.seed}-{config.node_id}"),
+            lookup=self.partitions.get,
+            execute=self.execute,
+        )
         self.produce_quotas = ClientQuotas("produce", **client_window)
         self.fetch_quotas = ClientQuotas("fetch", **client_window)
         self._lock = trio.Lock()
@@ -120,6 +138,7 @@ class ReplicaManager:
             partitions=self.partitions,
             controller=controller,
             execute=self.execute,
+            index=self.index,
         )
         # Every config change re-bounds the replication sensors (keeping their samples).
         dynamic.subscribe(lambda _snapshot: self.on_configs_changed())
@@ -179,6 +198,8 @@ class ReplicaManager:
             loaded,
             local_id=self.config.node_id,
             lag_max_ms=self.config.replica_lag_time_max_ms,
+            changes=self.changes,
+            on_notify=self.fetch_sessions.partition_changed,
         )
 
     def execute(self, p: LocalPartition, effects: Iterable[Effect]) -> None:
@@ -206,6 +227,8 @@ class ReplicaManager:
             if w.batches:
                 base, _epoch, count = peek_header(w.batches[-1])
                 end = base + count
+                # Followers idle in a fetch session at the old LEO fetched it last (KIP-227).
+                self.fetch_sessions.before_leader_append(p)
             self.execute(p, p.replica.on_append_committed(end_offset=end, epochs=w.epochs))
 
     def _on_failed(self, writes: Sequence[AppendWrite]) -> None:
@@ -219,42 +242,57 @@ class ReplicaManager:
     async def apply_leader_and_isr(
         self, states: Sequence[PartitionState], brokers: Sequence[BrokerInfo]
     ) -> list[TopicPartitionError]:
-        """Kafka's becomeLeaderOrFollower: each entry decided by core/leader_and_isr.py, then
-        leaders and followers switched in two batches."""
+        """Kafka's becomeLeaderOrFollower: each entry decided by core/leader_and_isr.py, the new
+        partitions' logs created in one writer op (one transaction: issue 13), then leaders and
+        followers switched in two batches. Linear in the entries."""
         async with self._lock:
-            errors = []
-            leaders, followers = [], []
-            for st in states:
+            codes: list[ErrorCode] = []
+            roles: list[tuple[int, TopicPartition, LeaderAndIsrAction]] = []
+            for index, st in enumerate(states):
                 tp = TopicPartition(st.topic, st.partition)
                 p = self.partitions.get(tp)
+                codes.append(ErrorCode.NONE)
                 if tp in self.offline:  # Kafka's makeLeaders/makeFollowers skip offline ones
-                    errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
+                    codes[index] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
                 action = classify_leader_and_isr(
                     p.state if p is not None else None, st, self.config.node_id
                 )
                 if action is LeaderAndIsrAction.FENCED:
-                    errors.append(_error(st, ErrorCode.FENCED_LEADER_EPOCH))
-                    continue
-                if action is LeaderAndIsrAction.STOP:
+                    codes[index] = ErrorCode.FENCED_LEADER_EPOCH
+                elif action is LeaderAndIsrAction.STOP:
                     assert p is not None
                     await self._stop(p, delete=False, reason="not_a_replica")
-                if action in (LeaderAndIsrAction.STOP, LeaderAndIsrAction.IGNORE):
-                    errors.append(_error(st, ErrorCode.NONE))
+                elif action is not LeaderAndIsrAction.IGNORE:
+                    roles.append((index, tp, action))
+            await self._create_missing([tp for _i, tp, _a in roles if tp not in self.partitions])
+            leaders, followers = [], []
+            for index, tp, action in roles:
+                p = self.partitions.get(tp)
+                if p is None:  # its creation failed: offline now
+                    codes[index] = ErrorCode.KAFKA_STORAGE_ERROR
                     continue
-                if p is None:
-                    try:
-                        p = self._hosted(await self.writer.create(tp))
-                    except StorageError as exc:  # full disk or map, the store's partition cap
-                        self.mark_offline(tp, str(exc), during="create")
-                        errors.append(_error(st, ErrorCode.KAFKA_STORAGE_ERROR))
-                        continue
-                    self.partitions[tp] = p
-                (leaders if action is LeaderAndIsrAction.LEAD else followers).append((p, st))
-                errors.append(_error(st, ErrorCode.NONE))
+                (leaders if action is LeaderAndIsrAction.LEAD else followers).append(
+                    (p, states[index])
+                )
             await self._make_leaders(leaders)
             await self._make_followers(followers, {b.node_id: b for b in brokers})
-            return errors
+            return [_error(st, code) for st, code in zip(states, codes, strict=True)]
+
+    async def _create_missing(self, tps: list[TopicPartition]) -> None:
+        """Create (or load, if their logs exist) the partitions a LeaderAndIsr brings. A store
+        that refuses one (its partition cap) or fails (full disk or map) takes it offline."""
+        if not tps:
+            return
+        try:
+            created = await self.writer.create_many(tps)
+        except StorageError as exc:
+            created = dict.fromkeys(tps, exc)
+        for tp, result in created.items():
+            if isinstance(result, StorageError):
+                self.mark_offline(tp, str(result), during="create")
+            else:
+                self.partitions[tp] = self._hosted(result)
 
     async def _make_leaders(self, items: list[tuple[LocalPartition, PartitionState]]) -> None:
         if not items:
@@ -350,16 +388,21 @@ class ReplicaManager:
         interval_s: float = 5.0,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Kafka's replica.high.watermark.checkpoint.interval.ms: persist HWs that moved."""
+        """Kafka's replica.high.watermark.checkpoint.interval.ms: persist HWs that moved.
+        Only the partitions whose machine reported a change since the last round are looked at
+        (an HW moves only in its machine, which says so: core/replica.py `on_change`)."""
         task_status.started()
+        touched = self._hw_touched
         saved: dict[TopicPartition, int] = {}
         while True:
             await trio.sleep(interval_s)
-            moved = {
-                tp: p.high_watermark
-                for tp, p in self.partitions.items()
-                if saved.get(tp) != p.high_watermark
-            }
+            moved = {}
+            for tp in drain(touched):
+                p = self.partitions.get(tp)
+                if p is None:
+                    saved.pop(tp, None)  # deleted: a partition created again starts afresh
+                elif saved.get(tp) != p.high_watermark:
+                    moved[tp] = p.high_watermark
             if not moved:
                 continue
             try:
@@ -369,6 +412,7 @@ class ReplicaManager:
                 # marked offline); the HWs stay "moved", so the next interval writes them again.
                 self.metrics.inc("hw_checkpoint_failures")
                 self.events.emit("hw_checkpoint_failed", partitions=len(moved), error=str(exc))
+                touched.update(moved)
                 continue
             saved.update(moved)
 

@@ -228,22 +228,48 @@ class LogStore:
 
     def create_partition(self, tp: TopicPartition) -> LoadedPartition:
         """Create an empty log at offset 0, or load it unchanged if it exists already."""
+        result = self.create_partitions([tp])[tp]
+        if isinstance(result, StorageError):
+            raise result
+        return result
+
+    def create_partitions(
+        self, tps: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, LoadedPartition | StorageError]:
+        """`create_partition` for many in ONE transaction (issue 13: a LeaderAndIsr creating
+        thousands of partitions paid one commit and one sync each). A partition over the
+        store's cap gets its StorageError in the result and the others are created; a failure
+        of the transaction itself (LogDirError) creates none and is raised."""
         with self._write_lock:
-            if tp not in self._dbs and len(self._dbs) >= self._config.max_partitions:
-                raise StorageError(
-                    f"{tp}: this store holds at most {self._config.max_partitions} partitions "
-                    "(max.broker.partitions)"
-                )
+            out: dict[TopicPartition, LoadedPartition | StorageError] = {}
+            opened: dict[TopicPartition, Any] = {}
+            room = self._config.max_partitions - len(self._dbs)
             with self._lease.txn(write=True) as txn:
-                db = self._env.open_db(_db_name(tp), txn=txn, create=True)
-                if txn.get(_db_name(tp), db=self._meta_db) is None:
+                for tp in dict.fromkeys(tps):
+                    if tp not in self._dbs and room <= 0:
+                        out[tp] = StorageError(
+                            f"{tp}: this store holds at most {self._config.max_partitions} "
+                            "partitions (max.broker.partitions)"
+                        )
+                        continue
+                    room -= tp not in self._dbs
+                    db = opened[tp] = self._env.open_db(_db_name(tp), txn=txn, create=True)
+                    if txn.get(_db_name(tp), db=self._meta_db) is not None:
+                        out[tp] = self._load(txn, tp, db)
+                        continue
+                    # New (a deletion drops a log, its meta and its snapshot together): empty,
+                    # nothing to read back (half the cost of a creation was that reading).
                     self._put_meta(
                         txn, tp, {"log_start_offset": 0, "high_watermark": 0, "epochs": []}
                     )
-                loaded = self._load(txn, tp, db)
-            self._dbs[tp] = db
-            self._leo[tp] = loaded.log_end_offset
-            return loaded
+                    out[tp] = LoadedPartition(
+                        tp=tp, log_start_offset=0, log_end_offset=0, high_watermark=0, epochs=[]
+                    )
+            # Handles and LEOs only once the commit succeeded (an aborted txn's handles are void).
+            for tp, db in opened.items():
+                self._dbs[tp] = db
+                self._leo[tp] = out[tp].log_end_offset  # type: ignore[union-attr]
+            return out
 
     def load_partition(self, tp: TopicPartition) -> LoadedPartition:
         """The persisted state of one partition: KeyError if it does not exist."""

@@ -1,13 +1,19 @@
-"""The controller's metadata document, persisted in the node's LMDB environment.
+"""The controller's metadata records, persisted in the node's LMDB environment.
 
-Owns the named database `controller-metadata`, which holds one msgpack document under one key.
-The environment is shared with the node's `LogStore` through `EnvLease` (one environment per
-data dir). `save` replaces the whole document in one transaction; `load` reads it back.
+Owns the named database `controller-metadata`: one msgpack value per record key (the keys and
+what they hold are the controller's, core/controller/records.py). The environment is shared
+with the node's `LogStore` through `EnvLease` (one environment per data dir).
+
+Issue 13: a save writes only the records that changed (`write`: puts and deletes in ONE
+transaction, so a save is all or nothing); `read` returns every record. The store used to hold
+one whole document under the key `doc`; `read` returns it like any record, and the controller
+rewrites it as records.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgpack
@@ -15,12 +21,11 @@ import msgpack
 from minikafka.storage.env import EnvLease, StorageError, StoreConfig
 
 _DB_NAME = b"controller-metadata"
-_DOC_KEY = b"doc"
 _DEFAULT_CONFIG = StoreConfig()  # frozen: safe to share as a default
 
 
 class MetadataStore:
-    """The controller's durable state: one msgpack document, replaced whole on each save."""
+    """The controller's durable state: records by key, changed a few at a time."""
 
     def __init__(self, path: str | os.PathLike[str], config: StoreConfig = _DEFAULT_CONFIG) -> None:
         self._lease = EnvLease(path, config)
@@ -31,22 +36,29 @@ class MetadataStore:
             self._lease.close()
             raise
 
-    def load(self) -> dict[str, Any] | None:
-        """The last saved document, or None if nothing was ever saved."""
+    def read(self) -> dict[str, Any]:
+        """Every record, by key ({} if nothing was ever saved)."""
         with self._lease.txn(write=False) as txn:
-            raw = txn.get(_DOC_KEY, db=self._db)
-            if raw is None:
-                return None
-            return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+            return {
+                bytes(key).decode(): msgpack.unpackb(value, raw=False, strict_map_key=False)
+                for key, value in txn.cursor(db=self._db).iternext(keys=True, values=True)
+            }
 
-    def save(self, doc: dict[str, Any]) -> None:
-        """Replace the document (one transaction; durable per the config's sync policy)."""
+    def write(self, puts: Mapping[str, Any], deletes: Iterable[str] = ()) -> None:
+        """Put and delete records in one transaction (durable per the config's sync policy);
+        if anything fails, nothing is written."""
         try:
-            packed = msgpack.packb(doc, use_bin_type=True)
+            packed = [
+                (key.encode(), msgpack.packb(value, use_bin_type=True))
+                for key, value in puts.items()
+            ]
         except (TypeError, ValueError) as exc:
             raise StorageError(f"controller metadata is not serialisable: {exc}") from exc
         with self._lease.txn(write=True) as txn:
-            txn.put(_DOC_KEY, packed, db=self._db)
+            for key in deletes:
+                txn.delete(key.encode(), db=self._db)
+            with txn.cursor(db=self._db) as cur:
+                cur.putmulti(packed)
 
     def close(self) -> None:
         """Release the environment (idempotent)."""

@@ -43,6 +43,19 @@ def frame_header(payload_len: int, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTE
     return _HEADER.pack(payload_len)
 
 
+JOIN_BELOW_BYTES = 64 * 1024  # frame_parts: smaller payloads go out joined to their header
+
+
+def frame_parts(payload: bytes, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> list[bytes]:
+    """The bytes to write, in order, to send one frame: header and payload joined when the
+    payload is small (one write), else apart, so that a large payload (a 10 MB fetch response)
+    is never copied just to put 4 bytes in front of it."""
+    header = frame_header(len(payload), max_frame_bytes)
+    if len(payload) < JOIN_BELOW_BYTES:
+        return [header + payload]
+    return [header, payload]
+
+
 def frame(payload: bytes, max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES) -> bytes:
     """Header plus payload as one bytes object.
 

@@ -219,12 +219,28 @@ class FetchPartition:
 
 
 @dataclass(**MSG)
+class ForgottenPartition:
+    topic: str
+    partition: int
+
+
+@dataclass(**MSG)
 class FetchRequest:
     replica_id: int  # CONSUMER_REPLICA_ID for consumers, the broker id for followers
     max_wait_ms: int
     min_bytes: int
     max_bytes: int  # whole-response cap (KIP-74, replica.fetch.response.max.bytes)
     partitions: list[FetchPartition]
+    # KIP-227 fetch sessions (core/fetch_session.py). The defaults are a sessionless fetch
+    # (FINAL_EPOCH), what consumers and older peers send. With a session, `partitions` holds
+    # only the partitions added or changed since the last request and `forgotten` the ones
+    # dropped from it; `partition_order` tells the leader how to order the partitions with news
+    # under the response cap, since the request order no longer lists them all (KIP-73's
+    # `random` or Kafka's `rotate`; "" for request order).
+    session_id: int = 0
+    session_epoch: int = -1
+    forgotten: list[ForgottenPartition] = field(default_factory=list)
+    partition_order: str = ""
 
 
 @dataclass(**MSG)
@@ -249,6 +265,7 @@ class FetchResponse:
     partitions: list[FetchPartitionResponse]
     error_code: int = 0
     throttle_time_ms: int = 0
+    session_id: int = 0  # KIP-227: the session the follower's next fetch names, 0 for none
 
 
 # ---------------------------------------------------------------------------- ListOffsets

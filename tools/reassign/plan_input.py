@@ -8,7 +8,8 @@ The input (`moving_partitions`), per partition whose replicas change:
   (`target ++ (original -- target)`, as the controller writes them);
 - its destinations (the adding replicas of `moves.move_map`) and its estimated size;
 - its inbound rate (`inbound`): its leader's `PartitionBytesInRate` (KIP-73's per-partition
-  metric, `partition_bytes_in`) where the cluster's metrics name it, else the even split of its
+  metric, `partition_bytes_in`; a partition the gauge leaves out is at 0 B/s) where the leader's
+  metrics carry the gauge, else the even split of its
   leader's BytesInPerSec over every partition that broker leads, moving or not
   (`inbound_per_partition`, `INBOUND_RULE`). The split is wrong for a skewed load, and for a
   bursty one: a producer writing in bursts makes per-second BytesInPerSec samples alternate
@@ -60,15 +61,21 @@ def partition_bytes_in(
     first). Only the leader's figure is the produce rate: the metric counts every byte appended
     to a replica (replica_manager's gauge, local_partition.bytes_in), so on a follower it is
     replication, which lags and bursts with the fetches. The median, as for BytesInPerSec
-    (progress.median_bytes_in): a burst that is over is not a steady rate. A partition without
-    a leader, whose leader has no lines, or whose leader's lines never name it with a number,
-    is left out (the caller falls back to the split)."""
+    (progress.median_bytes_in): a burst that is over is not a steady rate.
+
+    A line that carries the gauge names only the partitions with bytes in their rate's window
+    (server/replica_gauges.py, issue 13): one it does not name was at 0 B/s then. A line without
+    the gauge, or whose value for the partition is not a number, counts for none. A partition
+    without a leader, or whose leader has no line with the gauge, is left out (the caller falls
+    back to the split)."""
     out: dict[TopicPartition, float] = {}
     for tp, broker in sorted(leaders.items()):
         values = []
         for line in lines.get(broker, ()) if broker >= 0 else ():
             rates = line.get(PARTITION_BYTES_IN)
-            value = rates.get(str(tp)) if isinstance(rates, Mapping) else None
+            if not isinstance(rates, Mapping):
+                continue
+            value = rates.get(str(tp), 0.0)
             if isinstance(value, int | float) and not isinstance(value, bool):
                 values.append(float(value))
         if values:

@@ -17,6 +17,7 @@ only through the helpers here:
 
 import random
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from minikafka.core.controller.changes import PartitionChange, fence_changes, unfence_changes
 from minikafka.core.controller.model import (
@@ -29,6 +30,7 @@ from minikafka.core.controller.model import (
     request_effects,
 )
 from minikafka.core.controller.reassign import Reassignments
+from minikafka.core.controller.records import TrackedDict
 from minikafka.core.controller.throttles import remove_unclaimed
 from minikafka.core.dynamic_config import ConfigSnapshot, topic_overrides
 from minikafka.core.types import TopicPartition
@@ -43,21 +45,31 @@ class ControllerBase:
         self.controller_epoch = 1
         self._next_broker_epoch = 1
         self._brokers: dict[int, BrokerRecord] = {}
-        self._topics: dict[str, dict[str, str]] = {}  # name -> configs
-        self._partitions: dict[TopicPartition, PartitionRecord] = {}
+        # The big tables report the keys they changed (core/controller/records.py): a save
+        # writes those records only (issue 13).
+        self._topics: TrackedDict[str, dict[str, str]] = TrackedDict()  # name -> configs
+        self._partitions: TrackedDict[TopicPartition, PartitionRecord] = TrackedDict()
         self._configs = ConfigSnapshot()
         self._reassign = Reassignments()
         self._next_producer_id = 0  # KIP-730: the first id of the next block handed out
+        # What the last save holds of the small parts, to write them only when they changed.
+        self._saved_brokers: dict[int, dict[str, Any]] = {}
+        self._saved_configs: ConfigSnapshot | None = None
+        self._saved_reassign: dict[str, Any] | None = None
+        self._stale_keys: tuple[str, ...] = ()  # records to delete at the next save
 
     # ------------------------------------------------------------------------ queries
 
     def partition_states(self, topics: Sequence[str] | None = None) -> list[PartitionState]:
-        """Partitions sorted by (topic, partition); unknown topics are skipped."""
-        wanted = None if topics is None else set(topics)
+        """Partitions sorted by (topic, partition); unknown topics are skipped. Naming topics
+        costs their partitions, not the cluster's (issue 13: a Metadata request with a topic
+        filter was answered by sorting and scanning every partition)."""
+        if topics is None:
+            return [rec.to_state(tp) for tp, rec in sorted(self._partitions.items())]
         return [
-            rec.to_state(tp)
-            for tp, rec in sorted(self._partitions.items())
-            if wanted is None or tp.topic in wanted
+            rec.to_state(TopicPartition(name, index))
+            for name in sorted(set(topics))
+            for index, rec in enumerate(self._topic_records(name))
         ]
 
     def live_brokers(self) -> list[BrokerInfo]:

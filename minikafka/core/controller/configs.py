@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from minikafka.core.controller.model import Event
 from minikafka.core.dynamic_config import (
+    BROKERS,
     TOPICS,
     ConfigSnapshot,
     check_entity_type,
@@ -58,7 +59,8 @@ def alter_configs(
     keys = [_key(r.resource_type, r.resource_name) for r in resources]
     counts = Counter(keys)
     version = current.version + 1
-    snapshot = current
+    snapshot = current  # as altered so far, for KIP-542's checks across brokers
+    altered: dict[tuple[str, str], dict[str, str]] = {}
     responses: list[AlterConfigsResourceResponse] = []
     events: list[Event] = []
     for resource, key in zip(resources, keys, strict=True):
@@ -77,7 +79,9 @@ def alter_configs(
         before = snapshot.configs(entity_type, name)
         if result == before:
             continue
-        snapshot = snapshot.with_entity(entity_type, name, result, version=version)
+        altered[(entity_type, name)] = result
+        if entity_type == BROKERS:  # the only checks that read other entities' configs
+            snapshot = snapshot.with_entity(entity_type, name, result, version=version)
         fields = {
             "entity_type": entity_type,
             "entity_name": name,
@@ -86,16 +90,14 @@ def alter_configs(
             "version": version,
         }
         events.append(Event(name="config_changed", fields=fields))
-    return responses, snapshot, events
+    # One new snapshot for the request (issue 13: one per resource copied every entity each).
+    after = current.with_entities(altered, version=version) if altered else current
+    return responses, after, events
 
 
-def created_topic_configs(
-    snapshot: ConfigSnapshot, topic: str, configs: Mapping[str, str], *, version: int
-) -> tuple[ConfigSnapshot, Event]:
-    """A new topic's throttle lists, given at creation and already validated
-    (core/controller/topics.py): the snapshot holding them at `version`, and the
-    `config_changed` event an alter setting them would emit."""
-    after = snapshot.with_entity(TOPICS, topic, configs, version=version)
+def created_topic_event(topic: str, configs: Mapping[str, str], *, version: int) -> Event:
+    """The `config_changed` event an alter setting a new topic's throttle lists would emit
+    (given at creation, validated by core/controller/topics.py, committed at `version`)."""
     fields = {
         "entity_type": TOPICS,
         "entity_name": topic,
@@ -103,7 +105,7 @@ def created_topic_configs(
         "deleted": [],
         "version": version,
     }
-    return after, Event(name="config_changed", fields=fields)
+    return Event(name="config_changed", fields=fields)
 
 
 def _alter_one(

@@ -1,7 +1,7 @@
 """The controller's values: its config, its effects, and the records it keeps.
 
 Effects are what the controller state machine (core/controller/state.py) asks the shell to do. The
-shell persists `ControllerState.to_doc()` after every call that returned effects, then executes
+shell persists `ControllerState.take_changes()` after every call that returned effects, then executes
 them in order: `SendLeaderAndIsr`, `SendUpdateMetadata` and `SendStopReplica` become LeaderAndIsr,
 UpdateMetadata and StopReplica requests (the shell adds controller id/epoch and the live broker
 list), and an `Event` becomes a line of the JSON-lines event log.
@@ -233,11 +233,14 @@ def request_effects(
     if joined is not None:
         mine = {tp for tp, rec in partitions.items() if joined in rec.replicas}
         targets.setdefault(joined, set()).update(mine)
+    # One wire state per partition, shared by every request naming it (frozen; issue 13: a
+    # creation of N partitions built N x (replication factor + 1) of them).
+    states = _States(partitions)
     effects: list[Effect] = [
         SendLeaderAndIsr(
             broker_id=broker_id,
             broker_epoch=live_epochs[broker_id],
-            partitions=_states(partitions, targets[broker_id]),
+            partitions=states.of(targets[broker_id]),
         )
         for broker_id in sorted(targets)
         if targets[broker_id]
@@ -245,18 +248,26 @@ def request_effects(
     if joined is not None:
         effects.append(
             SendUpdateMetadata(
-                broker_ids=(joined,), partitions=_states(partitions, partitions), configs=configs
+                broker_ids=(joined,), partitions=states.of(partitions), configs=configs
             )
         )
     others = tuple(sorted(b for b in live_epochs if b != joined))
     if others and (changed or broker_list_changed):
-        effects.append(
-            SendUpdateMetadata(broker_ids=others, partitions=_states(partitions, changed))
-        )
+        effects.append(SendUpdateMetadata(broker_ids=others, partitions=states.of(changed)))
     return effects
 
 
-def _states(
-    partitions: Mapping[TopicPartition, PartitionRecord], tps: Iterable[TopicPartition]
-) -> tuple[PartitionState, ...]:
-    return tuple(partitions[tp].to_state(tp) for tp in sorted(tps))
+class _States:
+    def __init__(self, partitions: Mapping[TopicPartition, PartitionRecord]) -> None:
+        self._partitions = partitions
+        self._made: dict[TopicPartition, PartitionState] = {}
+
+    def of(self, tps: Iterable[TopicPartition]) -> tuple[PartitionState, ...]:
+        """The states of `tps`, sorted by (topic, partition)."""
+        return tuple(self._one(tp) for tp in sorted(tps))
+
+    def _one(self, tp: TopicPartition) -> PartitionState:
+        state = self._made.get(tp)
+        if state is None:
+            state = self._made[tp] = self._partitions[tp].to_state(tp)
+        return state

@@ -8,7 +8,10 @@ ZooKeeper-era KafkaController did, instead of brokers tailing a metadata log.
 Rules:
 - Sans-IO and deterministic: every call takes its inputs (and `now_ms` where time matters) and
   returns a list of effects (core/controller/model.py); randomness is `self.rng` only.
-- The shell persists `to_doc()` after every call that returned effects, then executes them.
+- The shell persists `take_changes()` after every call that returned effects, then executes
+  them: the records (core/controller/records.py) of what changed since the last save, so a
+  save costs the change, not the cluster (issue 13). `to_doc` / `from_doc` are the whole
+  state as one document, which `from_records` restores through.
 - Broker epochs come from a persisted counter, so a restarted controller never reuses one.
   `from_doc` bumps `controller_epoch` (a restarted controller is a new controller) and restores
   every broker fenced with last contact unknown; the first `now_ms` seen starts their clocks,
@@ -32,7 +35,7 @@ Rules:
 Where things are: the tables and the steps shared by every request are ControllerBase's
 (core/controller/base.py); the handlers are split by the requests they answer
 (broker_requests.py, topic_requests.py, partition_requests.py); this module adds persistence
-(`to_doc` / `from_doc`) and `describe`.
+(`to_doc` / `from_doc`, `take_changes` / `from_records`) and `describe`.
 """
 
 from __future__ import annotations
@@ -44,6 +47,18 @@ from minikafka.core.controller.broker_requests import BrokerRequests
 from minikafka.core.controller.model import BrokerRecord, ControllerConfig, PartitionRecord
 from minikafka.core.controller.partition_requests import PartitionRequests
 from minikafka.core.controller.reassign import Reassignments
+from minikafka.core.controller.records import (
+    CONFIGS,
+    HEADER,
+    LEGACY_DOC,
+    REASSIGNMENTS,
+    RecordChanges,
+    broker_key,
+    doc_from_records,
+    keyed,
+    partition_key,
+    topic_key,
+)
 from minikafka.core.controller.topic_requests import TopicRequests
 from minikafka.core.dynamic_config import TOPICS, ConfigSnapshot
 from minikafka.core.types import NO_LEADER, TopicPartition
@@ -113,6 +128,83 @@ class ControllerState(BrokerRequests, TopicRequests, PartitionRequests):
             raise ConfigError(f"controller metadata document is malformed: {exc!r}") from exc
         return state
 
+    # ------------------------------------------------------------------------ records
+
+    def _header(self) -> dict[str, Any]:
+        return {
+            "version": DOC_VERSION,
+            "controller_epoch": self.controller_epoch,
+            "next_broker_epoch": self._next_broker_epoch,
+            "next_producer_id": self._next_producer_id,
+        }
+
+    def to_records(self) -> dict[str, Any]:
+        """Every record of the state (core/controller/records.py): what `take_changes` gives
+        after construction or `from_doc`."""
+        return {
+            HEADER: self._header(),
+            **{broker_key(b): rec.to_doc() for b, rec in self._brokers.items()},
+            **{topic_key(name): {"configs": dict(c)} for name, c in self._topics.items()},
+            **{partition_key(tp): rec.to_doc() for tp, rec in self._partitions.items()},
+            CONFIGS: self._configs.to_doc(),
+            REASSIGNMENTS: self._reassign.to_doc(),
+        }
+
+    def take_changes(self) -> RecordChanges:
+        """The records changed since the last take (all of them the first time): the header,
+        the touched topics and partitions, and the brokers, configs and reassignments whose
+        saved form differs. Costs the change plus O(brokers + ongoing reassignments)."""
+        puts, deletes = keyed(
+            self._partitions.take_touched(), self._partitions, partition_key, _to_doc
+        )
+        topic_puts, topic_deletes = keyed(
+            self._topics.take_touched(), self._topics, topic_key, lambda c: {"configs": dict(c)}
+        )
+        puts.update(topic_puts)
+        deletes += topic_deletes
+        puts[HEADER] = self._header()
+        for b, rec in self._brokers.items():
+            doc = rec.to_doc()
+            if self._saved_brokers.get(b) != doc:
+                puts[broker_key(b)] = self._saved_brokers[b] = doc
+        if self._configs is not self._saved_configs:
+            puts[CONFIGS] = self._configs.to_doc()
+            self._saved_configs = self._configs
+        reassign = self._reassign.to_doc()
+        if reassign != self._saved_reassign:
+            puts[REASSIGNMENTS] = self._saved_reassign = reassign
+        deletes += self._stale_keys
+        self._stale_keys = ()
+        return RecordChanges(puts=puts, deletes=tuple(deletes))
+
+    @classmethod
+    def from_records(
+        cls,
+        records: dict[str, Any],
+        *,
+        controller_id: int,
+        config: ControllerConfig,
+        rng: random.Random,
+    ) -> ControllerState:
+        """Restore from saved records, as `from_doc` restores (controller_epoch + 1, brokers
+        fenced); what they hold is then clean, so the first save writes the header only. A store
+        written before records holds the whole document: all of it is rewritten as records."""
+        try:
+            doc = doc_from_records(records)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ConfigError(f"controller metadata records are malformed: {exc!r}") from exc
+        state = cls.from_doc(doc, controller_id=controller_id, config=config, rng=rng)
+        if HEADER not in records:
+            state._stale_keys = (LEGACY_DOC,)
+            return state
+        # What the records hold is saved already (the bumped epoch is in every save's header).
+        state._partitions.take_touched()
+        state._topics.take_touched()
+        state._saved_brokers = {b: rec.to_doc() for b, rec in state._brokers.items()}
+        state._saved_configs = state._configs
+        state._saved_reassign = state._reassign.to_doc()
+        return state
+
     def describe(self) -> dict[str, Any]:
         """A plain summary for the CLI and the event log."""
         states = self.partition_states()
@@ -142,3 +234,7 @@ class ControllerState(BrokerRequests, TopicRequests, PartitionRequests):
             "under_replicated_partitions": sum(1 for s in states if len(s.isr) < len(s.replicas)),
             "reassigning_partitions": len(self._reassign.ongoing),
         }
+
+
+def _to_doc(record: PartitionRecord) -> dict[str, Any]:
+    return record.to_doc()

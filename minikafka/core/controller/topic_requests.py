@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from minikafka.core.controller.base import ControllerBase
 from minikafka.core.controller.changes import leaderless_changes
-from minikafka.core.controller.configs import alter_configs, created_topic_configs, describe_configs
+from minikafka.core.controller.configs import alter_configs, created_topic_event, describe_configs
 from minikafka.core.controller.model import Effect, Event, PartitionRecord
 from minikafka.core.controller.topics import TopicPlan, plan_topic, replicas_per_broker
-from minikafka.core.dynamic_config import ConfigSnapshot
+from minikafka.core.dynamic_config import TOPICS
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
@@ -44,7 +44,7 @@ class TopicRequests(ControllerBase):
         results: list[CreatableTopicResult] = []
         events: list[Event] = []
         created: set[TopicPartition] = set()
-        configs = self._configs
+        throttles: dict[tuple[str, str], dict[str, str]] = {}  # the topics' configs, applied once
         hosted = replicas_per_broker(self._partitions.values())  # topics planned here add up
         for topic in topics:
             if counts[topic.name] > 1:
@@ -74,11 +74,20 @@ class TopicRequests(ControllerBase):
             hosted.update(b for replicas in plan.replicas for b in replicas)
             results.append(CreatableTopicResult(name=topic.name, error_code=ErrorCode.NONE))
             if not validate_only:
-                partitions, configs = self._create(plan, events, configs)
-                created |= partitions
+                created |= self._create(plan, events)
+                if plan.dynamic_configs:
+                    throttles[(TOPICS, plan.name)] = plan.dynamic_configs
         if not created:
             return results, []
-        push = self._push_configs(configs) if configs is not self._configs else []
+        # One snapshot version for the whole request, built once (issue 13: a snapshot per
+        # topic copied every entity per topic).
+        push = (
+            self._push_configs(
+                self._configs.with_entities(throttles, version=self._configs.version + 1)
+            )
+            if throttles
+            else []
+        )
         effects = self._effects(events, created, broker_list_changed=False)
         # The throttle lists go out before the LeaderAndIsr that starts the new replicas'
         # fetchers, so no fetch escapes them (KRaft writes a topic's ConfigRecords before its
@@ -86,18 +95,14 @@ class TopicRequests(ControllerBase):
         n_events = sum(isinstance(e, Event) for e in effects)
         return results, [*effects[:n_events], *push, *effects[n_events:]]
 
-    def _create(
-        self, plan: TopicPlan, events: list[Event], configs: ConfigSnapshot
-    ) -> tuple[set[TopicPartition], ConfigSnapshot]:
-        """Record the topic and its partitions; -> (them, `configs` with the topic's throttle
-        lists given at creation, at the next snapshot version)."""
+    def _create(self, plan: TopicPlan, events: list[Event]) -> set[TopicPartition]:
+        """Record the topic and its partitions (-> them); the caller commits the throttle lists
+        given at creation, at the next snapshot version."""
         # KRaft createTopic: leader = first ISR member, leader and partition epochs 0.
         self._topics[plan.name] = dict(plan.configs)
-        if plan.dynamic_configs:  # one snapshot version for the whole request
-            configs, event = created_topic_configs(
-                configs, plan.name, plan.dynamic_configs, version=self._configs.version + 1
-            )
-            events.append(event)
+        if plan.dynamic_configs:
+            version = self._configs.version + 1
+            events.append(created_topic_event(plan.name, plan.dynamic_configs, version=version))
         created: set[TopicPartition] = set()
         for index, (replicas, isr) in enumerate(zip(plan.replicas, plan.isrs, strict=True)):
             tp = TopicPartition(plan.name, index)
@@ -113,7 +118,7 @@ class TopicRequests(ControllerBase):
             "configs": {**plan.configs, **plan.dynamic_configs},
         }
         events.append(Event(name="topic_created", fields=fields))
-        return created, configs
+        return created
 
     # ------------------------------------------------------------------------ configs
 
