@@ -50,7 +50,7 @@ from minikafka.testing.run_folder import CaseInfo, RunFolder
 from systemtests.harness.clients import HarnessError, LoadStats, Workload, fill, read_back, run_load
 from systemtests.harness.layout import Layout, Prediction, make_layout, moving_partitions, predict
 from systemtests.harness.profiles import Profile
-from systemtests.harness.quota_modes import NODE_CONFIGS, Judging, judging
+from systemtests.harness.quota_modes import NODE_CONFIGS, Judging, judging, sensor_warmup_s
 from systemtests.harness.topic_state import (
     PARTITIONS,
     POLL_S,
@@ -124,7 +124,7 @@ class Scenario:
         self.load_stats = LoadStats()
         self.sizes_at_start: dict[int, int] = {}
         self.move_s: tuple[float, float] | None = None
-        self.up_since = time.monotonic()  # the brokers' quota sensors exist from here on
+        self.up_since = 0.0  # when the leaders' quota sensors start recording (topic created)
 
     @property
     def final_replicas(self) -> Mapping[int, tuple[int, ...]]:
@@ -137,12 +137,15 @@ class Scenario:
         spec = self.run.spec
         async with open_client(self.cluster.bootstrap(), client_id="systemtest") as client:
             await create_topic(client, self.layout)
+            self.up_since = time.monotonic()  # followers fetch, leaders record, from here on
             self.folder.event("topic_created", topic=TOPIC, partitions=PARTITIONS)
             rounds = max(1, round(self.profile.data_bytes / self.workload.batch_bytes / PARTITIONS))
             await fill(client, self.workload, self.folder, rounds=rounds, timeout_s=WAIT_S)
             await wait_until(
                 client, all_in_sync(self.layout.initial), "replicas in sync after the fill", WAIT_S
             )
+            up_s = time.monotonic() - self.up_since
+            await trio.sleep(max(0.0, sensor_warmup_s(spec.quota) - up_s))
             if self.layout.wiped is not None:
                 await self.wipe(client)
             stop = trio.Event()
