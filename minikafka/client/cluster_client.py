@@ -100,8 +100,14 @@ class ClusterClient:
         return resp
 
     def leader_of(self, tp: TopicPartition) -> int:
+        """The partition's leader, or -1 when unknown. A leader the metadata's brokers do not
+        list (fenced, or restarting after a wipe) is unknown too, as in Kafka's client
+        (MetadataResponse.toPartitionInfo: the leader is looked up among the response's nodes),
+        so callers wait for fresh metadata instead of failing with BROKER_NOT_AVAILABLE."""
         pm = self.partitions.get(tp)
-        return pm.leader if pm is not None else -1
+        if pm is None or pm.leader not in self.brokers:
+            return -1
+        return pm.leader
 
     def partitions_of(self, topic: str) -> list[TopicPartition]:
         return sorted(tp for tp in self.partitions if tp.topic == topic)
