@@ -22,9 +22,11 @@ One run on 127.0.0.1, everything under a fresh temporary dir, removed at the end
    cross-check, with the peak of `replication_bytes_in_per_s` (1 s intervals).
 
 Each figure is printed with its ratio to min(trio reference, lmdb sync=on reference); the targets
-are catch-up >= 0.25 of that and produce >= 50 MB/s. MB are 10**6 bytes; produce MB/s counts
-record values (as tools/perf.py does), catch-up MB/s whole batches (38-byte header and msgpack
-framing included, about 13 bytes per 100 B record). Progress goes to stderr; the table, or with
+(issue 13) are produce >= 0.7 and catch-up >= 0.9 of that. Produce is also given against the
+work it does on one host: at r=2 every byte is appended twice (leader, follower) and crosses
+loopback twice, 1 / (2 / lmdb + 2 / trio) MB/s with those steps one after another. MB are 10**6
+bytes; produce MB/s counts record values (as tools/perf.py does), catch-up MB/s whole batches
+(38-byte header and msgpack framing included, about 13 bytes per 100 B record). Progress goes to stderr; the table, or with
 `--json` one JSON object, to stdout. Every wait is bounded and fails with a one-line message.
 
     .venv/bin/python benchmarks/cluster_bench.py [--data-mb 500] [--records 5000000] [--json]
@@ -69,8 +71,8 @@ from minikafka.tools.perf import PerfSpec, run_produce_perf
 BROKERS = 3
 REPLICATION_FACTOR = 2
 CATCHUP_PARTITIONS = 100
-PRODUCE_TARGET_MB_S = 50.0
-CATCHUP_TARGET_RATIO = 0.25
+PRODUCE_TARGET_RATIO = 0.7
+CATCHUP_TARGET_RATIO = 0.9
 REFERENCE_RUNS = 3
 # Fast failure detection, as in `make demo`: a killed broker is fenced within ~3 s.
 NODE_CONFIGS = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
@@ -278,7 +280,6 @@ def run_bench(cfg: BenchConfig, base: Path, *, say: Say) -> dict[str, Any]:
         )
         catchup = catch_up(lc, cfg, "bench-catchup", say=say)
         say("stopping the catch-up cluster")
-    floor = min(refs["trio_loopback_mb_per_s"], refs["lmdb_append_sync_mb_per_s"])
     return {
         "machine": machine_info(),
         "config": asdict(cfg)
@@ -291,17 +292,51 @@ def run_bench(cfg: BenchConfig, base: Path, *, say: Say) -> dict[str, Any]:
         "produce": produce,
         "fill": fill,
         "catchup": catchup,
+        **judged(
+            refs,
+            produce_mb_per_s=produce["mb_per_s"],
+            catchup_mb_per_s=catchup["mb_per_s"],
+            catchup_from_ready_mb_per_s=catchup["mb_per_s_from_ready"],
+        ),
+    }
+
+
+def judged(
+    refs: dict[str, Any],
+    *,
+    produce_mb_per_s: float,
+    catchup_mb_per_s: float,
+    catchup_from_ready_mb_per_s: float,
+) -> dict[str, Any]:
+    """The ratios to the references and the targets' verdicts (module docstring)."""
+    floor = min(refs["trio_loopback_mb_per_s"], refs["lmdb_append_sync_mb_per_s"])
+    r2_work = replicated_work_mb_per_s(refs)
+    return {
         "ratios": {
-            "catchup_to_min_reference": round(catchup["mb_per_s"] / floor, 3),
-            "produce_to_min_reference": round(produce["mb_per_s"] / floor, 3),
+            "catchup_to_min_reference": round(catchup_mb_per_s / floor, 3),
+            "catchup_from_ready_to_min_reference": round(catchup_from_ready_mb_per_s / floor, 3),
+            "produce_to_min_reference": round(produce_mb_per_s / floor, 3),
+            "produce_to_replicated_work": round(produce_mb_per_s / r2_work, 3),
         },
+        "replicated_work_mb_per_s": round(r2_work, 1),
         "targets": {
-            "produce_mb_per_s": PRODUCE_TARGET_MB_S,
-            "produce_met": produce["mb_per_s"] >= PRODUCE_TARGET_MB_S,
+            "produce_ratio": PRODUCE_TARGET_RATIO,
+            "produce_met": produce_mb_per_s / floor >= PRODUCE_TARGET_RATIO,
             "catchup_ratio": CATCHUP_TARGET_RATIO,
-            "catchup_met": catchup["mb_per_s"] / floor >= CATCHUP_TARGET_RATIO,
+            "catchup_met": catchup_mb_per_s / floor >= CATCHUP_TARGET_RATIO,
         },
     }
+
+
+def replicated_work_mb_per_s(refs: dict[str, Any]) -> float:
+    """MB/s of produce at r=2 if its physical steps ran one after another at the references'
+    speeds: each byte appended twice (leader and follower, synced) and sent over loopback twice
+    (producer to leader, leader to follower). Not a ceiling (steps overlap on two cores), the
+    scale of the work a produced byte costs on one host beside the single-step floor."""
+    return 1 / (
+        REPLICATION_FACTOR / refs["lmdb_append_sync_mb_per_s"]
+        + REPLICATION_FACTOR / refs["trio_loopback_mb_per_s"]
+    )
 
 
 def ref_line(label: str, refs: dict[str, Any], name: str) -> str:
@@ -338,8 +373,10 @@ def render(r: dict[str, Any]) -> str:
             f"retries {p['retries']}",
             f"  batch latency ms p50 {lat['p50']}  p95 {lat['p95']}  p99 {lat['p99']}  "
             f"max {lat['max']}",
-            f"  target >= {t['produce_mb_per_s']:.0f} MB/s: {verdict(t['produce_met'])}  "
-            f"(ratio to min reference {ratios['produce_to_min_reference']:.2f})",
+            f"  ratio to min reference {ratios['produce_to_min_reference']:.2f}, "
+            f"target >= {t['produce_ratio']}: {verdict(t['produce_met'])}; to the r=2 work "
+            f"(2 appends + 2 transfers per byte, {r['replicated_work_mb_per_s']:.1f} MB/s) "
+            f"{ratios['produce_to_replicated_work']:.2f}",
             "",
             f"fill: {f['warmup_records']} warm-up + {f['records']} records into "
             f"{CATCHUP_PARTITIONS} partitions, r=2, in {f['elapsed_s']} s "
@@ -352,7 +389,8 @@ def render(r: dict[str, Any]) -> str:
             f"  its replication_bytes_in: {k['replication_bytes_in'] / 1e6:.1f} MB "
             f"({'equal to' if k['replication_bytes_in_matches'] else 'DIFFERS from'} the logs), "
             f"peak {k['replication_bytes_in_per_s_peak'] / 1e6:.1f} MB/s over 1 s",
-            f"  ratio to min reference {ratios['catchup_to_min_reference']:.3f}, "
+            f"  ratio to min reference {ratios['catchup_to_min_reference']:.3f} "
+            f"({ratios['catchup_from_ready_to_min_reference']:.3f} from ready), "
             f"target >= {t['catchup_ratio']}: {verdict(t['catchup_met'])}",
         ]
     )

@@ -215,3 +215,26 @@ def test_bad_partition_counts_get_one_line(bench, bad, capsys):
     with pytest.raises(SystemExit):
         scale.parse_args(["--partitions", bad, "--seed", "1"])
     assert "positive partition counts" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- cluster_bench's figures
+
+
+def test_the_replicated_work_is_two_appends_and_two_transfers_per_byte(bench):
+    refs = {"lmdb_append_sync_mb_per_s": 400.0, "trio_loopback_mb_per_s": 1600.0}
+    assert bench("cluster_bench").replicated_work_mb_per_s(refs) == pytest.approx(160.0)
+
+
+def test_the_issue_targets_judge_against_the_single_step_floor(bench):
+    refs = {"lmdb_append_sync_mb_per_s": 400.0, "trio_loopback_mb_per_s": 1600.0}
+    out = bench("cluster_bench").judged(
+        refs, produce_mb_per_s=120.0, catchup_mb_per_s=360.0, catchup_from_ready_mb_per_s=380.0
+    )
+    assert out["ratios"] == {
+        "catchup_to_min_reference": 0.9,
+        "catchup_from_ready_to_min_reference": 0.95,
+        "produce_to_min_reference": 0.3,
+        "produce_to_replicated_work": 0.75,
+    }
+    assert out["targets"]["produce_met"] is False  # 0.3 < 0.7
+    assert out["targets"]["catchup_met"] is True  # 0.9 >= 0.9
