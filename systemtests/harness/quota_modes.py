@@ -17,10 +17,10 @@ move-time prediction and how its throttle is judged.
   (each throttled sensor's catch-up over T less its keep-up rate), judged over 5 s windows at
   1.15 x T (systemtests/harness/verdicts.py, PARAMS).
 
-In Kafka's mode a move starts once the brokers have been up for the quota's span and a second
-(`sensor_warmup_s`). A lists-mode leader's sensor records every follower response from the
-first one, so its age decides the first burst it admits, and the simulation's prediction is a
-step function of that age: for 3n-one-to-two-reassign-lists-load-kafka 22.6 s at 4.5 s and
+In Kafka's mode with replica lists a move starts once the brokers have been up for the quota's
+span and a second (`sensor_warmup_s`). A lists-mode leader's sensor records every follower
+response from the first one, so its age decides the first burst it admits, and the
+simulation's prediction is a step function of that age: for 3n-one-to-two-reassign-lists-load-kafka 22.6 s at 4.5 s and
 18.2 s at 5 s (responses are 10 MiB, so one more or one fewer gets through). The moves
 themselves took 19.0 s at both ages, so a case started near the step failed (0.82 x) or
 passed by the luck of how long its fill took. A sensor older than the span is the one a
@@ -98,11 +98,13 @@ NODE_CONFIGS: Mapping[str, Mapping[str, str]] = {
 }
 
 
-def sensor_warmup_s(quota: str) -> float:
+def sensor_warmup_s(quota: str, mode: str) -> float:
     """How long the brokers run (from the topic's creation, when followers start fetching)
-    before the move starts (module docstring): in `kafka` mode the quota's span and a second,
-    so every leader sensor is as old as the span; no wait in `precise` mode."""
-    if quota == "precise":
+    before the move starts (module docstring): in `kafka` mode with replica lists the quota's
+    span and a second, so every leader sensor is as old as the span. No wait otherwise: the
+    precise quota is predicted without sensors, and in KIP-542 mode only the adding replicas
+    are throttled, so every sensor the move uses starts with it (`aged_sensors`)."""
+    if quota == "precise" or mode != "lists":
         return 0.0
     return settings_from_configs(NODE_CONFIGS["kafka"]).span_s + 1.0
 

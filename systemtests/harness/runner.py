@@ -145,7 +145,7 @@ class Scenario:
                 client, all_in_sync(self.layout.initial), "replicas in sync after the fill", WAIT_S
             )
             up_s = time.monotonic() - self.up_since
-            await trio.sleep(max(0.0, sensor_warmup_s(spec.quota) - up_s))
+            await trio.sleep(max(0.0, sensor_warmup_s(spec.quota, spec.mode) - up_s))
             if self.layout.wiped is not None:
                 await self.wipe(client)
             stop = trio.Event()
