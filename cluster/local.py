@@ -19,6 +19,7 @@ client of its control port (partitions, latency, bandwidth, resets: minikafka/fa
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -67,6 +68,7 @@ class NodeStatus:
     alive: bool
     paused: bool
     data_dir: Path
+    kafka_address: str | None = None  # its Kafka-protocol listener (brokers), once it is up
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,6 +163,8 @@ class LocalCluster:
         _note(
             progress, f"cluster {spec.name!r} is up in {spec.base_dir}; bootstrap {spec.bootstrap}"
         )
+        if kafka := cluster.kafka_bootstrap():
+            _note(progress, f"Kafka clients: bootstrap.servers={kafka}")
         return cluster
 
     @classmethod
@@ -207,6 +211,21 @@ class LocalCluster:
         """Broker addresses as "host:port,host:port", the form clients take as bootstrap."""
         return self.spec.bootstrap
 
+    def kafka_bootstrap(self) -> str:
+        """The brokers' Kafka-protocol listeners as "host:port,host:port" (Kafka clients'
+        `bootstrap.servers`); empty when none has one."""
+        addresses = (self._kafka_address(p.node) for p in self._procs.values())
+        return ",".join(a for a in addresses if a is not None)
+
+    def _kafka_address(self, node: NodeSpec) -> str | None:
+        """host:port of the node's Kafka listener from its node.json, None if it has none."""
+        try:
+            doc = json.loads((node.data_dir / "node.json").read_text())
+        except (OSError, ValueError):
+            return None
+        port = doc.get("kafka_port", -1)
+        return f"{node.host}:{port}" if isinstance(port, int) and port > 0 else None
+
     def pid(self, node_id: int) -> int | None:
         return self._proc(node_id).pid
 
@@ -250,6 +269,7 @@ class LocalCluster:
                     alive=alive,
                     paused=alive and proc.is_paused(),
                     data_dir=proc.node.data_dir,
+                    kafka_address=self._kafka_address(proc.node) if alive else None,
                 )
             )
         return rows

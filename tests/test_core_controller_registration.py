@@ -132,3 +132,41 @@ def test_register_accepts_ip_literals_and_host_names(host):
         broker_id=1, incarnation_id="x", host=host, port=1, now_ms=0
     )
     assert code == ErrorCode.NONE
+
+
+# ---------------------------------------------------------------------------- Kafka listener, issue 14
+
+
+def test_a_brokers_kafka_listener_is_kept_advertised_and_restored():
+    c = make()
+    code, _, _ = c.register_broker(
+        broker_id=1, incarnation_id="a", host="h1", port=1, kafka_host="h1", kafka_port=9092,
+        now_ms=0,
+    )  # fmt: skip
+    assert code == ErrorCode.NONE
+    c.register_broker(broker_id=2, incarnation_id="b", host="h2", port=2, now_ms=0)
+    assert c.live_brokers() == [
+        BrokerInfo(node_id=1, host="h1", port=1, kafka_host="h1", kafka_port=9092),
+        BrokerInfo(node_id=2, host="h2", port=2),  # no Kafka listener: port -1
+    ]
+    restored = type(c).from_doc(
+        c.to_doc(), controller_id=c.controller_id, config=c.config, rng=c.rng
+    )
+    assert restored.broker_info(1) == c.broker_info(1)
+    # a doc saved before the Kafka listener existed reads back with none
+    old = c.to_doc()
+    for broker in old["brokers"]:
+        del broker["kafka_host"], broker["kafka_port"]
+    legacy = type(c).from_doc(old, controller_id=c.controller_id, config=c.config, rng=c.rng)
+    assert legacy.broker_info(1) == BrokerInfo(node_id=1, host="h1", port=1)
+
+
+def test_an_unusable_kafka_listener_address_refuses_the_registration():
+    c = make()
+    code, epoch, effects = c.register_broker(
+        broker_id=1, incarnation_id="a", host="h1", port=1, kafka_host="bad host", kafka_port=9092,
+        now_ms=0,
+    )  # fmt: skip
+    assert (code, epoch) == (ErrorCode.INVALID_REQUEST, -1)
+    assert "bad host" in events(effects)[0].fields["error"]
+    assert c.broker_info(1) is None

@@ -241,6 +241,7 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
             "node": s.node_id,
             "role": ",".join(s.roles),
             "address": s.address,
+            "kafka": s.kafka_address or "-",
             "pid": s.pid,
             "state": "paused" if s.paused else ("up" if s.alive else "down"),
             "data_dir": str(s.data_dir),
@@ -261,6 +262,7 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
             json.dumps(
                 {
                     "bootstrap": lc.bootstrap(),
+                    "kafka_bootstrap": lc.kafka_bootstrap(),
                     "controller": lc.controller_address,
                     "seed": lc.spec.seed,
                     "nodes": rows,
@@ -269,10 +271,12 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
             )
         )
         return
-    emit(rows, ["node", "role", "address", "pid", "state", "data_dir"], False)
+    emit(rows, ["node", "role", "address", "kafka", "pid", "state", "data_dir"], False)
     click.echo(
         f"\nbootstrap: {lc.bootstrap()}   controller: {lc.controller_address}   seed: {lc.spec.seed}"
     )
+    if kafka := lc.kafka_bootstrap():
+        click.echo(f"Kafka clients: bootstrap.servers={kafka}")
     if proxy_row is not None:
         click.echo(
             f"fault proxy: control {proxy_row['control']}, {proxy_row['links']} links, "

@@ -70,11 +70,18 @@ from minikafka.wire.messages import (
 
 class ControllerLink:
     def __init__(
-        self, config: NodeConfig, events: EventLog, *, port: int, offline: OfflineReplicas
+        self,
+        config: NodeConfig,
+        events: EventLog,
+        *,
+        port: int,
+        offline: OfflineReplicas,
+        kafka_endpoint: tuple[str, int] | None = None,
     ) -> None:
         self.config = config
         self.events = events
         self.port = port  # our advertised port
+        self.kafka_endpoint = kafka_endpoint  # our Kafka-protocol listener, advertised too
         self.incarnation_id = uuid.uuid4().hex
         self.broker_epoch = -1
         self.registered = trio.Event()
@@ -117,7 +124,12 @@ class ControllerLink:
         c = self.config
         resp = await conn.request(
             BrokerRegistrationRequest(
-                broker_id=c.node_id, incarnation_id=self.incarnation_id, host=c.host, port=self.port
+                broker_id=c.node_id,
+                incarnation_id=self.incarnation_id,
+                host=c.host,
+                port=self.port,
+                kafka_host=self.kafka_endpoint[0] if self.kafka_endpoint else "",
+                kafka_port=self.kafka_endpoint[1] if self.kafka_endpoint else -1,
             ),
             timeout_s=30,
         )

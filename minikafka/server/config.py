@@ -77,6 +77,14 @@ def _parse_cluster_id(name: str, text: str) -> str:
     return value
 
 
+def _parse_kafka_listen(name: str, text: str) -> tuple[str, int] | None:
+    """HOST:PORT of the Kafka-protocol listener (port 0: any free port), or empty: none."""
+    value = text.strip()
+    if not value:
+        return None
+    return parse_address(value, name)
+
+
 def _parse_path(name: str, text: str) -> str:
     value = text.strip()
     if not value:
@@ -181,6 +189,9 @@ OPTIONS: dict[str, _Option] = {
             _parse_int(0, 1 << 20),
         ),
         _Option("metrics.port", "metrics_port", _parse_int(-1, 65535)),
+        # Ours: the broker's second listener, speaking Kafka's binary protocol (minikafka/kafka)
+        # for Kafka's own clients; in Kafka a `listeners` entry. Empty (the default): none.
+        _Option("kafka.listen", "kafka_listen", _parse_kafka_listen),
         # KIP-578's proposed name; also the LMDB databases a broker's store may open.
         _Option("max.broker.partitions", "max_broker_partitions", _parse_int(1, 100_000)),
         _Option("max.topic.partitions", "max_topic_partitions", _parse_int(1, 1_000_000)),
@@ -245,6 +256,8 @@ class NodeConfig:
     max_incremental_fetch_session_cache_slots: int = 1000  # Kafka's name and default (KIP-227)
     # Prometheus text on http://host:metrics.port/metrics; 0 = any free port, -1 = off (ours).
     metrics_port: int = 0
+    # The Kafka-protocol listener's (host, port), port 0 = any free one; None: none (ours).
+    kafka_listen: tuple[str, int] | None = None
     # Bounded work (issue 11): the replicas one broker may host (its store opens that many LMDB
     # databases; more makes every read transaction slower) and the partitions of one topic.
     max_broker_partitions: int = 8192

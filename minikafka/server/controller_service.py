@@ -290,6 +290,8 @@ class ControllerService:
                         incarnation_id=body.incarnation_id,
                         host=body.host,
                         port=body.port,
+                        kafka_host=body.kafka_host,
+                        kafka_port=body.kafka_port,
                         now_ms=now_ms(),
                     )
                     if code == 0:

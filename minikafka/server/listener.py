@@ -40,6 +40,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 
@@ -48,7 +49,7 @@ from minikafka.errors import RemoteProtocolError
 from minikafka.server.clock import now_ms, wait_out
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.eventlog import EventLog
-from minikafka.wire.codec import RequestHeader, decode_request, encode_response
+from minikafka.wire.codec import decode_request, encode_response
 from minikafka.wire.framing import FrameDecoder, frame_parts
 
 
@@ -63,7 +64,22 @@ class Reply:
     throttle_ms: int = 0
 
 
-Dispatcher = Callable[[RequestHeader, object], Awaitable[object | None]]
+Dispatcher = Callable[[Any, object], Awaitable[object | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class WireCodec:
+    """How a listener reads requests and writes responses: `decode(payload) -> (header, body)`
+    (the header has `correlation_id` and `client_id`; RemoteProtocolError for a malformed one)
+    and `encode(correlation_id, response) -> payload`. Frames are the same 4-byte big-endian
+    length prefix for both protocols a broker speaks: minikafka's msgpack (wire/codec.py, the
+    default) and Kafka's binary protocol (minikafka/kafka, server/kafka_apis.py)."""
+
+    decode: Callable[[bytes], tuple[Any, object]]
+    encode: Callable[[int, object], bytes]
+
+
+NATIVE = WireCodec(decode=decode_request, encode=encode_response)
 RECV_CHUNK = 1 << 20
 DEFAULT_IDLE_MS = 600_000  # connections.max.idle.ms (Kafka's default)
 DEFAULT_MAX_CONNECTIONS = 1000  # max.connections: Kafka's is unbounded; ours stays under the
@@ -88,6 +104,7 @@ async def serve_connection(
     events: EventLog,
     idle_ms: int = DEFAULT_IDLE_MS,
     gate: ClusterGate | None = None,
+    codec: WireCodec = NATIVE,
 ) -> None:
     peer = _peer_name(stream)
     session = gate.session() if gate is not None else None
@@ -97,14 +114,14 @@ async def serve_connection(
     in_flight = trio.Semaphore(max_in_flight)
     mute = ThrottleGate()
 
-    async def handle(header: RequestHeader, body: object, scope: trio.CancelScope) -> None:
+    async def handle(header: Any, body: object, scope: trio.CancelScope) -> None:
         nonlocal last_active
         try:
             result = await dispatch(header, body)
             reply = result if isinstance(result, Reply) else Reply(response=result)
             mute.throttle(now_ms(), reply.throttle_ms)  # before the response can reach the peer
             if reply.response is not None:
-                payload = encode_response(header.correlation_id, reply.response)
+                payload = codec.encode(header.correlation_id, reply.response)
                 async with send_lock:
                     for part in frame_parts(payload):
                         await stream.send_all(part)
@@ -123,9 +140,9 @@ async def serve_connection(
         finally:
             in_flight.release()
 
-    async def send_answer(header: RequestHeader, response: object) -> None:
+    async def send_answer(header: Any, response: object) -> None:
         nonlocal last_active
-        payload = encode_response(header.correlation_id, response)
+        payload = codec.encode(header.correlation_id, response)
         async with send_lock:
             for part in frame_parts(payload):
                 await stream.send_all(part)
@@ -144,7 +161,7 @@ async def serve_connection(
                         decoder.next_frame()  # raises on EOF inside a frame
                         return  # clean EOF: in-flight requests finish, then we close
                     continue
-                header, body = decode_request(payload)
+                header, body = codec.decode(payload)
                 if gate is not None and session is not None:
                     answer = gate.screen(session, body, peer)
                     if answer is not None:  # the handshake, or a refusal: no handler runs
@@ -193,11 +210,15 @@ async def run_listener(
     idle_ms: int = DEFAULT_IDLE_MS,
     max_connections: int = DEFAULT_MAX_CONNECTIONS,
     gate: ClusterGate | None,
+    codec: WireCodec = NATIVE,
+    listeners: list[trio.SocketListener] | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Listen on host:port (0 = any free port) and report the bound port through task_status."""
-    listeners = await trio.open_tcp_listeners(port, host=host)
-    bound = listeners[0].socket.getsockname()[1]
+    """Listen on host:port (0 = any free port) and report the bound port through task_status;
+    or serve `listeners` already bound (`open_listeners`), when the port had to be known first."""
+    if listeners is None:
+        listeners = await open_listeners(host, port)
+    bound = bound_port(listeners)
     slots = ConnectionSlots(max_connections)
 
     async def on_connection(stream: trio.SocketStream) -> None:
@@ -211,11 +232,21 @@ async def run_listener(
             events=events,
             idle_ms=idle_ms,
             gate=gate,
+            codec=codec,
         )
 
     async with trio.open_nursery() as nursery:
         await nursery.start(trio.serve_listeners, on_connection, listeners)
         task_status.started(bound)
+
+
+async def open_listeners(host: str, port: int) -> list[trio.SocketListener]:
+    """Sockets bound to host:port (0: any free port), not yet accepting."""
+    return await trio.open_tcp_listeners(port, host=host)
+
+
+def bound_port(listeners: list[trio.SocketListener]) -> int:
+    return listeners[0].socket.getsockname()[1]
 
 
 async def serve_admitted(
@@ -228,6 +259,7 @@ async def serve_admitted(
     events: EventLog,
     idle_ms: int = DEFAULT_IDLE_MS,
     gate: ClusterGate | None = None,
+    codec: WireCodec = NATIVE,
 ) -> None:
     """serve_connection if a slot is free (max.connections), else close the stream at once."""
     if slots.open >= slots.max_connections:
@@ -250,6 +282,7 @@ async def serve_admitted(
             events=events,
             idle_ms=idle_ms,
             gate=gate,
+            codec=codec,
         )
     finally:
         slots.open -= 1

@@ -27,7 +27,8 @@ from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.jsonl import Rotation
-from minikafka.server.listener import run_listener
+from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis
+from minikafka.server.listener import bound_port, open_listeners, run_listener
 from minikafka.server.metrics import Metrics, run_metrics_log
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.prometheus import serve_metrics
@@ -90,6 +91,7 @@ class Node:
         self.dynamic = DynamicConfigs()
         self.port = config.port
         self.metrics_port = -1
+        self.kafka_port = -1  # the Kafka-protocol listener's, once bound (kafka.listen)
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         c = self.config
@@ -120,7 +122,9 @@ class Node:
                         serve_metrics, c.host, c.metrics_port, self.metrics.snapshot, c.node_id
                     )
                 self._write_node_file()
-                self.events.emit("node_ready", host=c.host, port=self.port)
+                self.events.emit(
+                    "node_ready", host=c.host, port=self.port, kafka_port=self.kafka_port
+                )
                 task_status.started(self.port)
         finally:
             self.events.emit("node_stopped")
@@ -150,7 +154,15 @@ class Node:
         c = self.config
         assert self.store is not None
         offline = OfflineReplicas()  # the replicas' registry, reported by the link's heartbeats
-        link = ControllerLink(c, self.events, port=self.port, offline=offline)
+        # The Kafka listener is bound first: its port is part of the broker's registration.
+        kafka_sockets = None
+        if c.kafka_listen is not None:
+            kafka_sockets = await open_listeners(*c.kafka_listen)
+            self.kafka_port = bound_port(kafka_sockets)
+        kafka_endpoint = None if kafka_sockets is None else (c.kafka_listen[0], self.kafka_port)
+        link = ControllerLink(
+            c, self.events, port=self.port, offline=offline, kafka_endpoint=kafka_endpoint
+        )
         self.broker = build_broker(
             config=c,
             store=self.store,
@@ -175,6 +187,24 @@ class Node:
                 rotation=self.log_rotation,
             )
         )
+        if kafka_sockets is not None:
+            kafka = KafkaApis(cache=self.broker.cache, cluster_id=c.cluster_id)
+            await nursery.start(
+                partial(
+                    run_listener,
+                    c.kafka_listen[0],
+                    self.kafka_port,
+                    kafka.dispatch,
+                    max_frame_bytes=c.socket_max_frame_bytes,
+                    max_in_flight=1,  # Kafka mutes a channel until its response is sent
+                    events=self.events,
+                    idle_ms=c.connections_max_idle_ms,
+                    max_connections=c.max_connections,
+                    gate=None,  # nothing of the control plane is served there
+                    codec=KAFKA_CODEC,
+                    listeners=kafka_sockets,
+                )
+            )
         nursery.start_soon(link.run)
         await link.registered.wait()
 
@@ -204,6 +234,7 @@ class Node:
             "host": c.host,
             "port": self.port,
             "metrics_port": self.metrics_port,
+            "kafka_port": self.kafka_port,
             "pid": os.getpid(),
             "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }

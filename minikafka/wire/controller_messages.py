@@ -27,6 +27,10 @@ class BrokerInfo:
     node_id: int
     host: str
     port: int
+    # Its Kafka-protocol listener (minikafka/kafka; Kafka's second listener of a broker's
+    # `listeners`), port -1 when it has none. Metadata asked on that listener advertises these.
+    kafka_host: str = ""
+    kafka_port: int = -1
 
 
 @dataclass(**MSG)
@@ -117,6 +121,8 @@ class BrokerRegistrationRequest:
     incarnation_id: str  # new on every process start: a restart is a new incarnation
     host: str
     port: int
+    kafka_host: str = ""  # its Kafka-protocol listener (BrokerInfo), port -1: none
+    kafka_port: int = -1
 
 
 @dataclass(**MSG)

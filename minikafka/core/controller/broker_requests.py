@@ -21,15 +21,23 @@ class BrokerRequests(ControllerBase):
     # ------------------------------------------------------------------------ brokers
 
     def register_broker(
-        self, *, broker_id: int, incarnation_id: str, host: str, port: int, now_ms: int
+        self,
+        *,
+        broker_id: int,
+        incarnation_id: str,
+        host: str,
+        port: int,
+        now_ms: int,
+        kafka_host: str = "",
+        kafka_port: int = -1,
     ) -> tuple[int, int, list[Effect]]:
         """-> (error_code, broker_epoch, effects). BrokerRegistration (ClusterControlManager)."""
         self._observe(now_ms)
         if broker_id < 0:
             return ErrorCode.INVALID_REQUEST, -1, []
-        refused = registration_refused(
-            broker_id, host, port
-        )  # issue 11, see core/controller/hosts.py
+        refused = registration_refused(broker_id, host, port)  # issue 11, core/controller/hosts.py
+        if refused is None and kafka_port != -1:  # its Kafka listener is advertised the same way
+            refused = registration_refused(broker_id, kafka_host, kafka_port)
         if refused is not None:
             return ErrorCode.INVALID_REQUEST, -1, [refused]
         events: list[Event] = []
@@ -49,6 +57,8 @@ class BrokerRequests(ControllerBase):
             incarnation_id=incarnation_id,
             host=host,
             port=port,
+            kafka_host=kafka_host,
+            kafka_port=kafka_port,
             epoch=self._next_broker_epoch,
             fenced=True,
             last_contact_ms=now_ms,
@@ -61,6 +71,7 @@ class BrokerRequests(ControllerBase):
                 incarnation_id=incarnation_id,
                 host=host,
                 port=port,
+                kafka_port=kafka_port,
                 restart=known is not None,
             )
         )

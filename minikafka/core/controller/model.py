@@ -161,6 +161,8 @@ class BrokerRecord:
     host: str
     port: int
     epoch: int
+    kafka_host: str = ""  # the Kafka-protocol listener (BrokerInfo); port -1: none
+    kafka_port: int = -1
     fenced: bool = False
     last_contact_ms: int | None = None
     cleanup_pending: bool = False
@@ -170,7 +172,13 @@ class BrokerRecord:
     offline: frozenset[TopicPartition] = frozenset()
 
     def info(self) -> BrokerInfo:
-        return BrokerInfo(node_id=self.broker_id, host=self.host, port=self.port)
+        return BrokerInfo(
+            node_id=self.broker_id,
+            host=self.host,
+            port=self.port,
+            kafka_host=self.kafka_host,
+            kafka_port=self.kafka_port,
+        )
 
     def event(self, name: str, **fields: Any) -> Event:
         """A `broker_*` event naming this broker and its epoch."""
@@ -184,6 +192,8 @@ class BrokerRecord:
             "incarnation_id": self.incarnation_id,
             "host": self.host,
             "port": self.port,
+            "kafka_host": self.kafka_host,
+            "kafka_port": self.kafka_port,
             "epoch": self.epoch,
         }
 
@@ -195,6 +205,9 @@ class BrokerRecord:
             incarnation_id=str(doc["incarnation_id"]),
             host=str(doc["host"]),
             port=int(doc["port"]),
+            # Absent from docs saved before the Kafka listener existed.
+            kafka_host=str(doc.get("kafka_host", "")),
+            kafka_port=int(doc.get("kafka_port", -1)),
             epoch=int(doc["epoch"]),
             fenced=True,
             last_contact_ms=None,

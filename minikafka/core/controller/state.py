@@ -216,6 +216,7 @@ class ControllerState(BrokerRequests, TopicRequests, PartitionRequests):
                     "broker_id": b.broker_id,
                     "host": b.host,
                     "port": b.port,
+                    "kafka_port": b.kafka_port,
                     "broker_epoch": b.epoch,
                     "fenced": b.fenced,
                     "last_contact_ms": b.last_contact_ms,

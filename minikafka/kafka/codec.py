@@ -1,0 +1,106 @@
+"""Decode Kafka requests and encode Kafka responses with kio (issue 14).
+
+A request payload starts with api_key (int16), api_version (int16) and correlation_id (int32)
+whatever its header version (Kafka's RequestHeader v0-v2), so we peek at those before choosing a
+schema. kio picks the header version per message (`__header_schema__`), including Kafka's
+quirks: ApiVersionsResponse always uses ResponseHeader v0 (KIP-511: a client that does not yet
+know the broker's versions must be able to parse the answer), and RequestHeader.client_id keeps
+the legacy non-compact string even in flexible header v2.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from kio.index import load_request_schema
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i32
+
+from minikafka.errors import RemoteProtocolError
+
+API_VERSIONS = 18
+METADATA = 3
+
+# The API versions this listener serves (Kafka's ApiVersionsResponse.api_keys), key -> (min, max).
+# Metadata stops at v8, the last non-flexible version: librdkafka, kafka-python and aiokafka all
+# accept it (negotiated live by librdkafka 2.16, kafka-python 3.0.12 and aiokafka 0.14 while
+# designing the listener; tests/test_integration_kafka_clients.py runs the first two).
+SUPPORTED: dict[int, tuple[int, int]] = {
+    API_VERSIONS: (0, 3),
+    METADATA: (0, 8),
+}
+
+_PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KafkaRequest:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body: Any  # a kio request dataclass, e.g. kio.schema.metadata.v8.request.MetadataRequest
+
+
+class UnsupportedVersion(Exception):
+    """An api key or version outside SUPPORTED.
+
+    Not a RemoteProtocolError: Kafka answers an unsupported ApiVersions version with a v0 error
+    response (KIP-511; kafka-python probes with v4 first), and closes the connection for any
+    other API (SocketServer/KafkaApis cannot parse a header it does not know).
+    """
+
+    def __init__(self, api_key: int, api_version: int, correlation_id: int) -> None:
+        super().__init__(f"unsupported api {api_key} v{api_version}")
+        self.api_key = api_key
+        self.api_version = api_version
+        self.correlation_id = correlation_id
+
+
+def decode_request(payload: bytes) -> KafkaRequest:
+    """Decode one request frame payload (no length prefix).
+
+    Raises UnsupportedVersion for keys/versions outside SUPPORTED and RemoteProtocolError for
+    bytes that do not decode exactly (short, garbage, or trailing bytes).
+    """
+    if len(payload) < _PREFIX.size:
+        raise RemoteProtocolError(f"kafka request of {len(payload)} bytes is shorter than a header")
+    api_key, api_version, correlation_id = _PREFIX.unpack_from(payload)
+    lo, hi = SUPPORTED.get(api_key, (0, -1))
+    if not lo <= api_version <= hi:
+        raise UnsupportedVersion(api_key, api_version, correlation_id)
+    schema = load_request_schema(api_key, api_version)
+    header_schema = schema.__header_schema__
+    try:
+        # kio readers return (entity, bytes consumed), not the absolute end offset.
+        header, used = entity_reader(header_schema)(payload, 0)
+        body, body_used = entity_reader(schema)(payload, used)
+    except Exception as exc:  # kio raises SerialError, ValueError, UnicodeDecodeError...
+        raise RemoteProtocolError(
+            f"undecodable kafka {schema.__name__} v{api_version}: {exc}"
+        ) from exc
+    extra = len(payload) - used - body_used
+    if extra:
+        raise RemoteProtocolError(
+            f"kafka {schema.__name__} v{api_version} has {extra} trailing bytes"
+        )
+    return KafkaRequest(
+        api_key=api_key,
+        api_version=api_version,
+        correlation_id=correlation_id,
+        client_id=getattr(header, "client_id", None),
+        body=body,
+    )
+
+
+def encode_response(correlation_id: int, response: Any) -> bytes:
+    """Header (kio's `__header_schema__` for this response's version) then body, no length."""
+    schema = type(response)
+    header_schema = schema.__header_schema__
+    out = io.BytesIO()
+    entity_writer(header_schema)(out, header_schema(correlation_id=i32(correlation_id)))
+    entity_writer(schema)(out, response)
+    return out.getvalue()
