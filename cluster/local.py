@@ -163,8 +163,6 @@ class LocalCluster:
         _note(
             progress, f"cluster {spec.name!r} is up in {spec.base_dir}; bootstrap {spec.bootstrap}"
         )
-        if kafka := cluster.kafka_bootstrap():
-            _note(progress, f"Kafka clients: bootstrap.servers={kafka}")
         return cluster
 
     @classmethod
