@@ -23,12 +23,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.cluster import LocalCluster, plan_cluster
 
-pytestmark = [
-    pytest.mark.integration,
-    # kafka-python 3.0 loads its schemas with importlib.resources' legacy calls.
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:kafka.protocol.schemas.load_json"),
-    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
-]
+pytestmark = pytest.mark.integration
 
 TOPIC = "kafka-clients"
 PARTITIONS = 6

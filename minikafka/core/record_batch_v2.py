@@ -1,0 +1,302 @@
+"""Kafka's RecordBatch v2 (magic 2, KIP-98): the batches Kafka's own clients produce and fetch.
+
+Layout (org.apache.kafka.common.record.DefaultRecordBatch), big-endian:
+
+    baseOffset           int64  \\
+    batchLength          int32   | set or read by the broker; outside the CRC, so a leader
+    partitionLeaderEpoch int32   | restamps them without recomputing it
+    magic                int8    |  (2)
+    crc                  uint32 /  CRC-32C of everything after it
+    attributes           int16     bits 0-2 compression, 3 timestamp type, 4 transactional,
+                                   5 control, 6 delete horizon
+    lastOffsetDelta      int32
+    baseTimestamp        int64
+    maxTimestamp         int64
+    producerId           int64
+    producerEpoch        int16
+    baseSequence         int32
+    recordCount          int32
+    records              recordCount x DefaultRecord, compressed as a whole if attributes say so
+
+    DefaultRecord: length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
+                   key (varint length, -1 null), value (varint length, -1 null),
+                   headers (varint count, each key varint length + bytes, value likewise)
+
+minikafka's log holds these batches byte for byte beside its own (core/records.py): the magic
+byte at offset 16 tells them apart, as it tells Kafka's message formats apart. Brokers read the
+header only (and the CRC); records are decoded by consumers and tools, and by the Kafka listener
+when it converts a native batch for a Kafka consumer.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import crc32c
+
+from minikafka.errors import CorruptRecordError
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+MAGIC = 2
+MAGIC_OFFSET = 16
+CRC_START = 21  # attributes: the CRC covers attributes .. end
+LENGTH_START = 12  # batchLength counts the bytes after itself
+_BASE_AND_EPOCH = struct.Struct(">q")  # baseOffset at 0; partitionLeaderEpoch at 12
+_EPOCH = struct.Struct(">i")
+_PRODUCER = struct.Struct(">qhi")
+_PRODUCER_AT = 43
+
+COMPRESSION_MASK = 0x07
+NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
+COMPRESSION_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
+SUPPORTED_COMPRESSION = frozenset({NONE, GZIP})
+TRANSACTIONAL = 0x10
+CONTROL = 0x20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class V2Header:
+    base_offset: int
+    batch_length: int
+    leader_epoch: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def size(self) -> int:
+        return LENGTH_START + self.batch_length
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class V2Record:
+    offset_delta: int
+    timestamp_ms: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+def is_v2(buf: bytes | memoryview, pos: int = 0) -> bool:
+    """Whether the batch at `pos` is a RecordBatch v2. A native batch has the first byte of its
+    producer id there, 0x00 or 0xFF (core/records.py keeps producer ids below 2**56)."""
+    return len(buf) > pos + MAGIC_OFFSET and buf[pos + MAGIC_OFFSET] == MAGIC
+
+
+def read_header(buf: bytes | memoryview, pos: int = 0) -> V2Header:
+    """The header at `pos`, checked for shape (not the CRC): CorruptRecordError."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptRecordError(f"truncated RecordBatch v2 header at byte {pos}")
+    (base, length, epoch, magic, crc, attributes, last_delta, base_ts, max_ts, pid, p_epoch, seq,
+     count) = HEADER.unpack_from(buf, pos)  # fmt: skip
+    if magic != MAGIC:
+        raise CorruptRecordError(f"batch at byte {pos} has magic {magic}, expected {MAGIC}")
+    if length < HEADER_SIZE - LENGTH_START:
+        raise CorruptRecordError(f"batch at byte {pos} claims a length of {length} bytes")
+    if count < 1 or last_delta < 0:
+        raise CorruptRecordError(
+            f"batch at byte {pos} claims {count} records, last offset delta {last_delta}"
+        )
+    return V2Header(
+        base_offset=base,
+        batch_length=length,
+        leader_epoch=epoch,
+        crc=crc,
+        attributes=attributes,
+        last_offset_delta=last_delta,
+        base_timestamp=base_ts,
+        max_timestamp=max_ts,
+        producer_id=pid,
+        producer_epoch=p_epoch,
+        base_sequence=seq,
+        record_count=count,
+    )
+
+
+def check_crc(buf: bytes | memoryview, pos: int, header: V2Header) -> None:
+    stop = pos + header.size
+    if crc32c.crc32c(buf[pos + CRC_START : stop]) != header.crc:
+        raise CorruptRecordError(f"RecordBatch v2 at byte {pos} fails its CRC-32C")
+
+
+def restamp(batch: bytes, *, base_offset: int, leader_epoch: int) -> bytes:
+    """The batch with the leader's base offset and epoch, both outside the CRC (Kafka's
+    LogValidator assigns offsets in place the same way)."""
+    return (
+        _BASE_AND_EPOCH.pack(base_offset)
+        + batch[8:LENGTH_START]
+        + _EPOCH.pack(leader_epoch)
+        + batch[MAGIC_OFFSET:]
+    )
+
+
+def peek_producer(raw: bytes) -> tuple[int, int, int]:
+    """(producer_id, producer_epoch, base_sequence) of a batch known to be valid."""
+    return _PRODUCER.unpack_from(raw, _PRODUCER_AT)
+
+
+# ---------------------------------------------------------------------------- records
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zigzag varint (Kafka's ByteUtils.readVarint/readVarlong) at pos -> (value, new pos)."""
+    shift = result = 0
+    while True:
+        if pos >= len(buf):
+            raise CorruptRecordError("record ends inside a varint")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint longer than 10 bytes")
+
+
+def _bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
+    n, pos = _varint(buf, pos)
+    if n < 0:
+        return None, pos
+    if pos + n > len(buf):
+        raise CorruptRecordError(f"a {n}-byte field runs past its record")
+    return buf[pos : pos + n], pos + n
+
+
+def records_bytes(raw: bytes, header: V2Header) -> bytes:
+    """The records section, decompressed. CorruptRecordError for a codec we do not have."""
+    body = raw[HEADER_SIZE : header.size]
+    codec = header.compression
+    if codec == NONE:
+        return body
+    if codec == GZIP:
+        try:
+            return gzip.decompress(body)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise CorruptRecordError(f"gzip records do not decompress ({exc})") from exc
+    raise CorruptRecordError(
+        f"records compressed with {COMPRESSION_NAMES.get(codec, codec)}: "
+        f"only {', '.join(COMPRESSION_NAMES[c] for c in sorted(SUPPORTED_COMPRESSION))} are read"
+    )
+
+
+def decode_records(raw: bytes) -> list[V2Record]:
+    """Every record of the batch `raw` (header checked, CRC not: see check_crc)."""
+    header = read_header(raw)
+    body = records_bytes(raw, header)
+    out: list[V2Record] = []
+    pos = 0
+    for _ in range(header.record_count):
+        length, pos = _varint(body, pos)
+        end = pos + length
+        if length < 0 or end > len(body):
+            raise CorruptRecordError(f"record of {length} bytes runs past its batch")
+        pos += 1  # record attributes (unused, as in Kafka)
+        ts_delta, pos = _varint(body, pos)
+        offset_delta, pos = _varint(body, pos)
+        key, pos = _bytes(body, pos)
+        value, pos = _bytes(body, pos)
+        n_headers, pos = _varint(body, pos)
+        headers = []
+        for _h in range(max(n_headers, 0)):
+            hkey, pos = _bytes(body, pos)
+            hvalue, pos = _bytes(body, pos)
+            headers.append(((hkey or b"").decode("utf-8", "replace"), hvalue))
+        if pos != end:
+            raise CorruptRecordError(f"record of {length} bytes holds {length + pos - end}")
+        out.append(
+            V2Record(
+                offset_delta=offset_delta,
+                timestamp_ms=header.base_timestamp + ts_delta,
+                key=key,
+                value=value,
+                headers=tuple(headers),
+            )
+        )
+    if pos != len(body):
+        raise CorruptRecordError(f"{len(body) - pos} bytes after the batch's last record")
+    return out
+
+
+def _put_varint(out: bytearray, value: int) -> None:
+    value = (value << 1) ^ (value >> 63)  # zigzag
+    while value & ~0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _put_bytes(out: bytearray, data: bytes | None) -> None:
+    if data is None:
+        _put_varint(out, -1)
+        return
+    _put_varint(out, len(data))
+    out += data
+
+
+def build(
+    records: Sequence[tuple[int, bytes | None, bytes | None]]
+    | Iterable[tuple[int, bytes | None, bytes | None]],
+    *,
+    base_offset: int = 0,
+    leader_epoch: int = -1,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    compression: int = NONE,
+) -> bytes:
+    """A RecordBatch v2 of (timestamp_ms, key, value) records, offsets 0.. (DefaultRecordBatch's
+    writer): for down-converting native batches and for tests."""
+    items = list(records)
+    if not items:
+        raise ValueError("a record batch holds at least one record")
+    base_ts = items[0][0]
+    body = bytearray()
+    for delta, (ts, key, value) in enumerate(items):
+        rec = bytearray(b"\x00")  # record attributes
+        _put_varint(rec, ts - base_ts)
+        _put_varint(rec, delta)
+        _put_bytes(rec, key)
+        _put_bytes(rec, value)
+        _put_varint(rec, 0)  # no headers
+        _put_varint(body, len(rec))
+        body += rec
+    if compression == GZIP:
+        body = bytearray(gzip.compress(bytes(body)))
+    elif compression != NONE:
+        raise ValueError(f"compression {compression}: build writes none or gzip")
+    after_crc = struct.pack(
+        ">hiqqqhii",
+        compression,
+        len(items) - 1,
+        base_ts,
+        max(ts for ts, _k, _v in items),
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(items),
+    ) + bytes(body)
+    head = struct.pack(
+        ">qiibI",
+        base_offset,
+        HEADER_SIZE - LENGTH_START + len(body),
+        leader_epoch,
+        MAGIC,
+        crc32c.crc32c(after_crc),
+    )
+    return head + after_crc
