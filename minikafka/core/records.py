@@ -19,6 +19,13 @@ boundary falls on a batch boundary. Brokers check the header and CRC of every ba
 (`iter_batches`); the leader also decodes a produced payload once (`check_payload`, as Kafka's
 LogValidator does) so that a header whose count disagrees with its records is refused at produce:
 offsets are assigned from the count, and a consumer decoding such a batch would fail forever.
+
+Kafka's own clients produce RecordBatch v2 (core/record_batch_v2.py), and the log keeps those
+byte for byte too: every function here takes either format and tells them apart as Kafka tells
+its message formats apart, by the magic byte at offset 16. A native batch has the first byte of
+its producer id there, 0x00 or 0xFF, since producer ids stay below 2**56 (core/producer_ids.py
+allocates them from 0); a forged native batch with a larger id is read as v2 and fails the v2
+CRC-32C, so it is refused, never misread.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from dataclasses import dataclass
 
 import msgpack
 
+from minikafka.core import record_batch_v2 as v2
 from minikafka.errors import CorruptRecordError
 
 HEADER = struct.Struct(">qiiqhiII")
@@ -42,12 +50,24 @@ NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 
 
+class UnsupportedCompression(CorruptRecordError):
+    """A RecordBatch v2 compressed with a codec this broker does not have (Kafka's
+    UNSUPPORTED_COMPRESSION_TYPE, 76); named in the message."""
+
+    def __init__(self, codec: object) -> None:
+        super().__init__(
+            f"records compressed with {codec}: this broker stores none or gzip batches"
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Record:
     offset: int
     timestamp_ms: int
     key: bytes | None
-    value: bytes
+    value: bytes  # b"" for a Kafka client's null value (a tombstone); `null_value` says which
+    headers: tuple[tuple[str, bytes | None], ...] = ()  # Kafka records' headers (KIP-82)
+    null_value: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -118,6 +138,11 @@ def restamp(
     """The same batch with the leader's base offset and epoch (what a leader stores), and with
     `producer` = (producer_id, producer_epoch, base_sequence) when given (else unchanged)."""
     head = _BASE_AND_EPOCH.pack(base_offset, leader_epoch)
+    if v2.is_v2(batch):
+        # A v2 batch carries its producer fields inside its CRC, as its client wrote them.
+        if producer is not None and producer != v2.peek_producer(batch):
+            raise ValueError("a RecordBatch v2's producer fields are its client's")
+        return v2.restamp(batch, base_offset=base_offset, leader_epoch=leader_epoch)
     if producer is None:
         return head + batch[_BASE_AND_EPOCH.size :]
     return (
@@ -130,13 +155,36 @@ def restamp(
 
 def peek_producer(raw: bytes) -> tuple[int, int, int]:
     """(producer_id, producer_epoch, base_sequence) of a batch known to be valid."""
+    if v2.is_v2(raw):
+        return v2.peek_producer(raw)
     return _PRODUCER.unpack_from(raw, _PRODUCER_AT)
 
 
 def peek_header(raw: bytes) -> tuple[int, int, int]:
-    """(base_offset, leader_epoch, count) of a batch known to be valid, e.g. one read from disk."""
+    """(base_offset, leader_epoch, count) of a batch known to be valid, e.g. one read from disk.
+    The count of a v2 batch is its offset span, lastOffsetDelta + 1 (Kafka's
+    RecordBatch.nextOffset), which is its record count as produced."""
+    if v2.is_v2(raw):
+        h = v2.read_header(raw)
+        return h.base_offset, h.leader_epoch, h.last_offset_delta + 1
     base_offset, leader_epoch, count, _pid, _pe, _seq, _len, _crc = HEADER.unpack_from(raw, 0)
     return base_offset, leader_epoch, count
+
+
+def peek_shape(raw: bytes) -> tuple[int, int]:
+    """(base_offset, count) of one whole batch of either format, its header checked against its
+    length (not its CRC): CorruptRecordError. What a store checks before it writes a batch."""
+    if v2.is_v2(raw):
+        h = v2.read_header(raw)
+        if h.size != len(raw):
+            raise CorruptRecordError(f"RecordBatch v2 of {len(raw)} bytes claims {h.size}")
+        return h.base_offset, h.last_offset_delta + 1
+    if len(raw) < HEADER_SIZE:
+        raise CorruptRecordError(f"a batch of {len(raw)} bytes is shorter than its header")
+    base, _epoch, count, _pid, _pe, _seq, length, _crc = HEADER.unpack_from(raw, 0)
+    if count < 1 or length != len(raw) - HEADER_SIZE:
+        raise CorruptRecordError(f"malformed batch header at offset {base}")
+    return base, count
 
 
 def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
@@ -144,6 +192,24 @@ def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
     view = memoryview(blob)
     pos, end = 0, len(blob)
     while pos < end:
+        if v2.is_v2(view, pos):
+            h = v2.read_header(view, pos)
+            stop = pos + h.size
+            if stop > end:
+                raise CorruptRecordError(f"RecordBatch v2 at byte {pos} runs past the end")
+            if check_crc:
+                v2.check_crc(view, pos, h)
+            yield BatchView(
+                base_offset=h.base_offset,
+                leader_epoch=h.leader_epoch,
+                count=h.last_offset_delta + 1,
+                raw=bytes(view[pos:stop]),
+                producer_id=h.producer_id,
+                producer_epoch=h.producer_epoch,
+                base_sequence=h.base_sequence,
+            )
+            pos = stop
+            continue
         if end - pos < HEADER_SIZE:
             raise CorruptRecordError(f"truncated batch header at byte {pos}")
         base_offset, epoch, count, pid, p_epoch, seq, length, crc = HEADER.unpack_from(view, pos)
@@ -174,7 +240,22 @@ def check_payload(batch: BatchView) -> None:
 
     Decoded as tuples (msgpack's use_list=False: arrays are tuples, about half the decoding
     cost of lists) and checked with exact types, bool counting as an int as isinstance would:
-    msgpack yields no other subclass. This runs on every produced batch on the leader."""
+    msgpack yields no other subclass. This runs on every produced batch on the leader.
+
+    A RecordBatch v2 is decoded whole, as Kafka's LogValidator validates every record of a
+    produced batch (decompressing it if need be): its records must be exactly its offsets
+    0..lastOffsetDelta, one each."""
+    if v2.is_v2(batch.raw):
+        h = v2.read_header(batch.raw)
+        if h.compression not in v2.SUPPORTED_COMPRESSION:
+            raise UnsupportedCompression(v2.COMPRESSION_NAMES.get(h.compression, h.compression))
+        deltas = [r.offset_delta for r in v2.decode_records(batch.raw)]
+        if deltas != list(range(h.last_offset_delta + 1)) or len(deltas) != h.record_count:
+            raise CorruptRecordError(
+                f"RecordBatch v2 of {h.record_count} records has offset deltas "
+                f"{deltas[:3]}..., expected 0..{h.last_offset_delta}"
+            )
+        return
     try:
         items = msgpack.unpackb(batch.raw[HEADER_SIZE:], raw=False, use_list=False)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
@@ -201,6 +282,18 @@ def check_payload(batch: BatchView) -> None:
 
 def decode_records(batch: BatchView) -> list[Record]:
     """The records of one batch, with their offsets (consumers only; brokers never decode)."""
+    if v2.is_v2(batch.raw):
+        return [
+            Record(
+                offset=batch.base_offset + r.offset_delta,
+                timestamp_ms=r.timestamp_ms,
+                key=r.key,
+                value=b"" if r.value is None else r.value,
+                headers=r.headers,
+                null_value=r.value is None,
+            )
+            for r in v2.decode_records(batch.raw)
+        ]
     try:
         items = msgpack.unpackb(batch.raw[HEADER_SIZE:], raw=False)
         records = [

@@ -38,8 +38,9 @@ import msgpack
 
 from minikafka.core.fetch_limits import ResponseBudget
 from minikafka.core.producer_state import ProducerStateManager
-from minikafka.core.records import HEADER, HEADER_SIZE, peek_header
+from minikafka.core.records import peek_header, peek_shape
 from minikafka.core.types import EpochEntry, TopicPartition
+from minikafka.errors import CorruptRecordError
 from minikafka.storage import producer_snapshots
 from minikafka.storage.env import (  # noqa: F401 - importable from here too
     EnvLease,
@@ -171,13 +172,12 @@ def _checked_pairs(
     """(key, batch) pairs for batches that continue the log at `leo`, and the new LEO."""
     pairs = []
     for batch in batches:
-        if len(batch) < HEADER_SIZE:
-            raise StorageError(f"{tp}: a batch of {len(batch)} bytes is shorter than its header")
-        base, _epoch, count, _pid, _pe, _seq, length, _crc = HEADER.unpack_from(batch, 0)
+        try:
+            base, count = peek_shape(batch)
+        except CorruptRecordError as exc:
+            raise StorageError(f"{tp}: {exc}") from exc
         if base != leo:
             raise StorageError(f"{tp}: batch at offset {base} does not start at log end {leo}")
-        if count < 1 or length != len(batch) - HEADER_SIZE:
-            raise StorageError(f"{tp}: malformed batch header at offset {base}")
         pairs.append((_KEY.pack(base), batch))
         leo = base + count
     return pairs, leo
