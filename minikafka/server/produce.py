@@ -40,10 +40,12 @@ from dataclasses import dataclass
 import trio
 
 from minikafka.core.producer_state import BatchMetadata, Duplicate, ProducerBatch, Refuse
+from minikafka.core.record_batch_v2 import is_v2
 from minikafka.core.records import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
+    UnsupportedCompression,
     check_payload,
     iter_batches,
     restamp,
@@ -108,6 +110,11 @@ async def handle_produce(
             except _TooLarge as exc:
                 answers[key] = _answer(
                     pp.topic, pp.partition, ErrorCode.MESSAGE_TOO_LARGE, str(exc)
+                )
+                continue
+            except UnsupportedCompression as exc:
+                answers[key] = _answer(
+                    pp.topic, pp.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc)
                 )
                 continue
             except CorruptRecordError as exc:
@@ -243,6 +250,16 @@ def _stamp(
     # Without a producer id the stored header says none, whatever the client wrote there: the
     # fields followers rebuild state from are only ever the ones checked here.
     producer = _NO_PRODUCER
+    entry_producer = (
+        (pp.producer_id, pp.producer_epoch, pp.base_sequence) if pp.producer_id >= 0 else producer
+    )
+    for b in batches:
+        # A RecordBatch v2 carries its producer fields under its CRC; they are the ones checked.
+        if is_v2(b.raw) and (b.producer_id, b.producer_epoch, b.base_sequence) != entry_producer:
+            raise _Refused(
+                ErrorCode.INVALID_RECORD,
+                "a RecordBatch v2's producer id, epoch and sequence must be its produce entry's",
+            )
     if pp.producer_id >= 0:
         if pp.producer_id > MAX_PRODUCER_ID:
             raise _Refused(ErrorCode.INVALID_RECORD, f"producer id {pp.producer_id} > int64")
