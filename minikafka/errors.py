@@ -55,6 +55,7 @@ class ErrorCode(IntEnum):
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53  # transactions are not served
     UNSUPPORTED_COMPRESSION_TYPE = 76  # a RecordBatch v2 codec the broker lacks
     INVALID_RECORD = 87
     NO_REASSIGNMENT_IN_PROGRESS = 85

@@ -1,0 +1,131 @@
+"""Kafka's Produce (v3-8) on the Kafka listener: kio requests to minikafka's ProduceRequest and
+back. Pure: the shell (server/kafka_apis.py) hands the native request to the broker.
+
+From v3 every partition carries exactly one RecordBatch v2 (KIP-98; Kafka's
+LogValidator.validateOneBatchRecords), which minikafka stores as it is (core/records.py); the
+idempotent producer's fields travel in that batch's header, so they are copied to the native
+entry, where the broker's producer state checks them (server/produce.py). What the broker
+answers per partition comes back with Kafka's codes; what is refused here (several batches, a
+transactional batch, acks outside -1/0/1) never reaches the broker.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode as KafkaErrorCode
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i64
+
+from minikafka.core import record_batch_v2 as v2
+from minikafka.errors import CorruptRecordError, ErrorCode
+from minikafka.wire.messages import (
+    ProducePartition,
+    ProducePartitionResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
+
+NO_OFFSET = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Translated:
+    """A Kafka Produce as the broker takes it, and the partitions answered here already."""
+
+    native: ProduceRequest
+    refused: list[ProducePartitionResponse] = field(default_factory=list)
+    order: list[tuple[str, int]] = field(default_factory=list)  # the request's partitions
+
+
+def _refusal(topic: str, partition: int, code: ErrorCode, message: str):
+    return ProducePartitionResponse(
+        topic=topic, partition=partition, error_code=code, error_message=message
+    )
+
+
+def to_native(request: Any) -> Translated | ProduceResponse:
+    """The native request for a kio ProduceRequest; a ProduceResponse refusing every partition
+    when the request as a whole cannot be served (acks other than -1, 0, 1: Kafka's
+    INVALID_REQUIRED_ACKS; a transactional id: transactions are not served)."""
+    order = [(str(t.name), int(p.index)) for t in request.topic_data for p in t.partition_data]
+    whole: tuple[ErrorCode, str] | None = None
+    if int(request.acks) not in (-1, 0, 1):
+        whole = (ErrorCode.INVALID_REQUIRED_ACKS, f"acks={request.acks}: expected -1, 0 or 1")
+    elif request.transactional_id is not None:
+        whole = (
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactions are not served by minikafka",
+        )
+    if whole is not None:
+        return ProduceResponse(partitions=[_refusal(t, p, *whole) for t, p in order])
+    entries: list[ProducePartition] = []
+    refused: list[ProducePartitionResponse] = []
+    for topic in request.topic_data:
+        for part in topic.partition_data:
+            name, index = str(topic.name), int(part.index)
+            records = bytes(part.records or b"")
+            try:
+                entries.append(_entry(name, index, records))
+            except CorruptRecordError as exc:
+                refused.append(_refusal(name, index, ErrorCode.INVALID_RECORD, str(exc)))
+    native = ProduceRequest(
+        acks=int(request.acks),
+        timeout_ms=int(request.timeout / timedelta(milliseconds=1)),
+        partitions=entries,
+    )
+    return Translated(native=native, refused=refused, order=order)
+
+
+def _entry(topic: str, partition: int, records: bytes) -> ProducePartition:
+    if not v2.is_v2(records):
+        raise CorruptRecordError("a Kafka produce carries RecordBatch v2 (magic 2) only")
+    header = v2.read_header(records)
+    if header.size != len(records):
+        raise CorruptRecordError(
+            "Produce v3 and later carry exactly one record batch per partition"
+        )
+    if header.attributes & (v2.TRANSACTIONAL | v2.CONTROL):
+        raise CorruptRecordError("transactional and control batches are not served")
+    producer: dict[str, int] = {}
+    if header.producer_id >= 0:
+        producer = dict(
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence,
+        )
+    return ProducePartition(topic=topic, partition=partition, records=records, **producer)
+
+
+def to_kafka(version: int, translated: Translated, answer: ProduceResponse) -> Any:
+    """The kio ProduceResponse at `version`: the broker's answers and the refusals, in the
+    request's order, grouped by topic."""
+    mod = importlib.import_module(f"kio.schema.produce.v{version}.response")
+    by_key = {(p.topic, p.partition): p for p in [*answer.partitions, *translated.refused]}
+    topics: dict[str, list[Any]] = {}
+    for key in translated.order or list(by_key):
+        p = by_key[key]
+        fields: dict[str, Any] = {
+            "index": i32(p.partition),
+            "error_code": KafkaErrorCode(int(p.error_code)),
+            "base_offset": i64(p.base_offset if p.error_code == ErrorCode.NONE else NO_OFFSET),
+            "log_append_time": None,  # CreateTime topics: -1 (Kafka's default timestamp type)
+        }
+        names = mod.PartitionProduceResponse.__dataclass_fields__
+        if "log_start_offset" in names:
+            fields["log_start_offset"] = i64(p.log_start_offset)
+        if "error_message" in names:
+            fields["error_message"] = p.error_message
+        if "record_errors" in names:
+            fields["record_errors"] = ()
+        topics.setdefault(p.topic, []).append(mod.PartitionProduceResponse(**fields))
+    return mod.ProduceResponse(
+        responses=tuple(
+            mod.TopicProduceResponse(name=TopicName(name), partition_responses=tuple(parts))
+            for name, parts in topics.items()
+        ),
+        throttle_time=timedelta(milliseconds=answer.throttle_time_ms),
+    )
