@@ -122,3 +122,28 @@ def test_the_answer_keeps_the_request_order_and_kafkas_fields(version):
         ("a", 1, KafkaErrorCode.invalid_record, -1),
         ("b", 0, KafkaErrorCode.not_leader_or_follower, -1),  # no offset with an error
     ]
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_init_producer_id_translates_both_ways(version):
+    from minikafka.kafka.produce import init_producer_id_to_kafka, init_producer_id_to_native
+    from minikafka.wire.producer_messages import InitProducerIdResponse
+
+    mod = importlib.import_module(f"kio.schema.init_producer_id.v{version}.request")
+    kio_req = mod.InitProducerIdRequest(
+        transactional_id=None, transaction_timeout=timedelta(milliseconds=60000)
+    )
+    native = init_producer_id_to_native(kio_req)
+    assert (native.transactional_id, native.transaction_timeout_ms) == (None, 60000)
+    out = init_producer_id_to_kafka(
+        version, InitProducerIdResponse(error_code=0, producer_id=1234, producer_epoch=0)
+    )
+    payload = encode_response(3, out)
+    rmod = importlib.import_module(f"kio.schema.init_producer_id.v{version}.response")
+    _h, used = entity_reader(rmod.InitProducerIdResponse.__header_schema__)(payload, 0)
+    decoded, _ = entity_reader(rmod.InitProducerIdResponse)(payload, used)
+    assert (decoded.error_code, int(decoded.producer_id), decoded.producer_epoch) == (
+        KafkaErrorCode.none,
+        1234,
+        0,
+    )

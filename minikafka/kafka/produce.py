@@ -1,4 +1,4 @@
-"""Kafka's Produce (v3-8) on the Kafka listener: kio requests to minikafka's ProduceRequest and
+"""Kafka's Produce (v3-8) and InitProducerId (v0-1) on the Kafka listener: kio requests to minikafka's ProduceRequest and
 back. Pure: the shell (server/kafka_apis.py) hands the native request to the broker.
 
 From v3 every partition carries exactly one RecordBatch v2 (KIP-98; Kafka's
@@ -17,8 +17,8 @@ from datetime import timedelta
 from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaErrorCode
-from kio.schema.types import TopicName
-from kio.static.primitive import i32, i64
+from kio.schema.types import ProducerId, TopicName
+from kio.static.primitive import i16, i32, i64
 
 from minikafka.core import record_batch_v2 as v2
 from minikafka.errors import CorruptRecordError, ErrorCode
@@ -28,6 +28,7 @@ from minikafka.wire.messages import (
     ProduceRequest,
     ProduceResponse,
 )
+from minikafka.wire.producer_messages import InitProducerIdRequest, InitProducerIdResponse
 
 NO_OFFSET = -1
 
@@ -128,4 +129,26 @@ def to_kafka(version: int, translated: Translated, answer: ProduceResponse) -> A
             for name, parts in topics.items()
         ),
         throttle_time=timedelta(milliseconds=answer.throttle_time_ms),
+    )
+
+
+# ---------------------------------------------------------------------------- InitProducerId
+
+
+def init_producer_id_to_native(request: Any) -> InitProducerIdRequest:
+    """KIP-98's InitProducerId (v0-1): an idempotent producer asks any broker for its id.
+    A transactional id passes through: the broker refuses it (transactions are not served)."""
+    return InitProducerIdRequest(
+        transactional_id=request.transactional_id,
+        transaction_timeout_ms=int(request.transaction_timeout / timedelta(milliseconds=1)),
+    )
+
+
+def init_producer_id_to_kafka(version: int, answer: InitProducerIdResponse) -> Any:
+    mod = importlib.import_module(f"kio.schema.init_producer_id.v{version}.response")
+    return mod.InitProducerIdResponse(
+        throttle_time=timedelta(milliseconds=answer.throttle_time_ms),
+        error_code=KafkaErrorCode(int(answer.error_code)),
+        producer_id=ProducerId(answer.producer_id),
+        producer_epoch=i16(answer.producer_epoch),
     )
