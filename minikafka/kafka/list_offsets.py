@@ -1,0 +1,66 @@
+"""Kafka's ListOffsets (v1-5) on the Kafka listener, translated both ways. Pure.
+
+A consumer resets its position with it (auto.offset.reset): timestamp -1 is the latest offset
+(for a consumer the high watermark, which is also the last stable offset: no transactions),
+-2 the earliest. Other timestamps (offsetsForTimes) are answered as the broker answers them
+natively. Leader epochs go out as -1, as in Metadata (minikafka/kafka/apis.py says why).
+"""
+
+from __future__ import annotations
+
+import importlib
+from datetime import timedelta
+from typing import Any
+
+from kio.schema.errors import ErrorCode as KafkaErrorCode
+from kio.schema.types import TopicName
+from kio.static.primitive import i32, i64
+
+from minikafka.wire.messages import (
+    CONSUMER_REPLICA_ID,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+)
+
+NO_TIMESTAMP = -1
+
+
+def to_native(request: Any) -> ListOffsetsRequest:
+    """A consumer's request (a replica id is a follower's, which the Kafka listener never
+    serves: it is asked as a consumer)."""
+    return ListOffsetsRequest(
+        partitions=[
+            ListOffsetsPartition(
+                topic=str(t.name), partition=int(p.partition_index), timestamp=int(p.timestamp)
+            )
+            for t in request.topics
+            for p in t.partitions
+        ],
+        replica_id=CONSUMER_REPLICA_ID,
+    )
+
+
+def to_kafka(version: int, answer: ListOffsetsResponse) -> Any:
+    mod = importlib.import_module(f"kio.schema.list_offsets.v{version}.response")
+    names = mod.ListOffsetsPartitionResponse.__dataclass_fields__
+    topics: dict[str, list[Any]] = {}
+    for p in answer.partitions:
+        fields: dict[str, Any] = {
+            "partition_index": i32(p.partition),
+            "error_code": KafkaErrorCode(int(p.error_code)),
+            "timestamp": i64(NO_TIMESTAMP),
+            "offset": i64(p.offset),
+        }
+        if "leader_epoch" in names:
+            fields["leader_epoch"] = i32(-1)
+        topics.setdefault(p.topic, []).append(mod.ListOffsetsPartitionResponse(**fields))
+    kwargs: dict[str, Any] = {
+        "topics": tuple(
+            mod.ListOffsetsTopicResponse(name=TopicName(t), partitions=tuple(ps))
+            for t, ps in topics.items()
+        )
+    }
+    if "throttle_time" in mod.ListOffsetsResponse.__dataclass_fields__:
+        kwargs["throttle_time"] = timedelta(milliseconds=answer.throttle_time_ms)
+    return mod.ListOffsetsResponse(**kwargs)
