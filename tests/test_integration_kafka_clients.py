@@ -88,8 +88,9 @@ def test_kafka_python_sees_the_cluster_through_one_broker(cluster) -> None:
 
 def test_an_unserved_request_closes_only_its_connection(cluster) -> None:
     host, port = kafka_addresses(cluster)[3].rsplit(":", 1)
-    # Produce v3 (api key 0), not served yet: Kafka closes a connection it cannot parse.
-    body = struct.pack(">hhih", 0, 3, 77, -1)
+    # SaslHandshake v1 (api key 17), not served (no SASL): Kafka closes a connection whose
+    # request it cannot parse.
+    body = struct.pack(">hhih", 17, 1, 77, -1)
     with socket.create_connection((host, int(port)), timeout=10) as s:
         s.sendall(struct.pack(">i", len(body)) + body)
         assert s.recv(4) == b""  # closed, nothing answered

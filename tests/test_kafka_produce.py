@@ -84,9 +84,9 @@ def test_a_transactional_batch_is_refused():
     ],
 )
 def test_a_request_refused_as_a_whole_answers_every_partition(acks, txn, code):
-    answer = to_native(request(8, {("a", 0): PLAIN, ("b", 2): PLAIN}, acks=acks, txn=txn))
-    assert isinstance(answer, ProduceResponse)
-    assert [(p.topic, p.partition, p.error_code) for p in answer.partitions] == [
+    t = to_native(request(8, {("a", 0): PLAIN, ("b", 2): PLAIN}, acks=acks, txn=txn))
+    assert t.native is None  # nothing reaches the broker
+    assert [(p.topic, p.partition, p.error_code) for p in t.refused] == [
         ("a", 0, code),
         ("b", 2, code),
     ]

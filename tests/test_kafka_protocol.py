@@ -144,7 +144,7 @@ def test_decode_metadata(version: int) -> None:
     assert request.body == body
 
 
-@pytest.mark.parametrize(("key", "version"), [(18, 4), (3, 9), (999, 0), (18, -1), (0, 3)])
+@pytest.mark.parametrize(("key", "version"), [(18, 4), (3, 9), (999, 0), (18, -1), (0, 2), (0, 9)])
 def test_unsupported_version_carries_correlation_id(key: int, version: int) -> None:
     payload = struct.pack(">hhi", key, version, 1234) + b"\x00\x03cli\x00"
     with pytest.raises(UnsupportedVersion) as info:

@@ -21,8 +21,17 @@ from kio.static.primitive import i32
 
 from minikafka.errors import RemoteProtocolError
 
-API_VERSIONS = 18
+PRODUCE = 0
+FETCH = 1
+LIST_OFFSETS = 2
 METADATA = 3
+API_VERSIONS = 18
+INIT_PRODUCER_ID = 22
+CREATE_TOPICS = 19
+DESCRIBE_CONFIGS = 32
+INCREMENTAL_ALTER_CONFIGS = 44
+ALTER_PARTITION_REASSIGNMENTS = 45
+LIST_PARTITION_REASSIGNMENTS = 46
 
 # The API versions this listener serves (Kafka's ApiVersionsResponse.api_keys), key -> (min, max).
 # Metadata stops at v8, the last non-flexible version: librdkafka, kafka-python and aiokafka all
@@ -31,6 +40,22 @@ METADATA = 3
 SUPPORTED: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 3),
     METADATA: (0, 8),
+    # Data (minikafka/kafka/produce.py, fetch.py, list_offsets.py): from the first version of
+    # each that carries RecordBatch v2 (librdkafka needs Produce 3 and Fetch 4 for it) to the
+    # last non-flexible one; InitProducerId 0-1 serves the idempotent producer (KIP-98).
+    PRODUCE: (3, 8),
+    FETCH: (4, 11),
+    LIST_OFFSETS: (1, 5),
+    INIT_PRODUCER_ID: (0, 1),
+    # Admin APIs (minikafka/kafka/admin.py), forwarded to the controller. CreateTopics and
+    # DescribeConfigs stop before their first flexible version (v5, v4): librdkafka asks
+    # CreateTopics v4, aiokafka v3. IncrementalAlterConfigs v1 and both reassignment APIs
+    # (KIP-455: flexible from v0) are flexible; kio handles the tagged fields.
+    CREATE_TOPICS: (2, 4),
+    DESCRIBE_CONFIGS: (1, 3),
+    INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ALTER_PARTITION_REASSIGNMENTS: (0, 0),
+    LIST_PARTITION_REASSIGNMENTS: (0, 0),
 }
 
 _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id

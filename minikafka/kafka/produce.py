@@ -37,7 +37,7 @@ NO_OFFSET = -1
 class Translated:
     """A Kafka Produce as the broker takes it, and the partitions answered here already."""
 
-    native: ProduceRequest
+    native: ProduceRequest | None  # None: nothing goes to the broker
     refused: list[ProducePartitionResponse] = field(default_factory=list)
     order: list[tuple[str, int]] = field(default_factory=list)  # the request's partitions
 
@@ -48,10 +48,11 @@ def _refusal(topic: str, partition: int, code: ErrorCode, message: str):
     )
 
 
-def to_native(request: Any) -> Translated | ProduceResponse:
-    """The native request for a kio ProduceRequest; a ProduceResponse refusing every partition
-    when the request as a whole cannot be served (acks other than -1, 0, 1: Kafka's
-    INVALID_REQUIRED_ACKS; a transactional id: transactions are not served)."""
+def to_native(request: Any) -> Translated:
+    """The native request for a kio ProduceRequest, and the partitions refused here. When the
+    request as a whole cannot be served (acks other than -1, 0, 1: Kafka's
+    INVALID_REQUIRED_ACKS; a transactional id: transactions are not served) every partition is
+    refused and nothing goes to the broker."""
     order = [(str(t.name), int(p.index)) for t in request.topic_data for p in t.partition_data]
     whole: tuple[ErrorCode, str] | None = None
     if int(request.acks) not in (-1, 0, 1):
@@ -62,7 +63,8 @@ def to_native(request: Any) -> Translated | ProduceResponse:
             "transactions are not served by minikafka",
         )
     if whole is not None:
-        return ProduceResponse(partitions=[_refusal(t, p, *whole) for t, p in order])
+        refused = [_refusal(t, p, *whole) for t, p in order]
+        return Translated(native=None, refused=refused, order=order)
     entries: list[ProducePartition] = []
     refused: list[ProducePartitionResponse] = []
     for topic in request.topic_data:
@@ -78,7 +80,7 @@ def to_native(request: Any) -> Translated | ProduceResponse:
         timeout_ms=int(request.timeout / timedelta(milliseconds=1)),
         partitions=entries,
     )
-    return Translated(native=native, refused=refused, order=order)
+    return Translated(native=native if entries else None, refused=refused, order=order)
 
 
 def _entry(topic: str, partition: int, records: bytes) -> ProducePartition:
@@ -101,10 +103,11 @@ def _entry(topic: str, partition: int, records: bytes) -> ProducePartition:
     return ProducePartition(topic=topic, partition=partition, records=records, **producer)
 
 
-def to_kafka(version: int, translated: Translated, answer: ProduceResponse) -> Any:
+def to_kafka(version: int, translated: Translated, answer: ProduceResponse | None) -> Any:
     """The kio ProduceResponse at `version`: the broker's answers and the refusals, in the
     request's order, grouped by topic."""
     mod = importlib.import_module(f"kio.schema.produce.v{version}.response")
+    answer = answer or ProduceResponse(partitions=[])
     by_key = {(p.topic, p.partition): p for p in [*answer.partitions, *translated.refused]}
     topics: dict[str, list[Any]] = {}
     for key in translated.order or list(by_key):

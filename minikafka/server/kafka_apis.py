@@ -6,7 +6,12 @@ msgpack, no cluster gate (nothing of the control plane is served here), and one 
 flight per connection: Kafka's SocketServer mutes a channel until its response is sent, and
 clients (librdkafka, kafka-python) match responses to requests in order.
 
-Served so far: ApiVersions and Metadata (minikafka/kafka/codec.py `SUPPORTED`). A request for
+Served so far (minikafka/kafka/codec.py `SUPPORTED`): ApiVersions and Metadata; Produce, Fetch,
+ListOffsets and InitProducerId; the admin APIs CreateTopics, DescribeConfigs,
+IncrementalAlterConfigs, AlterPartitionReassignments and ListPartitionReassignments. All but the
+first two are translated to the native requests (minikafka/kafka/*.py) and handed to the
+broker's own dispatch, which serves them as it serves minikafka's clients (client quotas and
+KIP-219 throttling included) or forwards them to the controller. A request for
 an API or version outside that is answered as Kafka answers it: ApiVersions with the v0 error
 response listing what is served (KIP-511, so a client retries at a version we have), anything
 else by closing the connection (Kafka cannot parse it either).
@@ -15,23 +20,37 @@ else by closing the connection (Kafka cannot parse it either).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaErrorCode
 
-from minikafka.errors import RemoteProtocolError
+from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, RemoteProtocolError
+from minikafka.kafka import admin, fetch, list_offsets, produce
 from minikafka.kafka.apis import api_versions_response, metadata_response, requested_topics
 from minikafka.kafka.codec import (
+    ALTER_PARTITION_REASSIGNMENTS,
     API_VERSIONS,
+    CREATE_TOPICS,
+    DESCRIBE_CONFIGS,
+    FETCH,
+    INCREMENTAL_ALTER_CONFIGS,
+    INIT_PRODUCER_ID,
+    LIST_OFFSETS,
+    LIST_PARTITION_REASSIGNMENTS,
     METADATA,
+    PRODUCE,
     SUPPORTED,
     KafkaRequest,
     UnsupportedVersion,
     decode_request,
     encode_response,
 )
-from minikafka.server.listener import WireCodec
+from minikafka.server.listener import Reply, WireCodec
 from minikafka.server.metadata_cache import MetadataCache
+from minikafka.wire import admin_messages as am
+from minikafka.wire import messages
+from minikafka.wire.producer_messages import InitProducerIdResponse
 
 
 class UnsupportedApiVersions:
@@ -65,9 +84,19 @@ KAFKA_CODEC = WireCodec(decode=decode, encode=encode_response)
 class KafkaApis:
     """The handlers of the Kafka listener (Kafka's KafkaApis), over the broker's own state."""
 
-    def __init__(self, *, cache: MetadataCache, cluster_id: str) -> None:
+    def __init__(
+        self,
+        *,
+        cache: MetadataCache,
+        cluster_id: str,
+        broker: Callable[..., Awaitable[object]] | None = None,
+    ) -> None:
+        """`broker` is the broker's native dispatch (Broker.dispatch: `(body, client_id=...)`),
+        which serves the data APIs and forwards the admin ones to the controller; without it
+        those answer NETWORK_EXCEPTION (the admin APIs) or close the connection."""
         self.cache = cache
         self.cluster_id = cluster_id
+        self.broker = broker
 
     async def dispatch(self, header: KafkaRequest, body: object) -> Any:
         if isinstance(body, UnsupportedApiVersions):
@@ -76,6 +105,29 @@ class KafkaApis:
             return api_versions_response(header.api_version)
         if header.api_key == METADATA:
             return self.metadata(header.api_version, body)
+        client_id = header.client_id or ""
+        if header.api_key == PRODUCE:
+            return await self.produce(header.api_version, body, client_id)
+        if header.api_key == FETCH:
+            return await self.fetch(header.api_version, body, client_id)
+        if header.api_key == LIST_OFFSETS:
+            native = await self._native(list_offsets.to_native(body))
+            assert isinstance(native, messages.ListOffsetsResponse), native
+            return list_offsets.to_kafka(header.api_version, native)
+        if header.api_key == INIT_PRODUCER_ID:
+            native = await self._native(produce.init_producer_id_to_native(body))
+            assert isinstance(native, InitProducerIdResponse), native
+            return produce.init_producer_id_to_kafka(header.api_version, native)
+        if header.api_key == CREATE_TOPICS:
+            return await self.create_topics(header.api_version, body)
+        if header.api_key == DESCRIBE_CONFIGS:
+            return await self.describe_configs(header.api_version, body)
+        if header.api_key == INCREMENTAL_ALTER_CONFIGS:
+            return await self.incremental_alter_configs(header.api_version, body)
+        if header.api_key == ALTER_PARTITION_REASSIGNMENTS:
+            return await self.alter_partition_reassignments(header.api_version, body)
+        if header.api_key == LIST_PARTITION_REASSIGNMENTS:
+            return await self.list_partition_reassignments(header.api_version, body)
         # decode_request only lets SUPPORTED keys through, and each has a handler above.
         raise AssertionError(f"no handler for Kafka API {header.api_key}")
 
@@ -99,3 +151,90 @@ class KafkaApis:
         return metadata_response(
             version, body, native, cluster_id=self.cluster_id, endpoints=endpoints
         )
+
+    # ------------------------------------------------------------------------ data APIs
+
+    async def produce(self, version: int, body: Any, client_id: str) -> Reply:
+        """The broker's answer (and its KIP-219 throttle) in Kafka's terms; with acks=0 none,
+        as Kafka sends none."""
+        translated = produce.to_native(body)
+        result: object = None
+        if translated.native is not None:
+            result = await self._native(translated.native, client_id=client_id)
+        reply = result if isinstance(result, Reply) else Reply(response=result)
+        if int(body.acks) == 0:
+            return Reply(response=None, throttle_ms=reply.throttle_ms)
+        answer = reply.response
+        assert answer is None or isinstance(answer, messages.ProduceResponse), answer
+        return Reply(
+            response=produce.to_kafka(version, translated, answer), throttle_ms=reply.throttle_ms
+        )
+
+    async def fetch(self, version: int, body: Any, client_id: str) -> Reply:
+        if fetch.is_follower_fetch(body):
+            return Reply(response=fetch.refuse_follower(version, body))
+        result = await self._native(fetch.to_native(body), client_id=client_id)
+        reply = result if isinstance(result, Reply) else Reply(response=result)
+        assert isinstance(reply.response, messages.FetchResponse), reply.response
+        return Reply(
+            response=fetch.to_kafka(version, reply.response), throttle_ms=reply.throttle_ms
+        )
+
+    # ------------------------------------------------------------------------ admin APIs
+
+    async def _native(self, request: object, *, client_id: str = "") -> object:
+        """The broker's answer to a native admin request. Failing to reach the controller is
+        answered, not raised: BrokerError keeps its code, anything else is NETWORK_EXCEPTION
+        (retriable), the code Broker._forward uses."""
+        if self.broker is None:
+            raise BrokerError(ErrorCode.NETWORK_EXCEPTION, "no broker dispatch on this listener")
+        return await self.broker(request, client_id=client_id)
+
+    async def create_topics(self, version: int, body: Any) -> Any:
+        translated = admin.create_topics_request(body)
+        native = None
+        if translated.native is not None:
+            try:
+                native = await self._native(translated.native)
+            except BrokerError as exc:
+                native = admin.create_topics_failed(translated.native, exc.code, str(exc))
+            except MiniKafkaError as exc:
+                native = admin.create_topics_failed(
+                    translated.native, ErrorCode.NETWORK_EXCEPTION, str(exc)
+                )
+            assert isinstance(native, messages.CreateTopicsResponse)
+        return admin.create_topics_response(version, body, translated, native)
+
+    async def describe_configs(self, version: int, body: Any) -> Any:
+        translated = admin.describe_configs_request(body)
+        native = await self._forwarded(translated, am.DescribeConfigsResponse)
+        return admin.describe_configs_response(version, body, translated, native)
+
+    async def incremental_alter_configs(self, version: int, body: Any) -> Any:
+        translated = admin.incremental_alter_configs_request(body)
+        native = await self._forwarded(translated, am.IncrementalAlterConfigsResponse)
+        return admin.incremental_alter_configs_response(version, body, translated, native)
+
+    async def alter_partition_reassignments(self, version: int, body: Any) -> Any:
+        translated = admin.alter_partition_reassignments_request(body)
+        native = await self._forwarded(translated, am.AlterPartitionReassignmentsResponse)
+        return admin.alter_partition_reassignments_response(version, body, native)
+
+    async def list_partition_reassignments(self, version: int, body: Any) -> Any:
+        translated = admin.list_partition_reassignments_request(body)
+        native = await self._forwarded(translated, am.ListPartitionReassignmentsResponse)
+        return admin.list_partition_reassignments_response(version, body, native)
+
+    async def _forwarded(self, translated: admin.Translated, response_type: type) -> Any:
+        """The native response (None when everything was refused before forwarding); a failed
+        forward becomes a response with that top-level error_code, as Broker._forward answers."""
+        if translated.native is None:
+            return None
+        try:
+            native = await self._native(translated.native)
+        except BrokerError as exc:
+            return response_type(error_code=exc.code)
+        except MiniKafkaError:
+            return response_type(error_code=ErrorCode.NETWORK_EXCEPTION)
+        assert isinstance(native, response_type), native
+        return native

@@ -188,7 +188,9 @@ class Node:
             )
         )
         if kafka_sockets is not None:
-            kafka = KafkaApis(cache=self.broker.cache, cluster_id=c.cluster_id)
+            kafka = KafkaApis(
+                cache=self.broker.cache, cluster_id=c.cluster_id, broker=self.broker.dispatch
+            )
             await nursery.start(
                 partial(
                     run_listener,
