@@ -121,3 +121,17 @@ def test_a_store_keeps_v2_batches_byte_for_byte_beside_native_ones(tmp_path: Pat
         assert tail == kafka  # the batch holding offset 4
         with pytest.raises(Exception, match="does not start at log end"):
             store.append([AppendWrite(tp=tp, batches=[v2_batch(base_offset=9)])])
+
+
+def test_a_v2_batch_with_a_gap_in_its_offset_deltas_is_refused():
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
+    )  # fmt: skip
+    builder.append(0, TS, None, b"a", [])
+    builder.append(2, TS, None, b"b", [])  # offset delta 2 where 1 belongs: a compacted batch
+    [view] = iter_batches(bytes(builder.build()))
+    with pytest.raises(CorruptRecordError, match="offset delta 2"):
+        check_payload(view)

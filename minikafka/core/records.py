@@ -249,12 +249,7 @@ def check_payload(batch: BatchView) -> None:
         h = v2.read_header(batch.raw)
         if h.compression not in v2.SUPPORTED_COMPRESSION:
             raise UnsupportedCompression(v2.COMPRESSION_NAMES.get(h.compression, h.compression))
-        deltas = [r.offset_delta for r in v2.decode_records(batch.raw)]
-        if deltas != list(range(h.last_offset_delta + 1)) or len(deltas) != h.record_count:
-            raise CorruptRecordError(
-                f"RecordBatch v2 of {h.record_count} records has offset deltas "
-                f"{deltas[:3]}..., expected 0..{h.last_offset_delta}"
-            )
+        v2.validate_records(batch.raw, h)
         return
     try:
         items = msgpack.unpackb(batch.raw[HEADER_SIZE:], raw=False, use_list=False)
