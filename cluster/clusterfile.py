@@ -122,6 +122,7 @@ def record_to_json(record: ClusterRecord) -> dict[str, Any]:
                 "roles": list(node.roles),
                 "host": node.host,
                 "port": node.port,
+                "kafka_port": node.kafka_port,
                 "address": node.address,
                 "data_dir": str(node.data_dir),
                 "pid": record.pids.get(node.node_id),
@@ -173,6 +174,7 @@ def _node_from_json(item: Mapping[str, Any]) -> NodeSpec:
         host=item["host"],
         port=item["port"],
         data_dir=Path(item["data_dir"]),
+        kafka_port=item.get("kafka_port"),  # absent from files written before it existed
     )
 
 

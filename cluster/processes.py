@@ -62,9 +62,9 @@ def node_argv(
     for key, value in spec.node_configs.items():
         argv += ["--set", f"{key}={value}"]
     if node.is_broker and "kafka.listen" not in spec.node_configs:
-        # Every broker of a local cluster speaks Kafka's protocol too, on a free port of its
-        # host (node.json's kafka_port; `cluster status`, LocalCluster.kafka_bootstrap).
-        argv += ["--set", f"kafka.listen={node.host}:0"]
+        # Every broker of a local cluster speaks Kafka's protocol too, on the port its spec
+        # fixes (a free one if it has none); node.json's kafka_port says which it bound.
+        argv += ["--set", f"kafka.listen={node.host}:{node.kafka_port or 0}"]
     if cluster_id:
         argv += ["--set", f"cluster.id={cluster_id}"]
         argv += ["--set", f"cluster.secret.file={secret_path(spec.base_dir)}"]

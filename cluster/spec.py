@@ -45,6 +45,10 @@ class NodeSpec:
     host: str
     port: int
     data_dir: Path
+    # A broker's Kafka-protocol listener (`kafka.listen`), fixed for the cluster's life so that
+    # a restarted broker keeps the address Kafka clients bootstrap from; None: a free port at
+    # each start (or none, for the controller).
+    kafka_port: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.node_id, bool) or not isinstance(self.node_id, int) or self.node_id < 0:
@@ -57,6 +61,14 @@ class NodeSpec:
             raise ConfigError(f"node {self.node_id} port must be an integer, got {self.port!r}")
         if not 1 <= self.port <= 65535:
             raise ConfigError(f"node {self.node_id} port must be 1..65535, got {self.port}")
+        if self.kafka_port is not None and (
+            isinstance(self.kafka_port, bool)
+            or not isinstance(self.kafka_port, int)
+            or not 1 <= self.kafka_port <= 65535
+        ):
+            raise ConfigError(
+                f"node {self.node_id} Kafka port must be 1..65535, got {self.kafka_port!r}"
+            )
         object.__setattr__(self, "roles", tuple(self.roles))
         object.__setattr__(self, "data_dir", Path(self.data_dir))
 
@@ -94,9 +106,11 @@ class ClusterSpec:
         ids = [node.node_id for node in self.nodes]
         if len(set(ids)) != len(ids):
             raise ConfigError(f"node ids must be distinct, got {ids}")
-        addresses = [node.address for node in self.nodes]
+        addresses = [node.address for node in self.nodes] + [
+            f"{node.host}:{node.kafka_port}" for node in self.nodes if node.kafka_port is not None
+        ]
         if len(set(addresses)) != len(addresses):
-            raise ConfigError(f"node addresses must be distinct, got {addresses}")
+            raise ConfigError(f"node addresses (Kafka ports too) must be distinct, got {addresses}")
         controllers = [node.node_id for node in self.nodes if node.is_controller]
         if len(controllers) != 1:
             raise ConfigError(f"a cluster needs exactly one controller node, got {controllers}")
@@ -155,18 +169,25 @@ def plan_cluster(
     else:
         layout = [(0, (CONTROLLER,))] + [(i, (BROKER,)) for i in range(1, brokers + 1)]
     pairs = talking_pairs(layout) if fault_proxy else []
-    wanted = len(layout) + (1 + len(pairs) if fault_proxy else 0)
+    kafka = [node_id for node_id, roles in layout if BROKER in roles]  # a Kafka port each
+    wanted = len(layout) + len(kafka) + (1 + len(pairs) if fault_proxy else 0)
     if wanted > MAX_PORTS:
         raise ConfigError(
             f"a fault proxy needs {wanted} ports for {brokers} brokers, at most {MAX_PORTS}; "
             "use fewer brokers"
         )
     ports = free_ports(wanted, host)
-    proxy_ports = ports[len(layout) :]
+    kafka_ports = dict(zip(kafka, ports[len(layout) : len(layout) + len(kafka)], strict=True))
+    proxy_ports = ports[len(layout) + len(kafka) :]
     ports = ports[: len(layout)]
     nodes = tuple(
         NodeSpec(
-            node_id=node_id, roles=roles, host=host, port=port, data_dir=base / f"node-{node_id}"
+            node_id=node_id,
+            roles=roles,
+            host=host,
+            port=port,
+            data_dir=base / f"node-{node_id}",
+            kafka_port=kafka_ports.get(node_id),
         )
         for (node_id, roles), port in zip(layout, ports, strict=True)
     )

@@ -116,3 +116,15 @@ def test_cluster_status_prints_the_kafka_bootstrap(cluster, tmp_path: Path) -> N
     assert [n["kafka"] for n in doc["nodes"] if n["role"] == "broker"] == list(
         kafka_addresses(cluster).values()
     )
+
+
+def test_a_restarted_broker_keeps_its_kafka_address(cluster) -> None:
+    """Last in this module: it restarts broker 3. Kafka clients bootstrap from fixed addresses,
+    so the restarted broker must come back on the same one."""
+    from confluent_kafka.admin import AdminClient
+
+    before = kafka_addresses(cluster)[3]
+    cluster.restart(3, ready_timeout_s=30)
+    assert kafka_addresses(cluster)[3] == before
+    admin = AdminClient({"bootstrap.servers": before})
+    assert TOPIC in admin.list_topics(timeout=15).topics
