@@ -173,7 +173,8 @@ def plan_cluster(
     wanted = len(layout) + len(kafka) + (1 + len(pairs) if fault_proxy else 0)
     if wanted > MAX_PORTS:
         raise ConfigError(
-            f"a fault proxy needs {wanted} ports for {brokers} brokers, at most {MAX_PORTS}; "
+            f"a fault proxy needs {wanted} ports for {brokers} brokers (node, Kafka and proxy "
+            f"ports), at most {MAX_PORTS}; "
             "use fewer brokers"
         )
     ports = free_ports(wanted, host)
