@@ -135,3 +135,12 @@ def test_a_v2_batch_with_a_gap_in_its_offset_deltas_is_refused():
     [view] = iter_batches(bytes(builder.build()))
     with pytest.raises(CorruptRecordError, match="offset delta 2"):
         check_payload(view)
+
+
+def test_only_record_batch_v2_reads_headers_alone():
+    from minikafka.core.records import only_record_batch_v2
+
+    kafka = v2_batch(base_offset=0) + v2_batch(base_offset=5)
+    assert only_record_batch_v2(kafka) and only_record_batch_v2(b"")
+    assert not only_record_batch_v2(kafka + make_batch([(TS, None, b"a")], base_offset=10))
+    assert not only_record_batch_v2(make_batch([(TS, None, b"a")]) + kafka)

@@ -187,6 +187,18 @@ def peek_shape(raw: bytes) -> tuple[int, int]:
     return base, count
 
 
+def only_record_batch_v2(blob: bytes) -> bool:
+    """Whether every batch of `blob` (batches known to be valid, e.g. read from disk) is a
+    RecordBatch v2: headers only, nothing copied (a Kafka fetch asks this of every response)."""
+    view = memoryview(blob)
+    pos, end = 0, len(blob)
+    while pos < end:
+        if not v2.is_v2(view, pos):
+            return False
+        pos += v2.read_header(view, pos).size
+    return True
+
+
 def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
     """Split a concatenation of batches, checking each header (and CRC): CorruptRecordError."""
     view = memoryview(blob)

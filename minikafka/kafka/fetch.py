@@ -25,7 +25,7 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i64
 
 from minikafka.core import record_batch_v2 as v2
-from minikafka.core.records import decode_records, iter_batches
+from minikafka.core.records import decode_records, iter_batches, only_record_batch_v2
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
     CONSUMER_REPLICA_ID,
@@ -81,11 +81,10 @@ def to_native(request: Any) -> FetchRequest:
 def as_record_batch_v2(blob: bytes) -> bytes:
     """The batches of `blob` with every native batch converted to RecordBatch v2 (a blob of v2
     batches only comes back as it is, without a copy)."""
-    batches = list(iter_batches(blob, check_crc=False))  # checked when they were produced
-    if all(v2.is_v2(b.raw) for b in batches):
+    if only_record_batch_v2(blob):  # what Kafka clients produced: sent as stored
         return blob
     out = []
-    for b in batches:
+    for b in iter_batches(blob, check_crc=False):  # checked when they were produced
         if v2.is_v2(b.raw):
             out.append(b.raw)
             continue
