@@ -21,7 +21,9 @@ class ErrorCode(IntEnum):
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
     BROKER_NOT_AVAILABLE = 8
+    COORDINATOR_LOAD_IN_PROGRESS = 14  # the group coordinator is still reading its offsets
     COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16  # this broker does not lead the group's __consumer_offsets partition
     REPLICA_NOT_AVAILABLE = 9
     MESSAGE_TOO_LARGE = 10
     STALE_CONTROLLER_EPOCH = 11
@@ -78,6 +80,8 @@ RETRIABLE: frozenset[ErrorCode] = frozenset(
         ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND,
         ErrorCode.NOT_CONTROLLER,
         ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.NOT_COORDINATOR,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.UNKNOWN_LEADER_EPOCH,
         # KafkaStorageException is an InvalidMetadataException: the client refreshes metadata

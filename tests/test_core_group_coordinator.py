@@ -16,6 +16,7 @@ from minikafka.core.group import (
     MEMBER_ID_REQUIRED,
     NON_EMPTY_GROUP,
     NONE,
+    NOT_COORDINATOR,
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
@@ -387,6 +388,9 @@ def test_offset_commit_with_right_and_wrong_generation():
     a, b = stable_pair(c)
     out = c.commit(G, member_id=a, generation_id=1, offsets={("t", 0): (42, "m")}, now_ms=7)
     assert out.errors == {("t", 0): NONE}
+    # Pending until durable (Kafka's pendingOffsetCommits): not served before the shell's append.
+    assert c.fetch_offsets(G, [("t", 0)])[("t", 0)].offset == -1
+    c.restore(G, out.effects[0].offsets)
     assert out.effects == (
         PersistOffsets(
             group_id=G,
@@ -415,12 +419,17 @@ def test_simple_commit_fetch_and_restore():
     c = coordinator()
     out = c.commit("s", member_id="", generation_id=-1, offsets={("t", 0): (5, "")}, now_ms=1)
     assert out.errors == {("t", 0): NONE} and c.describe("s").state == "Empty"
+    c.restore("s", out.effects[0].offsets)  # the append succeeded
     stale = c.commit("new", member_id="m", generation_id=3, offsets={("t", 0): (5, "")}, now_ms=1)
     assert stale.errors == {("t", 0): ILLEGAL_GENERATION} and "new" not in c.groups
     got = c.fetch_offsets("s", [("t", 0), ("t", 9)])
     assert got[("t", 0)].offset == 5 and got[("t", 9)].offset == -1
     assert c.fetch_offsets("missing", [("t", 0)])[("t", 0)].offset == -1
     assert c.fetch_offsets("missing") == {}
+    # a commit whose append failed is never restored: the old offset stays
+    lost = c.commit("s", member_id="", generation_id=-1, offsets={("t", 0): (9, "")}, now_ms=2)
+    assert lost.errors == {("t", 0): NONE}
+    assert c.fetch_offsets("s", [("t", 0)])[("t", 0)].offset == 5
     # restore on a fresh coordinator rebuilds what PersistOffsets carried
     fresh = coordinator()
     fresh.restore("s", out.effects[0].offsets)
@@ -540,3 +549,16 @@ def test_deadline_is_exactly_the_earliest_timer_and_nothing_happens_before_it(se
         if g.state.value in ("CompletingRebalance", "Stable"):
             assert not any(m.awaiting_join for m in g.members.values())
         now += rng.randrange(0, 4000)
+
+
+def test_unload_answers_parked_members_not_coordinator():
+    """The offsets partition moved away: the groups go, and members parked in a join or a
+    sync learn NOT_COORDINATOR at once (GroupMetadataManager.removeGroupsForPartition)."""
+    c = coordinator()
+    a, b = stable_pair(c)
+    join(c, member_id=a, now=FORM)  # a rebalance: a's join is parked
+    out = c.unload([G, "absent"])
+    assert [(type(r).__name__, r.member_id, r.error) for r in out] == [
+        ("JoinResponse", a, NOT_COORDINATOR)
+    ]
+    assert G not in c.groups and c.describe(G).state == "Dead"

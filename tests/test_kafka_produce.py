@@ -76,6 +76,17 @@ def test_a_transactional_batch_is_refused():
     assert t.refused[0].error_code == ErrorCode.INVALID_RECORD
 
 
+def test_a_client_may_not_write_the_internal_offsets_topic():
+    """Its records are the group coordinator's; forged ones must never reach the log."""
+    t = to_native(request(8, {("__consumer_offsets", 3): PLAIN, ("a", 0): PLAIN}))
+    assert [(e.topic, e.partition) for e in t.native.partitions] == [("a", 0)]
+    [refused] = t.refused
+    assert (refused.topic, refused.error_code) == (
+        "__consumer_offsets",
+        ErrorCode.INVALID_TOPIC_EXCEPTION,
+    )
+
+
 @pytest.mark.parametrize(
     ("acks", "txn", "code"),
     [

@@ -161,3 +161,34 @@ def _partition(
     if _has(cls, "offline_replicas"):
         fields["offline_replicas"] = tuple(BrokerId(r) for r in p.offline_replicas)
     return cls(**fields)
+
+
+def describe_cluster_response(
+    version: int,
+    *,
+    cluster_id: str,
+    controller_id: int,
+    endpoints: Mapping[int, tuple[str, int]],
+    throttle_ms: int = 0,
+) -> Any:
+    """DescribeClusterResponse (KIP-700) listing the brokers of `endpoints` (id -> Kafka-listener
+    host and port) by id, without racks.
+
+    As in metadata_response, a controller without a Kafka endpoint goes out as -1: admin clients
+    send controller-bound requests to this id, so it must be an advertised broker (KRaft Kafka
+    answers a random alive broker here for the same reason, KafkaApis.handleDescribeCluster).
+    """
+    mod = _response_module("describe_cluster", version)
+    brokers = tuple(
+        mod.DescribeClusterBroker(broker_id=BrokerId(node), host=host, port=i32(port), rack=None)
+        for node, (host, port) in sorted(endpoints.items())
+    )
+    return mod.DescribeClusterResponse(
+        throttle_time=timedelta(milliseconds=throttle_ms),
+        error_code=ErrorCode.none,
+        error_message=None,
+        cluster_id=cluster_id,
+        controller_id=BrokerId(controller_id if controller_id in endpoints else NO_LEADER),
+        brokers=brokers,
+        cluster_authorized_operations=i32(AUTHORIZED_OPERATIONS_OMITTED),
+    )

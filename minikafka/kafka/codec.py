@@ -32,6 +32,16 @@ DESCRIBE_CONFIGS = 32
 INCREMENTAL_ALTER_CONFIGS = 44
 ALTER_PARTITION_REASSIGNMENTS = 45
 LIST_PARTITION_REASSIGNMENTS = 46
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+FIND_COORDINATOR = 10
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+DESCRIBE_CLUSTER = 60
 
 # The API versions this listener serves (Kafka's ApiVersionsResponse.api_keys), key -> (min, max).
 # Metadata stops at v8, the last non-flexible version: librdkafka, kafka-python and aiokafka all
@@ -56,6 +66,20 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ALTER_PARTITION_REASSIGNMENTS: (0, 0),
     LIST_PARTITION_REASSIGNMENTS: (0, 0),
+    # DescribeCluster (KIP-700) is flexible from v0; v0 is what admin clients ask first.
+    DESCRIBE_CLUSTER: (0, 0),
+    # The classic consumer-group protocol (minikafka/kafka/groups.py, core/group), from Kafka
+    # 4.0's oldest versions (KIP-896 removed JoinGroup v0-1, OffsetCommit v0-1, OffsetFetch v0)
+    # to the last non-flexible one of each.
+    FIND_COORDINATOR: (0, 2),
+    JOIN_GROUP: (2, 5),
+    SYNC_GROUP: (0, 3),
+    HEARTBEAT: (0, 3),
+    LEAVE_GROUP: (0, 3),
+    OFFSET_COMMIT: (2, 7),
+    OFFSET_FETCH: (1, 5),
+    LIST_GROUPS: (0, 2),
+    DESCRIBE_GROUPS: (0, 4),
 }
 
 _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id

@@ -21,6 +21,7 @@ from kio.schema.types import ProducerId, TopicName
 from kio.static.primitive import i16, i32, i64
 
 from minikafka.core import record_batch_v2 as v2
+from minikafka.core.group.offsets_log import OFFSETS_TOPIC
 from minikafka.errors import CorruptRecordError, ErrorCode
 from minikafka.wire.messages import (
     ProducePartition,
@@ -31,6 +32,7 @@ from minikafka.wire.messages import (
 from minikafka.wire.producer_messages import InitProducerIdRequest, InitProducerIdResponse
 
 NO_OFFSET = -1
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # Kafka's Topic.isInternal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +73,18 @@ def to_native(request: Any) -> Translated:
         for part in topic.partition_data:
             name, index = str(topic.name), int(part.index)
             records = bytes(part.records or b"")
+            if name in INTERNAL_TOPICS:
+                # ReplicaManager.appendToLocalLog: clients may not write an internal topic (its
+                # records are the group coordinator's, read back when it loads).
+                refused.append(
+                    _refusal(
+                        name,
+                        index,
+                        ErrorCode.INVALID_TOPIC_EXCEPTION,
+                        f"cannot append to internal topic {name}",
+                    )
+                )
+                continue
             try:
                 entries.append(_entry(name, index, records))
             except CorruptRecordError as exc:

@@ -192,6 +192,29 @@ OPTIONS: dict[str, _Option] = {
         # Ours: the broker's second listener, speaking Kafka's binary protocol (minikafka/kafka)
         # for Kafka's own clients; in Kafka a `listeners` entry. Empty (the default): none.
         _Option("kafka.listen", "kafka_listen", _parse_kafka_listen),
+        # Group coordination (Kafka's GroupCoordinatorConfig; core/group, server/groups.py).
+        _Option(
+            "offsets.topic.num.partitions", "offsets_topic_num_partitions", _parse_int(1, 1000)
+        ),
+        _Option(
+            "offsets.topic.replication.factor",
+            "offsets_topic_replication_factor",
+            _parse_int(1, 64),
+        ),
+        _Option("offsets.commit.timeout.ms", "offsets_commit_timeout_ms", _parse_int(1, 600_000)),
+        _Option("offset.metadata.max.bytes", "offset_metadata_max_bytes", _parse_int(0, 1 << 20)),
+        _Option(
+            "group.initial.rebalance.delay.ms",
+            "group_initial_rebalance_delay_ms",
+            _parse_int(0, 600_000),
+        ),
+        _Option(
+            "group.min.session.timeout.ms", "group_min_session_timeout_ms", _parse_int(1, 1 << 31)
+        ),
+        _Option(
+            "group.max.session.timeout.ms", "group_max_session_timeout_ms", _parse_int(1, 1 << 31)
+        ),
+        _Option("group.max.size", "group_max_size", _parse_int(1, (1 << 31) - 1)),
         # KIP-578's proposed name; also the LMDB databases a broker's store may open.
         _Option("max.broker.partitions", "max_broker_partitions", _parse_int(1, 100_000)),
         _Option("max.topic.partitions", "max_topic_partitions", _parse_int(1, 1_000_000)),
@@ -258,6 +281,18 @@ class NodeConfig:
     metrics_port: int = 0
     # The Kafka-protocol listener's (host, port), port 0 = any free one; None: none (ours).
     kafka_listen: tuple[str, int] | None = None
+    # Group coordination, Kafka's defaults: __consumer_offsets is made on the first
+    # FindCoordinator with this many partitions and replicas (refused, as in Kafka, while fewer
+    # brokers are alive: `cluster up` sets the factor to at most its broker count, as Kafka's
+    # own config/server.properties sets it to 1).
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_commit_timeout_ms: int = 5000
+    offset_metadata_max_bytes: int = 4096
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_max_size: int = (1 << 31) - 1
     # Bounded work (issue 11): the replicas one broker may host (its store opens that many LMDB
     # databases; more makes every read transaction slower) and the partitions of one topic.
     max_broker_partitions: int = 8192

@@ -25,27 +25,45 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaErrorCode
 
+from minikafka.core.group import OffsetFetch
+from minikafka.core.group.messages import LeaveOutcome
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, RemoteProtocolError
-from minikafka.kafka import admin, fetch, list_offsets, produce
-from minikafka.kafka.apis import api_versions_response, metadata_response, requested_topics
+from minikafka.kafka import admin, fetch, groups, list_offsets, produce
+from minikafka.kafka.apis import (
+    api_versions_response,
+    describe_cluster_response,
+    metadata_response,
+    requested_topics,
+)
 from minikafka.kafka.codec import (
     ALTER_PARTITION_REASSIGNMENTS,
     API_VERSIONS,
     CREATE_TOPICS,
+    DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
+    DESCRIBE_GROUPS,
     FETCH,
+    FIND_COORDINATOR,
+    HEARTBEAT,
     INCREMENTAL_ALTER_CONFIGS,
     INIT_PRODUCER_ID,
+    JOIN_GROUP,
+    LEAVE_GROUP,
+    LIST_GROUPS,
     LIST_OFFSETS,
     LIST_PARTITION_REASSIGNMENTS,
     METADATA,
+    OFFSET_COMMIT,
+    OFFSET_FETCH,
     PRODUCE,
     SUPPORTED,
+    SYNC_GROUP,
     KafkaRequest,
     UnsupportedVersion,
     decode_request,
     encode_response,
 )
+from minikafka.server.groups import GroupService
 from minikafka.server.listener import Reply, WireCodec
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.wire import admin_messages as am
@@ -80,6 +98,23 @@ def decode(payload: bytes) -> tuple[KafkaRequest, object]:
 
 KAFKA_CODEC = WireCodec(decode=decode, encode=encode_response)
 
+_GROUP_APIS = frozenset(
+    {
+        FIND_COORDINATOR,
+        JOIN_GROUP,
+        SYNC_GROUP,
+        HEARTBEAT,
+        LEAVE_GROUP,
+        OFFSET_COMMIT,
+        OFFSET_FETCH,
+        LIST_GROUPS,
+        DESCRIBE_GROUPS,
+    }
+)
+_NO_COORDINATOR = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+# FindCoordinator key types (KIP-98): 0 group, 1 transaction (not served: no transactions here).
+_GROUP_KEY = 0
+
 
 class KafkaApis:
     """The handlers of the Kafka listener (Kafka's KafkaApis), over the broker's own state."""
@@ -90,13 +125,17 @@ class KafkaApis:
         cache: MetadataCache,
         cluster_id: str,
         broker: Callable[..., Awaitable[object]] | None = None,
+        groups: GroupService | None = None,
     ) -> None:
         """`broker` is the broker's native dispatch (Broker.dispatch: `(body, client_id=...)`),
         which serves the data APIs and forwards the admin ones to the controller; without it
-        those answer NETWORK_EXCEPTION (the admin APIs) or close the connection."""
+        those answer NETWORK_EXCEPTION (the admin APIs) or close the connection. `groups` is
+        the broker's group coordinator (server/groups.py); without it the group APIs answer
+        COORDINATOR_NOT_AVAILABLE."""
         self.cache = cache
         self.cluster_id = cluster_id
         self.broker = broker
+        self.groups = groups
 
     async def dispatch(self, header: KafkaRequest, body: object) -> Any:
         if isinstance(body, UnsupportedApiVersions):
@@ -128,6 +167,16 @@ class KafkaApis:
             return await self.alter_partition_reassignments(header.api_version, body)
         if header.api_key == LIST_PARTITION_REASSIGNMENTS:
             return await self.list_partition_reassignments(header.api_version, body)
+        if header.api_key == DESCRIBE_CLUSTER:
+            endpoints = self.endpoints()
+            return describe_cluster_response(
+                header.api_version,
+                cluster_id=self.cluster_id,
+                controller_id=min(endpoints, default=-1),
+                endpoints=endpoints,
+            )
+        if header.api_key in _GROUP_APIS:
+            return await self.group_api(header, body, client_id)
         # decode_request only lets SUPPORTED keys through, and each has a handler above.
         raise AssertionError(f"no handler for Kafka API {header.api_key}")
 
@@ -238,3 +287,64 @@ class KafkaApis:
             return response_type(error_code=ErrorCode.NETWORK_EXCEPTION)
         assert isinstance(native, response_type), native
         return native
+
+    # ------------------------------------------------------------------------ group APIs
+
+    async def group_api(self, header: KafkaRequest, body: Any, client_id: str) -> Any:
+        """The classic consumer-group protocol, served by the broker's GroupService."""
+        v, key, svc = header.api_version, header.api_key, self.groups
+        if key == FIND_COORDINATOR:
+            key_type, group_id = groups.find_coordinator_request(body)
+            if key_type != _GROUP_KEY:
+                return groups.find_coordinator_response(
+                    v,
+                    error=int(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED),
+                    message="transactions are not served by minikafka",
+                )
+            if svc is None:
+                return groups.find_coordinator_response(v, error=_NO_COORDINATOR)
+            code, broker = svc.find_coordinator(group_id)
+            if broker is None:
+                return groups.find_coordinator_response(v, error=code)
+            return groups.find_coordinator_response(
+                v,
+                error=code,
+                node_id=broker.node_id,
+                host=broker.kafka_host or broker.host,
+                port=broker.kafka_port,
+            )
+        if key == LIST_GROUPS:
+            code, listed = (_NO_COORDINATOR, ()) if svc is None else svc.list_groups()
+            return groups.list_groups_response(v, listed, error=code)
+        if key == DESCRIBE_GROUPS:
+            summaries, errors = [], {}
+            for group_id in groups.describe_groups_request(body):
+                code, summary = (_NO_COORDINATOR, None) if svc is None else svc.describe(group_id)
+                if code or summary is None:
+                    errors[group_id] = code
+                else:
+                    summaries.append(summary)
+            return groups.describe_groups_response(v, summaries, errors=errors)
+        if svc is None:  # a listener built without a coordinator (unit tests): close
+            raise BrokerError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "no group coordinator here")
+        if key == JOIN_GROUP:
+            group_id, kwargs = groups.join_group_request(body, client_id=client_id, client_host="")
+            return groups.join_group_response(v, await svc.join(group_id, kwargs))
+        if key == SYNC_GROUP:
+            group_id, kwargs = groups.sync_group_request(body)
+            return groups.sync_group_response(v, await svc.sync(group_id, kwargs))
+        if key == HEARTBEAT:
+            return groups.heartbeat_response(v, svc.heartbeat(*groups.heartbeat_request(body)))
+        if key == LEAVE_GROUP:
+            code, members = svc.leave(*groups.leave_group_request(body))
+            return groups.leave_group_response(v, LeaveOutcome(error=code, members=members))
+        if key == OFFSET_COMMIT:
+            errors = await svc.commit(*groups.offset_commit_request(body))
+            return groups.offset_commit_response(v, body, errors)
+        assert key == OFFSET_FETCH, key
+        group_id, partitions = groups.offset_fetch_request(body)
+        code, results = svc.fetch_offsets(group_id, partitions)
+        if code:
+            # OffsetFetchRequest.getErrorResponse: v1 has no group error, each partition has it.
+            results = {tp: OffsetFetch(offset=-1, error=code) for tp in partitions or ()}
+        return groups.offset_fetch_response(v, results, error=code)

@@ -7,7 +7,7 @@ the same `metadata_response`, so clients see one shape whichever node they ask.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
@@ -48,6 +48,10 @@ class MetadataCache:
     def topics(self) -> Set[str]:
         """The known topics (a live view: topics are never removed)."""
         return self._by_topic.keys()
+
+    def partitions_of(self, topic: str) -> Mapping[int, PartitionState] | None:
+        """The topic's partitions known here, by index; None for an unknown topic."""
+        return self._by_topic.get(topic)
 
     def response(self, topics: Sequence[str] | None) -> MetadataResponse:
         if topics is None:

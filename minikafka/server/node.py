@@ -26,6 +26,7 @@ from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
+from minikafka.server.groups import GroupService
 from minikafka.server.jsonl import Rotation
 from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis
 from minikafka.server.listener import bound_port, open_listeners, run_listener
@@ -188,8 +189,21 @@ class Node:
             )
         )
         if kafka_sockets is not None:
+            # Kafka's clients coordinate their groups here (server/groups.py); minikafka's own
+            # clients have no group protocol, so there is no coordinator without this listener.
+            group_service = GroupService(
+                config=c,
+                rm=rm,
+                cache=self.broker.cache,
+                events=self.events,
+                forward=self.broker.dispatch,
+            )
+            await nursery.start(group_service.run)
             kafka = KafkaApis(
-                cache=self.broker.cache, cluster_id=c.cluster_id, broker=self.broker.dispatch
+                cache=self.broker.cache,
+                cluster_id=c.cluster_id,
+                broker=self.broker.dispatch,
+                groups=group_service,
             )
             await nursery.start(
                 partial(

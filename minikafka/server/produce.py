@@ -86,8 +86,12 @@ async def handle_produce(
     req: ProduceRequest,
     known_topic: set[str] | frozenset[str],
     client_id: str = "",
+    *,
+    quota: bool = True,
 ) -> Reply:
     """The answer (a ProduceResponse, or none for acks=0) and the client-quota throttle time.
+    `quota=False` for the broker's own appends (the group coordinator's commits), which Kafka
+    makes through ReplicaManager without charging any client.
 
     Answers are per entry of the request, in its order: one partition may appear twice (two
     batches, appended in order, each answered with its own base offset)."""
@@ -160,7 +164,7 @@ async def handle_produce(
             base_offset=item.base_offset if code == ErrorCode.NONE else -1,
             log_start_offset=item.p.log_start_offset,
         )
-    throttle_ms = _client_throttle(rm, client_id, nbytes)
+    throttle_ms = _client_throttle(rm, client_id, nbytes) if quota else 0
     response = ProduceResponse(
         partitions=[answers[k] for k in range(len(req.partitions))],
         throttle_time_ms=throttle_ms,

@@ -26,6 +26,7 @@ from __future__ import annotations
 from minikafka.core.group.coordinator import GroupCoordinator
 from minikafka.core.group.group import Group, Member, default_id_factory
 from minikafka.core.group.messages import (
+    COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     GROUP_ID_NOT_FOUND,
     GROUP_MAX_SIZE_REACHED,
@@ -38,6 +39,7 @@ from minikafka.core.group.messages import (
     NO_OFFSET,
     NON_EMPTY_GROUP,
     NONE,
+    NOT_COORDINATOR,
     OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
@@ -60,6 +62,7 @@ from minikafka.core.group.messages import (
 )
 
 __all__ = [
+    "COORDINATOR_LOAD_IN_PROGRESS",
     "COORDINATOR_NOT_AVAILABLE",
     "CommitOutcome",
     "GROUP_ID_NOT_FOUND",
@@ -82,6 +85,7 @@ __all__ = [
     "Member",
     "MemberSummary",
     "NONE",
+    "NOT_COORDINATOR",
     "NON_EMPTY_GROUP",
     "NO_GENERATION",
     "NO_OFFSET",

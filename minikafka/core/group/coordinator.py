@@ -17,6 +17,7 @@ from minikafka.core.group.messages import (
     NO_OFFSET,
     NON_EMPTY_GROUP,
     NONE,
+    NOT_COORDINATOR,
     UNKNOWN_MEMBER_ID,
     CommitOutcome,
     GroupConfig,
@@ -117,6 +118,27 @@ class GroupCoordinator:
     ) -> None:
         group = self.groups.get(group_id) or self._new_group(group_id)
         group.restore(committed)
+
+    def unload(self, group_ids: Iterable[str]) -> tuple[Response, ...]:
+        """This broker stops coordinating these groups (GroupMetadataManager.removeGroupsForPartition:
+        the offsets partition's leadership moved). Every parked join and sync is answered
+        NOT_COORDINATOR, so its member finds the new coordinator."""
+        out: list[Response] = []
+        for gid in group_ids:
+            group = self.groups.pop(gid, None)
+            if group is None:
+                continue
+            group.state = GroupState.DEAD
+            for m in group.members.values():
+                if m.awaiting_join:
+                    out.append(
+                        JoinResponse(group_id=gid, member_id=m.member_id, error=NOT_COORDINATOR)
+                    )
+                elif m.awaiting_sync:
+                    out.append(
+                        SyncResponse(group_id=gid, member_id=m.member_id, error=NOT_COORDINATOR)
+                    )
+        return tuple(out)
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         """DeleteGroups: only an Empty group goes (-> Dead, then dropped with its offsets)."""

@@ -534,7 +534,9 @@ class Group:
             accepted[key] = OffsetAndMetadata(
                 offset=offset, metadata=meta, commit_timestamp_ms=now_ms
             )
-        self.offsets.update(accepted)
+        # Not served yet: as Kafka's GroupMetadata.prepareOffsetCommit, a commit counts once it
+        # is durable (the shell appends the effect, then calls `restore` with it: Kafka's
+        # onOffsetCommitAppend). A failed append leaves the offsets as they were.
         effects = (PersistOffsets(group_id=self.group_id, offsets=accepted),) if accepted else ()
         return CommitOutcome(errors=errors, effects=effects)
 
@@ -559,7 +561,8 @@ class Group:
         return result
 
     def restore(self, committed: Mapping[TopicPartitionKey, OffsetAndMetadata]) -> None:
-        """Rebuild the offsets from what PersistOffsets wrote (GroupMetadataManager's load)."""
+        """Serve these offsets: a PersistOffsets that was written (onOffsetCommitAppend), or
+        what a load read back from the log (GroupMetadataManager.loadGroupsAndOffsets)."""
         for tp, o in committed.items():
             self.offsets[(tp[0], tp[1])] = o
 

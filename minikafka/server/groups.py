@@ -1,0 +1,418 @@
+"""The group coordinator of one broker: core/group's state machine, its offsets made durable in
+`__consumer_offsets`, and the coordinator moving with that topic's leaders (issue 14).
+
+Kafka's design (GroupCoordinator, GroupMetadataManager), kept:
+- A group belongs to partition `partitionFor(groupId)` of `__consumer_offsets`
+  (core/group/offsets_log.py); its coordinator is that partition's leader. FindCoordinator on
+  any broker names it. The topic is created on the first FindCoordinator (AutoTopicCreationManager),
+  with `offsets.topic.num.partitions` and `offsets.topic.replication.factor`; while it cannot be
+  (too few brokers) or has no leader, the answer is COORDINATOR_NOT_AVAILABLE.
+- An OffsetCommit is appended to that partition with acks=all (Kafka's storeOffsets, required
+  acks -1, `offsets.commit.timeout.ms`) and served only once the append succeeded; a failed
+  append answers Kafka's mapped error and leaves the old offset.
+- On becoming the partition's leader the broker loads its groups' offsets from the log
+  (loadGroupsAndOffsets); meanwhile it answers COORDINATOR_LOAD_IN_PROGRESS. On losing it the
+  groups are dropped (removeGroupsForPartition) and members parked in a join or sync are answered
+  NOT_COORDINATOR, so clients find the new coordinator.
+- JoinGroup and SyncGroup requests wait in a purgatory (DelayedJoin and the sync callbacks): here a
+  parked request waits for its answer, which the state machine gives out when another member's
+  request or a deadline completes it. The deadline task runs the session, rebalance and initial
+  delay timers.
+
+Differences, on purpose: the load reads up to the log end offset the partition had when it was
+won, once the high watermark has reached it (Kafka reads to the log end and lets the HW catch
+up); only offsets are stored, not the group metadata record, so a new coordinator knows a group's
+offsets but not its members, who rejoin (UNKNOWN_MEMBER_ID) as after any coordinator change; the
+log is not compacted, so a load reads every commit ever made to its partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+
+import trio
+
+from minikafka.core.group import (
+    COORDINATOR_LOAD_IN_PROGRESS,
+    COORDINATOR_NOT_AVAILABLE,
+    NONE,
+    NOT_COORDINATOR,
+    GroupConfig,
+    GroupCoordinator,
+    GroupSummary,
+    JoinResponse,
+    ListedGroup,
+    OffsetFetch,
+    PersistOffsets,
+    SyncResponse,
+)
+from minikafka.core.group.messages import REBALANCE_IN_PROGRESS, Response, TopicPartitionKey
+from minikafka.core.group.offsets_log import OFFSETS_TOPIC, commit_records, partition_for, replay
+from minikafka.core.records import decode_records, iter_batches, make_batch
+from minikafka.core.types import TopicPartition
+from minikafka.errors import ErrorCode
+from minikafka.server.clock import now_ms
+from minikafka.server.config import NodeConfig
+from minikafka.server.eventlog import EventLog
+from minikafka.server.local_partition import LocalPartition, wait_for_change
+from minikafka.server.metadata_cache import MetadataCache
+from minikafka.server.produce import handle_produce
+from minikafka.server.replica_manager import ReplicaManager
+from minikafka.storage import ReadSpec
+from minikafka.wire.messages import (
+    BrokerInfo,
+    CreatableTopic,
+    CreateTopicsRequest,
+    ProducePartition,
+    ProduceRequest,
+    ProduceResponse,
+)
+
+INVALID_COMMIT_OFFSET_SIZE = 28
+UNKNOWN_TOPIC_OR_PARTITION = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+
+# GroupMetadataManager.storeOffsets: how a failed append to __consumer_offsets is answered.
+_APPEND_ERRORS: dict[int, int] = {
+    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION: COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS: COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND: COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NOT_LEADER_OR_FOLLOWER: NOT_COORDINATOR,
+    ErrorCode.KAFKA_STORAGE_ERROR: NOT_COORDINATOR,
+    ErrorCode.MESSAGE_TOO_LARGE: INVALID_COMMIT_OFFSET_SIZE,
+    ErrorCode.RECORD_LIST_TOO_LARGE: INVALID_COMMIT_OFFSET_SIZE,
+}
+_LOAD_READ_BYTES = 1 << 20
+
+
+class _Parked:
+    """A JoinGroup or SyncGroup waiting for its answer."""
+
+    def __init__(self) -> None:
+        self.done = trio.Event()
+        self.response: Response | None = None
+
+    def answer(self, response: Response) -> None:
+        self.response = response
+        self.done.set()
+
+
+class GroupService:
+    """One broker's group coordinator; `run` is its deadline and leadership task."""
+
+    def __init__(
+        self,
+        *,
+        config: NodeConfig,
+        rm: ReplicaManager,
+        cache: MetadataCache,
+        events: EventLog,
+        forward: Callable[[object], Awaitable[object]],
+    ) -> None:
+        """`forward` sends a native request to the controller (Broker.dispatch): the topic's
+        creation."""
+        self.config = config
+        self.rm = rm
+        self.cache = cache
+        self.events = events
+        self.forward = forward
+        self.partitions = config.offsets_topic_num_partitions
+        self.coordinator = GroupCoordinator(
+            config=GroupConfig(
+                initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                min_session_timeout_ms=config.group_min_session_timeout_ms,
+                max_session_timeout_ms=config.group_max_session_timeout_ms,
+                max_size=config.group_max_size,
+                max_metadata_bytes=config.offset_metadata_max_bytes,
+            )
+        )
+        self._loaded: dict[int, int] = {}  # offsets partition -> the leader epoch loaded
+        self._loading: dict[int, int] = {}
+        self._parked: dict[tuple[type, str, str], _Parked] = {}
+        self._creating = False
+        self._wake = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # ------------------------------------------------------------------------ the task
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Fire the groups' timers when due, and drop the groups of partitions no longer led
+        here (checked at least every second, and at every request)."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            while True:
+                self._resign_lost()
+                deadline = self.coordinator.next_deadline_ms()
+                wait_ms = 1000 if deadline is None else min(1000, max(0, deadline - now_ms()))
+                with trio.move_on_after(wait_ms / 1000):
+                    await self._wake.wait()
+                self._wake = trio.Event()
+                self._deliver(self.coordinator.on_deadline(now_ms()))
+
+    def _deliver(self, responses: Iterable[Response]) -> None:
+        for r in responses:
+            parked = self._parked.pop((type(r), r.group_id, r.member_id), None)
+            if parked is not None:
+                parked.answer(r)
+        self._wake.set()  # the timers may have moved
+
+    async def _park(self, kind: type, group_id: str, member_id: str) -> Response:
+        key = (kind, group_id, member_id)
+        old = self._parked.get(key)
+        if old is not None:
+            # A newer request of the same member replaces it (Kafka's updateMember swaps the
+            # callback); the old one is told to rejoin rather than left hanging.
+            old.answer(kind(group_id=group_id, member_id=member_id, error=REBALANCE_IN_PROGRESS))
+        parked = self._parked[key] = _Parked()
+        self._wake.set()
+        await parked.done.wait()
+        assert parked.response is not None
+        return parked.response
+
+    # ------------------------------------------------------------------------ coordination
+
+    def _local(self, p: int) -> LocalPartition | None:
+        lp = self.rm.partitions.get(TopicPartition(OFFSETS_TOPIC, p))
+        return lp if lp is not None and lp.is_leader and not lp.offline else None
+
+    def check(self, group_id: str) -> int:
+        """NONE if this broker coordinates `group_id` now; else why not (Kafka's
+        validateGroupStatus): NOT_COORDINATOR, or COORDINATOR_LOAD_IN_PROGRESS while its
+        offsets are read (the read is started here)."""
+        p = partition_for(group_id, self.partitions)
+        lp = self._local(p)
+        if lp is None:
+            return NOT_COORDINATOR
+        if self._loaded.get(p) == lp.leader_epoch:
+            return NONE
+        if self._loading.get(p) != lp.leader_epoch and self._nursery is not None:
+            self._loading[p] = lp.leader_epoch
+            self._nursery.start_soon(self._load, p, lp.leader_epoch)
+        return COORDINATOR_LOAD_IN_PROGRESS
+
+    def _resign_lost(self) -> None:
+        """removeGroupsForPartition for every loaded partition no longer led here in its epoch."""
+        for p, epoch in list(self._loaded.items()):
+            lp = self._local(p)
+            if lp is None or lp.leader_epoch != epoch:
+                del self._loaded[p]
+                self._unload(p)
+                self.events.emit("group_coordinator_resigned", partition=p, leader_epoch=epoch)
+
+    def _unload(self, p: int) -> None:
+        gone = [g for g in self.coordinator.groups if partition_for(g, self.partitions) == p]
+        self._deliver(self.coordinator.unload(gone))
+
+    async def _load(self, p: int, epoch: int) -> None:
+        """Read partition `p`'s commits and serve them (loadGroupsAndOffsets)."""
+        try:
+            lp = self._local(p)
+            if lp is None or lp.leader_epoch != epoch:
+                return
+            target = lp.log_end_offset
+            # Everything in the log at election, once committed: an acknowledged commit is
+            # there (this replica was in the ISR), and the HW reaching it means it stays.
+            while lp.high_watermark < target:
+                await wait_for_change([lp], trio.current_time() + 1)
+                if self._local(p) is not lp or lp.leader_epoch != epoch:
+                    return
+            records: list[tuple[bytes | None, bytes | None]] = []
+            offset = lp.log_start_offset
+            tp = TopicPartition(OFFSETS_TOPIC, p)
+            while offset < target:
+                spec = ReadSpec(
+                    tp=tp,
+                    fetch_offset=offset,
+                    max_offset=target,
+                    partition_max_bytes=_LOAD_READ_BYTES,
+                )
+                (blob,) = await self.rm.run_sync(self.rm.store.read, [spec], _LOAD_READ_BYTES)
+                if not blob:
+                    break
+                for batch in iter_batches(blob):
+                    for r in decode_records(batch):
+                        records.append((r.key, None if r.null_value else r.value))
+                    offset = batch.next_offset
+            groups, unreadable = replay(records)
+            if self._local(p) is not lp or lp.leader_epoch != epoch:
+                return
+            self._unload(p)  # anything held from an older epoch
+            for group_id, offsets in groups.items():
+                self.coordinator.restore(group_id, offsets)
+            self._loaded[p] = epoch
+            self.events.emit(
+                "group_offsets_loaded",
+                partition=p,
+                leader_epoch=epoch,
+                groups=len(groups),
+                records=len(records),
+                unreadable=unreadable,
+            )
+        finally:
+            if self._loading.get(p) == epoch:
+                del self._loading[p]
+
+    async def _persist(self, effect: PersistOffsets) -> int:
+        """Append the commit to the group's partition with acks=all; Kafka's mapped error."""
+        records = commit_records(effect.group_id, effect.offsets)
+        ts = max(o.commit_timestamp_ms for o in effect.offsets.values())
+        request = ProduceRequest(
+            acks=-1,
+            timeout_ms=self.config.offsets_commit_timeout_ms,
+            partitions=[
+                ProducePartition(
+                    topic=OFFSETS_TOPIC,
+                    partition=partition_for(effect.group_id, self.partitions),
+                    records=make_batch([(ts, k, v) for k, v in records]),
+                )
+            ],
+        )
+        # Internal: no client quota is charged (Kafka appends through ReplicaManager directly).
+        reply = await handle_produce(self.rm, request, self.cache.topics, quota=False)
+        response = reply.response
+        assert isinstance(response, ProduceResponse), response
+        code = response.partitions[0].error_code
+        if code == ErrorCode.NONE:
+            return NONE
+        return _APPEND_ERRORS.get(code, int(ErrorCode.UNKNOWN_SERVER_ERROR))
+
+    # ------------------------------------------------------------------------ FindCoordinator
+
+    def find_coordinator(self, group_id: str) -> tuple[int, BrokerInfo | None]:
+        """The group's coordinator, or COORDINATOR_NOT_AVAILABLE (creating the topic if it does
+        not exist yet)."""
+        states = self.cache.partitions_of(OFFSETS_TOPIC)
+        if not states:
+            self._create_offsets_topic()
+            return COORDINATOR_NOT_AVAILABLE, None
+        st = states.get(partition_for(group_id, self.partitions))
+        broker = None if st is None else self.cache.brokers.get(st.leader)
+        if broker is None or broker.kafka_port <= 0:
+            return COORDINATOR_NOT_AVAILABLE, None
+        return NONE, broker
+
+    def _create_offsets_topic(self) -> None:
+        if self._creating or self._nursery is None:
+            return
+        self._creating = True
+        self._nursery.start_soon(self._create)
+
+    async def _create(self) -> None:
+        c = self.config
+        request = CreateTopicsRequest(
+            topics=[
+                CreatableTopic(
+                    name=OFFSETS_TOPIC,
+                    num_partitions=c.offsets_topic_num_partitions,
+                    replication_factor=c.offsets_topic_replication_factor,
+                )
+            ]
+        )
+        try:
+            response = await self.forward(request)
+            errors = [(r.error_code, r.error_message) for r in getattr(response, "topics", ())]
+        except Exception as exc:  # noqa: BLE001 - reported, retried on the next FindCoordinator
+            errors = [(int(ErrorCode.NETWORK_EXCEPTION), str(exc))]
+        finally:
+            self._creating = False
+        self.events.emit("offsets_topic_create", topic=OFFSETS_TOPIC, errors=errors)
+
+    # ------------------------------------------------------------------------ group APIs
+
+    async def join(self, group_id: str, kwargs: Mapping[str, object]) -> JoinResponse:
+        member_id = str(kwargs.get("member_id", ""))
+        code = self.check(group_id)
+        if code != NONE:
+            return JoinResponse(group_id=group_id, member_id=member_id, error=code)
+        out = self.coordinator.join(group_id, now_ms=now_ms(), **kwargs)
+        self._deliver(out.completed)
+        if out.response is not None:
+            return out.response
+        response = await self._park(JoinResponse, group_id, out.member_id)
+        assert isinstance(response, JoinResponse)
+        return response
+
+    async def sync(self, group_id: str, kwargs: Mapping[str, object]) -> SyncResponse:
+        member_id = str(kwargs.get("member_id", ""))
+        code = self.check(group_id)
+        if code != NONE:
+            return SyncResponse(group_id=group_id, member_id=member_id, error=code)
+        out = self.coordinator.sync(group_id, now_ms=now_ms(), **kwargs)
+        self._deliver(out.completed)
+        if out.response is not None:
+            return out.response
+        response = await self._park(SyncResponse, group_id, member_id)
+        assert isinstance(response, SyncResponse)
+        return response
+
+    def heartbeat(self, group_id: str, member_id: str, generation_id: int) -> int:
+        code = self.check(group_id)
+        if code != NONE:
+            return code
+        code = self.coordinator.heartbeat(
+            group_id, member_id=member_id, generation_id=generation_id, now_ms=now_ms()
+        )
+        self._wake.set()
+        return code
+
+    def leave(self, group_id: str, member_ids: Iterable[str]) -> tuple[int, dict[str, int]]:
+        code = self.check(group_id)
+        if code != NONE:
+            return code, {}
+        out = self.coordinator.leave(group_id, member_ids=member_ids, now_ms=now_ms())
+        self._deliver(out.completed)
+        return out.error, out.members
+
+    async def commit(
+        self,
+        group_id: str,
+        member_id: str,
+        generation_id: int,
+        offsets: Mapping[TopicPartitionKey, tuple[int, str]],
+    ) -> dict[TopicPartitionKey, int]:
+        """Per partition: NONE once durable, else the error (unknown topics refused first, as
+        KafkaApis.handleOffsetCommitRequest does)."""
+        code = self.check(group_id)
+        if code != NONE:
+            return {tp: code for tp in offsets}
+        known = self.cache.topics
+        errors = {tp: UNKNOWN_TOPIC_OR_PARTITION for tp in offsets if tp[0] not in known}
+        wanted = {tp: v for tp, v in offsets.items() if tp not in errors}
+        out = self.coordinator.commit(
+            group_id,
+            member_id=member_id,
+            generation_id=generation_id,
+            offsets=wanted,
+            now_ms=now_ms(),
+        )
+        errors.update(out.errors)
+        self._wake.set()  # a commit extends the member's session
+        for effect in out.effects:
+            code = await self._persist(effect)
+            if code == NONE and self.check(group_id) == NONE:
+                self.coordinator.restore(effect.group_id, effect.offsets)
+            elif code == NONE:
+                code = NOT_COORDINATOR  # durable, but the group moved meanwhile
+            for tp in effect.offsets:
+                errors[tp] = code
+        return errors
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartitionKey] | None
+    ) -> tuple[int, dict[TopicPartitionKey, OffsetFetch]]:
+        code = self.check(group_id)
+        if code != NONE:
+            return code, {}
+        return NONE, self.coordinator.fetch_offsets(group_id, partitions)
+
+    def list_groups(self) -> tuple[int, tuple[ListedGroup, ...]]:
+        """The groups coordinated here; COORDINATOR_LOAD_IN_PROGRESS while any partition loads
+        (GroupCoordinator.handleListGroups)."""
+        self._resign_lost()
+        code = COORDINATOR_LOAD_IN_PROGRESS if self._loading else NONE
+        return code, self.coordinator.list_groups()
+
+    def describe(self, group_id: str) -> tuple[int, GroupSummary]:
+        code = self.check(group_id)
+        return code, self.coordinator.describe(group_id)
