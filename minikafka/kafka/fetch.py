@@ -113,7 +113,9 @@ def to_kafka(version: int, answer: FetchResponse) -> Any:
             "high_watermark": i64(p.high_watermark),
             "last_stable_offset": i64(p.high_watermark),
             "aborted_transactions": None,
-            "records": as_record_batch_v2(p.records) if p.records else None,
+            # Never null: Kafka answers an empty or failed partition with MemoryRecords.EMPTY
+            # (zero bytes), and kafka-python's MemoryRecords fails on a null records field.
+            "records": as_record_batch_v2(p.records) if p.records else b"",
         }
         if "log_start_offset" in names:
             fields["log_start_offset"] = i64(p.log_start_offset)
