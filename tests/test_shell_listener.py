@@ -19,7 +19,15 @@ import trio
 import trio.testing
 
 from minikafka.server.eventlog import EventLog
-from minikafka.server.listener import ConnectionSlots, Reply, serve_admitted, serve_connection
+from minikafka.server.listener import (
+    NATIVE,
+    ConnectionSlots,
+    Reply,
+    WireCodec,
+    release_order,
+    serve_admitted,
+    serve_connection,
+)
 from minikafka.wire.codec import RequestHeader, decode_response, encode_request
 from minikafka.wire.framing import FrameDecoder, frame
 from minikafka.wire.messages import (
@@ -475,3 +483,76 @@ async def test_connections_beyond_max_connections_are_closed_at_once_and_counted
         await round_trip(3)
         assert (slots.open, slots.refused) == (2, 1)
         nursery.cancel_scope.cancel()
+
+
+# --- ordered connections (Kafka's listener: server/kafka_apis.py KAFKA_CODEC) -----------------
+
+ORDERED = WireCodec(decode=NATIVE.decode, encode=NATIVE.encode, ordered=True)
+
+
+class OrderedDispatcher:
+    """Answers metadata([name]) after DELAYS[name] s; a name starting with "r-" first calls
+    release_order() (as a produce does once queued); "throttled" answers with a 1 s throttle."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[str, float]] = []
+
+    async def __call__(self, header: RequestHeader, body: object) -> object | None:
+        assert isinstance(body, MetadataRequest) and body.topics
+        name = body.topics[0]
+        self.started.append((name, trio.current_time()))
+        if name.startswith("r-"):
+            release_order()
+        await trio.sleep(DELAYS.get(name.removeprefix("r-"), 0.0))
+        response = MetadataResponse(
+            brokers=[],
+            controller_id=-1,
+            topics=[TopicMetadata(error_code=0, name=name, partitions=[])],
+        )
+        return Reply(response=response, throttle_ms=1000 if name == "throttled" else 0)
+
+
+async def _ordered_run(names: list[str], events: EventLog) -> tuple[list, list, float]:
+    """Send `names` pipelined on an ordered connection; -> (answers, starts, elapsed s)."""
+    client_stream, server_stream = trio.testing.memory_stream_pair()
+    dispatch = OrderedDispatcher()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            partial(
+                serve_connection, server_stream, dispatch, max_frame_bytes=MAX_FRAME,
+                max_in_flight=8, events=events, codec=ORDERED,
+            )
+        )  # fmt: skip
+        client = RawClient(client_stream)
+        t0 = trio.current_time()
+        for i, name in enumerate(names):
+            await client.send(i, metadata(name))
+        answers = []
+        for _ in names:
+            corr_id, response = await client.receive()
+            answers.append((corr_id, response.topics[0].name))
+        elapsed = trio.current_time() - t0
+        await client_stream.aclose()
+    starts = [(name, round(t - t0, 3)) for name, t in dispatch.started]
+    return answers, starts, elapsed
+
+
+async def test_an_ordered_connection_runs_requests_one_after_another(autojump_clock, events):
+    """Kafka's SocketServer: one request at a time per connection, answered in order."""
+    answers, starts, elapsed = await _ordered_run(["slow", "fast"], events)
+    assert answers == [(0, "slow"), (1, "fast")]
+    assert starts == [("slow", 0.0), ("fast", 2.0)]
+    assert elapsed == pytest.approx(3.0)
+
+
+async def test_release_order_lets_the_next_start_but_answers_stay_in_order(autojump_clock, events):
+    answers, starts, elapsed = await _ordered_run(["r-slow", "fast"], events)
+    assert starts == [("r-slow", 0.0), ("fast", 0.0)]  # overlapped
+    assert answers == [(0, "r-slow"), (1, "fast")]  # fast finished first, answered second
+    assert elapsed == pytest.approx(2.0)
+
+
+async def test_on_an_ordered_connection_a_throttle_delays_the_next_start(autojump_clock, events):
+    """KIP-219: the throttled answer mutes the channel before the next request is processed."""
+    _answers, starts, _elapsed = await _ordered_run(["throttled", "now"], events)
+    assert starts == [("throttled", 0.0), ("now", 1.0)]

@@ -155,7 +155,11 @@ class GroupService:
             parked = self._parked.pop((type(r), r.group_id, r.member_id), None)
             if parked is not None:
                 parked.answer(r)
-        self._wake.set()  # the timers may have moved
+
+    def _timers_moved(self) -> None:
+        """A request changed the groups: `run` reads the next deadline again. Never called
+        from `run` itself, which would then never sleep."""
+        self._wake.set()
 
     async def _park(self, kind: type, group_id: str, member_id: str) -> Response:
         key = (kind, group_id, member_id)
@@ -165,7 +169,7 @@ class GroupService:
             # callback); the old one is told to rejoin rather than left hanging.
             old.answer(kind(group_id=group_id, member_id=member_id, error=REBALANCE_IN_PROGRESS))
         parked = self._parked[key] = _Parked()
-        self._wake.set()
+        self._timers_moved()
         await parked.done.wait()
         assert parked.response is not None
         return parked.response
@@ -269,7 +273,7 @@ class GroupService:
             ],
         )
         # Internal: no client quota is charged (Kafka appends through ReplicaManager directly).
-        reply = await handle_produce(self.rm, request, self.cache.topics, quota=False)
+        reply = await handle_produce(self.rm, request, self.cache.topics, internal=True)
         response = reply.response
         assert isinstance(response, ProduceResponse), response
         code = response.partitions[0].error_code
@@ -327,6 +331,7 @@ class GroupService:
             return JoinResponse(group_id=group_id, member_id=member_id, error=code)
         out = self.coordinator.join(group_id, now_ms=now_ms(), **kwargs)
         self._deliver(out.completed)
+        self._timers_moved()
         if out.response is not None:
             return out.response
         response = await self._park(JoinResponse, group_id, out.member_id)
@@ -340,6 +345,7 @@ class GroupService:
             return SyncResponse(group_id=group_id, member_id=member_id, error=code)
         out = self.coordinator.sync(group_id, now_ms=now_ms(), **kwargs)
         self._deliver(out.completed)
+        self._timers_moved()
         if out.response is not None:
             return out.response
         response = await self._park(SyncResponse, group_id, member_id)
@@ -353,7 +359,7 @@ class GroupService:
         code = self.coordinator.heartbeat(
             group_id, member_id=member_id, generation_id=generation_id, now_ms=now_ms()
         )
-        self._wake.set()
+        self._timers_moved()
         return code
 
     def leave(self, group_id: str, member_ids: Iterable[str]) -> tuple[int, dict[str, int]]:
@@ -362,6 +368,7 @@ class GroupService:
             return code, {}
         out = self.coordinator.leave(group_id, member_ids=member_ids, now_ms=now_ms())
         self._deliver(out.completed)
+        self._timers_moved()
         return out.error, out.members
 
     async def commit(
@@ -387,7 +394,7 @@ class GroupService:
             now_ms=now_ms(),
         )
         errors.update(out.errors)
-        self._wake.set()  # a commit extends the member's session
+        self._timers_moved()  # a commit extends the member's session
         for effect in out.effects:
             code = await self._persist(effect)
             if code == NONE and self.check(group_id) == NONE:

@@ -96,7 +96,7 @@ def decode(payload: bytes) -> tuple[KafkaRequest, object]:
     return request, request.body
 
 
-KAFKA_CODEC = WireCodec(decode=decode, encode=encode_response)
+KAFKA_CODEC = WireCodec(decode=decode, encode=encode_response, ordered=True)
 
 _GROUP_APIS = frozenset(
     {

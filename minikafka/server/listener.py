@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +78,30 @@ class WireCodec:
 
     decode: Callable[[bytes], tuple[Any, object]]
     encode: Callable[[int, object], bytes]
+    # Kafka's order (see `release_order`): requests start one at a time, in arrival order, and
+    # are answered in that order. Off (minikafka's protocol): handled concurrently, answered as
+    # they finish, matched by correlation id.
+    ordered: bool = False
+
+
+# The running request's "the next one may start" (ordered connections only; see below).
+_NEXT_MAY_START: ContextVar[Callable[[], None] | None] = ContextVar("next_may_start", default=None)
+
+
+def release_order() -> None:
+    """On an ordered connection, let the next request start now, before this one is answered.
+
+    Kafka's SocketServer mutes a channel until its one request is answered, so a connection's
+    requests are processed strictly one after another. A handler calls this once everything it
+    must do in arrival order is done and no KIP-219 throttle can follow: Produce, once its
+    batches are stamped and queued for the log (server/produce.py). Its wait for the disk and
+    the replicas then overlaps the next request's, as in Kafka, where that wait (acks=all) is
+    the only long one; here an acks=1 answer also waits for a synced LMDB commit, which would
+    otherwise be paid once per request in series. Appends and answers keep the connection's
+    order. Elsewhere (minikafka's own protocol) it does nothing."""
+    release = _NEXT_MAY_START.get()
+    if release is not None:
+        release()
 
 
 NATIVE = WireCodec(decode=decode_request, encode=encode_response)
@@ -140,6 +165,50 @@ async def serve_connection(
         finally:
             in_flight.release()
 
+    async def handle_ordered(
+        header: Any,
+        body: object,
+        scope: trio.CancelScope,
+        previous: trio.Event,
+        answered: trio.Event,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """`handle` for an ordered connection: the read loop waits (nursery.start) until this
+        request finished or called `release_order`; its answer waits for `previous`'s."""
+        nonlocal last_active
+        started = False
+
+        def next_may_start() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+
+        _NEXT_MAY_START.set(next_may_start)
+        try:
+            result = await dispatch(header, body)
+            reply = result if isinstance(result, Reply) else Reply(response=result)
+            mute.throttle(now_ms(), reply.throttle_ms)  # before the next request may start
+            next_may_start()
+            await previous.wait()
+            if reply.response is not None:
+                await send_answer(header, reply.response)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            scope.cancel()
+        except Exception as exc:  # noqa: BLE001 - our bug: log it, drop this connection only
+            events.emit(
+                "handler_error",
+                peer=peer,
+                api=type(body).__name__,
+                error=repr(exc),
+                traceback=traceback.format_exc(),
+            )
+            scope.cancel()
+        finally:
+            next_may_start()
+            answered.set()
+            in_flight.release()
+
     async def send_answer(header: Any, response: object) -> None:
         nonlocal last_active
         payload = codec.encode(header.correlation_id, response)
@@ -150,6 +219,8 @@ async def serve_connection(
 
     async def read_requests(nursery: trio.Nursery) -> None:
         nonlocal last_active
+        previous = trio.Event()  # the last ordered request's answer
+        previous.set()
         try:
             while True:
                 payload = decoder.next_frame()
@@ -172,7 +243,14 @@ async def serve_connection(
                 # check comes after every await, so a mute that began meanwhile counts. Nothing
                 # more is received while we wait: the socket buffers fill and TCP holds the peer.
                 await wait_out(mute)
-                nursery.start_soon(handle, header, body, nursery.cancel_scope)
+                if codec.ordered:
+                    answered = trio.Event()
+                    await nursery.start(
+                        handle_ordered, header, body, nursery.cancel_scope, previous, answered
+                    )
+                    previous = answered
+                else:
+                    nursery.start_soon(handle, header, body, nursery.cancel_scope)
         except RemoteProtocolError as exc:
             events.emit("bad_request", peer=peer, error=str(exc))
             nursery.cancel_scope.cancel()

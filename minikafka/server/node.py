@@ -212,7 +212,9 @@ class Node:
                     self.kafka_port,
                     kafka.dispatch,
                     max_frame_bytes=c.socket_max_frame_bytes,
-                    max_in_flight=1,  # Kafka mutes a channel until its response is sent
+                    # Requests start in order, one at a time, and are answered in order
+                    # (KAFKA_CODEC.ordered); a produce lets the next start once it is queued.
+                    max_in_flight=c.request_max_in_flight,
                     events=self.events,
                     idle_ms=c.connections_max_idle_ms,
                     max_connections=c.max_connections,

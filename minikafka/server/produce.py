@@ -54,7 +54,7 @@ from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
 from minikafka.server.clock import now_ms
 from minikafka.server.config import FRAME_HEADROOM_BYTES
-from minikafka.server.listener import Reply
+from minikafka.server.listener import Reply, release_order
 from minikafka.server.local_partition import LocalPartition, leader_error, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import AppendWrite, StorageError
@@ -87,11 +87,12 @@ async def handle_produce(
     known_topic: set[str] | frozenset[str],
     client_id: str = "",
     *,
-    quota: bool = True,
+    internal: bool = False,
 ) -> Reply:
     """The answer (a ProduceResponse, or none for acks=0) and the client-quota throttle time.
-    `quota=False` for the broker's own appends (the group coordinator's commits), which Kafka
-    makes through ReplicaManager without charging any client.
+    `internal=True` for the broker's own appends (the group coordinator's commits), which Kafka
+    makes through ReplicaManager: no client is charged, and the connection whose request led
+    to them keeps its strict order.
 
     Answers are per entry of the request, in its order: one partition may appear twice (two
     batches, appended in order, each answered with its own base offset)."""
@@ -135,6 +136,10 @@ async def handle_produce(
             pending.append(item)
         else:
             answers[key] = _answer(pp.topic, pp.partition, code)
+    if not internal and rm.dynamic.client_quota(client_id)[0] is None:
+        # Stamped, and queued for the log at the next step: on a Kafka connection the next
+        # request may start (no throttle can follow this one; server/listener.py).
+        release_order()
     if writes:
         failed = await _append_per_partition(rm, writes)
         for item in pending:
@@ -164,7 +169,7 @@ async def handle_produce(
             base_offset=item.base_offset if code == ErrorCode.NONE else -1,
             log_start_offset=item.p.log_start_offset,
         )
-    throttle_ms = _client_throttle(rm, client_id, nbytes) if quota else 0
+    throttle_ms = 0 if internal else _client_throttle(rm, client_id, nbytes)
     response = ProduceResponse(
         partitions=[answers[k] for k in range(len(req.partitions))],
         throttle_time_ms=throttle_ms,
