@@ -7,7 +7,8 @@
   each without and with produce load.
 
 Each case in both quota modes (systemtests/harness/quota_modes.py): Kafka's algorithm and the
-precise quota; `--quota-mode` selects them (systemtests/conftest.py).
+precise quota; `--quota-mode` selects them (systemtests/conftest.py). One more case takes its
+load from librdkafka through the Kafka listener (KAFKA_CLIENT).
 """
 
 from __future__ import annotations
@@ -27,8 +28,24 @@ THREE_NODES = [
     for mode in ("lists", "kip542")
     for load in (False, True)
 ]
-# Precise cases first: their seeds (73 + index) are the ones they were calibrated with.
-MATRIX = sorted([*TWO_NODES, *THREE_NODES], key=lambda c: QUOTA_MODES.index(c.quota))
+# One case whose load comes from a real Kafka client (issue 14): librdkafka producing through
+# the Kafka listeners while broker 3 is added under KIP-542's reassignment throttle.
+KAFKA_CLIENT = [
+    CaseSpec(
+        layout="two-to-one",
+        load=True,
+        mode="kip542",
+        tool="reassign",
+        quota="precise",
+        load_client="librdkafka",
+    )
+]
+# Precise cases first: their seeds (73 + index) are the ones they were calibrated with; cases
+# added later go at the end, so the others keep theirs.
+MATRIX = [
+    *sorted([*TWO_NODES, *THREE_NODES], key=lambda c: QUOTA_MODES.index(c.quota)),
+    *KAFKA_CLIENT,
+]
 
 
 def seed_offset(case: CaseSpec) -> int:

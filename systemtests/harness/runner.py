@@ -48,6 +48,7 @@ from minikafka.testing.checker import Verdict
 from minikafka.testing.cli_tools import run_tool
 from minikafka.testing.run_folder import CaseInfo, RunFolder
 from systemtests.harness.clients import HarnessError, LoadStats, Workload, fill, read_back, run_load
+from systemtests.harness.kafka_load import run_kafka_load
 from systemtests.harness.layout import Layout, Prediction, make_layout, moving_partitions, predict
 from systemtests.harness.profiles import Profile
 from systemtests.harness.quota_modes import NODE_CONFIGS, Judging, judging, sensor_warmup_s
@@ -75,12 +76,16 @@ class CaseSpec:
     mode: str  # "lists" (KIP-73 replica lists) | "kip542"
     tool: str  # "configs" | "reassign"
     quota: str = "kafka"  # systemtests/harness/quota_modes.py
+    # Who makes the load: minikafka's producer ("native"), or librdkafka through the Kafka
+    # listener ("librdkafka", systemtests/harness/kafka_load.py).
+    load_client: str = "native"
 
     @property
     def name(self) -> str:
         brokers = 2 if self.layout == "wipe" else 3
         load = "load" if self.load else "idle"
-        return f"{brokers}n-{self.layout}-{self.tool}-{self.mode}-{load}-{self.quota}"
+        name = f"{brokers}n-{self.layout}-{self.tool}-{self.mode}-{load}-{self.quota}"
+        return name if self.load_client == "native" else f"{name}-{self.load_client}"
 
 
 @dataclass(slots=True, kw_only=True)
@@ -173,6 +178,17 @@ class Scenario:
             )
 
     async def _load(self, client: ClusterClient, stop: trio.Event, task_status) -> None:
+        if self.run.spec.load_client == "librdkafka":
+            await run_kafka_load(
+                self.cluster.kafka_bootstrap(),
+                self.workload,
+                self.folder,
+                rate_bytes_per_s=self.load_rate,
+                stop=stop,
+                stats=self.load_stats,
+                task_status=task_status,
+            )
+            return
         await run_load(
             client,
             self.workload,
@@ -357,6 +373,7 @@ class Scenario:
             "quota_mode": self.run.spec.quota,
             "node_configs": dict(NODE_CONFIGS[self.run.spec.quota]),
             "produce_bytes_per_s_measured": round(self.load_stats.bytes_per_s, 1),
+            "load_client": self.run.spec.load_client,
         }
         if prediction is not None:
             extra |= {k: v for k, v in prediction.to_json().items() if k != "predicted_move_s"}
