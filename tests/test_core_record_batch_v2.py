@@ -88,3 +88,34 @@ def test_a_native_batch_is_not_v2():
 
     assert not v2.is_v2(make_batch([(1, None, b"x")]))
     assert not v2.is_v2(make_batch([(1, None, b"x")], producer_id=5))
+
+
+def _offset_delta_at(raw: bytes, index: int) -> int:
+    """Where record `index`'s offset delta starts in `raw` (uncompressed, walked as Kafka's
+    DefaultRecord.readFrom reads it)."""
+    body, pos = raw[v2.HEADER_SIZE :], 0
+    for i in range(index + 1):
+        length, start = v2._varint(body, pos)
+        _ts, at = v2._varint(body, start + 1)
+        if i == index:
+            return v2.HEADER_SIZE + at
+        pos = start + length
+    raise AssertionError
+
+
+@pytest.mark.parametrize("index", [0, 5, 63, 64, 100, 127, 199, 8191, 8192, 8300])
+def test_validate_records_catches_a_wrong_offset_delta_at_any_width(index):
+    """Offset deltas of 64 and up take two varint bytes, of 8192 and up three; the fast paths
+    for short deltas must not accept a longer one that starts with the same bytes."""
+    raw = v2.build([(1_700_000_000_000 + i, None, b"v%d" % i) for i in range(8400)])
+    v2.validate_records(raw, v2.read_header(raw))
+    at = _offset_delta_at(raw, index)
+    bad = bytearray(raw)
+    if index < 64:
+        bad[at] = 2 * (index + 1)  # a one-byte delta, off by one
+    elif index < 8192:
+        bad[at + 1] += 1  # the second byte: the delta grows by 64
+    else:
+        bad[at + 2] += 1  # the third byte: the delta grows by 8192
+    with pytest.raises(CorruptRecordError, match="offset delta"):
+        v2.validate_records(bytes(bad), v2.read_header(bytes(bad)))
