@@ -562,3 +562,17 @@ def test_unload_answers_parked_members_not_coordinator():
         ("JoinResponse", a, NOT_COORDINATOR)
     ]
     assert G not in c.groups and c.describe(G).state == "Dead"
+
+
+def test_a_commit_written_earlier_in_the_log_never_replaces_a_later_one():
+    """Appends of one offsets partition may be acknowledged in any order: the group serves the
+    commit written last, as a reload of the log would (GroupMetadata.onOffsetCommitAppend)."""
+    c = coordinator()
+    first = OffsetAndMetadata(offset=100, metadata="", commit_timestamp_ms=1)
+    second = OffsetAndMetadata(offset=200, metadata="", commit_timestamp_ms=2)
+    c.restore("s", {("t", 0): second}, log_offset=8)
+    c.restore("s", {("t", 0): first, ("t", 1): first}, log_offset=7)  # acknowledged later
+    got = c.fetch_offsets("s", [("t", 0), ("t", 1)])
+    assert (got[("t", 0)].offset, got[("t", 1)].offset) == (200, 100)
+    c.restore("s", {("t", 0): first}, log_offset=9)  # written after: it replaces
+    assert c.fetch_offsets("s", [("t", 0)])[("t", 0)].offset == 100

@@ -257,8 +257,9 @@ class GroupService:
             if self._loading.get(p) == epoch:
                 del self._loading[p]
 
-    async def _persist(self, effect: PersistOffsets) -> int:
-        """Append the commit to the group's partition with acks=all; Kafka's mapped error."""
+    async def _persist(self, effect: PersistOffsets) -> tuple[int, int]:
+        """Append the commit to the group's partition with acks=all; -> (Kafka's mapped error,
+        the offset it was written at)."""
         records = commit_records(effect.group_id, effect.offsets)
         ts = max(o.commit_timestamp_ms for o in effect.offsets.values())
         request = ProduceRequest(
@@ -276,10 +277,10 @@ class GroupService:
         reply = await handle_produce(self.rm, request, self.cache.topics, internal=True)
         response = reply.response
         assert isinstance(response, ProduceResponse), response
-        code = response.partitions[0].error_code
-        if code == ErrorCode.NONE:
-            return NONE
-        return _APPEND_ERRORS.get(code, int(ErrorCode.UNKNOWN_SERVER_ERROR))
+        answer = response.partitions[0]
+        if answer.error_code == ErrorCode.NONE:
+            return NONE, answer.base_offset
+        return _APPEND_ERRORS.get(answer.error_code, int(ErrorCode.UNKNOWN_SERVER_ERROR)), -1
 
     # ------------------------------------------------------------------------ FindCoordinator
 
@@ -396,9 +397,9 @@ class GroupService:
         errors.update(out.errors)
         self._timers_moved()  # a commit extends the member's session
         for effect in out.effects:
-            code = await self._persist(effect)
+            code, log_offset = await self._persist(effect)
             if code == NONE and self.check(group_id) == NONE:
-                self.coordinator.restore(effect.group_id, effect.offsets)
+                self.coordinator.restore(effect.group_id, effect.offsets, log_offset)
             elif code == NONE:
                 code = NOT_COORDINATOR  # durable, but the group moved meanwhile
             for tp in effect.offsets:

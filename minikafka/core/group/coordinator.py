@@ -114,10 +114,14 @@ class GroupCoordinator:
         return group.fetch_offsets(partitions)
 
     def restore(
-        self, group_id: str, committed: Mapping[TopicPartitionKey, OffsetAndMetadata]
+        self,
+        group_id: str,
+        committed: Mapping[TopicPartitionKey, OffsetAndMetadata],
+        log_offset: int | None = None,
     ) -> None:
+        """Group.restore: a commit written at `log_offset`, or loaded (None)."""
         group = self.groups.get(group_id) or self._new_group(group_id)
-        group.restore(committed)
+        group.restore(committed, log_offset)
 
     def unload(self, group_ids: Iterable[str]) -> tuple[Response, ...]:
         """This broker stops coordinating these groups (GroupMetadataManager.removeGroupsForPartition:

@@ -95,6 +95,8 @@ class Group:
         # KIP-394: ids handed out with MEMBER_ID_REQUIRED, with the deadline to rejoin by.
         self.pending_members: dict[str, int] = {}
         self.offsets: dict[TopicPartitionKey, OffsetAndMetadata] = {}
+        # Where in the offsets partition each served commit was written (see `restore`).
+        self._log_offsets: dict[TopicPartitionKey, int] = {}
         # The rebalance timer: DelayedJoin, or InitialDelayedJoin when `_initial`.
         self._join_deadline_ms: int | None = None
         self._initial = False
@@ -560,11 +562,26 @@ class Group:
             )
         return result
 
-    def restore(self, committed: Mapping[TopicPartitionKey, OffsetAndMetadata]) -> None:
-        """Serve these offsets: a PersistOffsets that was written (onOffsetCommitAppend), or
-        what a load read back from the log (GroupMetadataManager.loadGroupsAndOffsets)."""
+    def restore(
+        self,
+        committed: Mapping[TopicPartitionKey, OffsetAndMetadata],
+        log_offset: int | None = None,
+    ) -> None:
+        """Serve these offsets: a PersistOffsets written at `log_offset` of the offsets
+        partition (onOffsetCommitAppend), or what a load read back (`log_offset` None).
+
+        Appends of one partition may be acknowledged in any order, so a commit only replaces
+        one written before it in the log: as Kafka's onOffsetCommitAppend, which keeps the
+        record with the higher appended offset, the group serves what a reload would read."""
         for tp, o in committed.items():
-            self.offsets[(tp[0], tp[1])] = o
+            key = (tp[0], tp[1])
+            if log_offset is not None and self._log_offsets.get(key, -1) > log_offset:
+                continue  # a later commit of this partition is already served
+            self.offsets[key] = o
+            if log_offset is None:
+                self._log_offsets.pop(key, None)
+            else:
+                self._log_offsets[key] = log_offset
 
     # --- describe --------------------------------------------------------------------------
 
