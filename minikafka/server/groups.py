@@ -186,9 +186,12 @@ class GroupService:
         offsets are read (the read is started here)."""
         p = partition_for(group_id, self.partitions)
         lp = self._local(p)
+        loaded = self._loaded.get(p)
+        if loaded is not None and (lp is None or loaded != lp.leader_epoch):
+            self._resign_lost()  # answer its parked members now, not at the next round
         if lp is None:
             return NOT_COORDINATOR
-        if self._loaded.get(p) == lp.leader_epoch:
+        if loaded == lp.leader_epoch:
             return NONE
         if self._loading.get(p) != lp.leader_epoch and self._nursery is not None:
             self._loading[p] = lp.leader_epoch
