@@ -10,9 +10,14 @@ the client's default batching (linger.ms 5, batch.size 1 MB). Consume: every rec
 the start, the native path with minikafka's consumer (testing/load.py `read_to_end`), the Kafka
 path with a librdkafka consumer assigned to every partition (no group). MB are 10**6 bytes of
 record values; each path is timed from its first send (or fetch) to its last acknowledgement
-(or record).
+(or record). Beside the rates, the CPU each path cost per MB, the three brokers' and the
+client process's (librdkafka's threads included), from /proc: on a machine of few cores the
+client and the brokers share them, so a client that costs more CPU per MB leaves less to the
+brokers. The Kafka producer asks for failed deliveries only (`delivery.report.only.error`), and
+polls every 1,000 records; the Kafka consumer pauses 10 ms, not librdkafka's 1 s, when its local
+queue is full (`fetch.queue.backoff.ms`, see kafka_consume).
 
-    .venv/bin/python benchmarks/kafka_client_bench.py [--records 500000] [--json]
+    .venv/bin/python benchmarks/kafka_client_bench.py [--records 1000000] [--json]
 """
 
 from __future__ import annotations
@@ -66,17 +71,25 @@ def kafka_produce(bootstrap: str, records: int, size: int) -> dict[str, Any]:
         if err is not None:
             errors.append(str(err))
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "delivery.report.only.error": True,
+        }
+    )
     producer.list_topics("bench-kafka", timeout=10)  # metadata first, as the native path has it
     started = time.perf_counter()
-    for _ in range(records):
+    for i in range(records):
         while True:
             try:
                 producer.produce("bench-kafka", value=value, on_delivery=report)
                 break
             except BufferError:  # the client's queue is full: let deliveries drain
                 producer.poll(0.01)
-        producer.poll(0)
+        if i % 1000 == 0:
+            producer.poll(0)  # serve delivery reports (only failures: see the config)
     if producer.flush(TIMEOUT_S) != 0:
         raise RuntimeError(f"librdkafka still holds messages after {TIMEOUT_S} s")
     seconds = time.perf_counter() - started
@@ -98,13 +111,33 @@ def native_consume(bootstrap: str, partitions: int, size: int) -> dict[str, Any]
 
 
 def kafka_consume(bootstrap: str, partitions: int, records: int, size: int) -> dict[str, Any]:
-    from confluent_kafka import OFFSET_BEGINNING, Consumer
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException
     from confluent_kafka import TopicPartition as KafkaTP
 
+    # librdkafka stops fetching for `fetch.queue.backoff.ms` (1 s by default) whenever its
+    # local queue holds `queued.min.messages` (100,000): a reader that drains that in 0.1 s
+    # then idles 0.9 s of every second (measured: 14.6 MB/s at the default, 92 MB/s at 10 ms,
+    # with the brokers' answers 5 ms apart in both). The client's pause, not the broker's:
+    # set short here so the figure is the Kafka listener's.
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False}
-    )
+        {"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+         "fetch.queue.backoff.ms": 10}
+    )  # fmt: skip
     try:
+        # confluent-kafka requires a group.id even for assigned partitions, and librdkafka then
+        # looks for the group's coordinator: the cluster's first FindCoordinator creates
+        # __consumer_offsets (50 partitions x 3 replicas). Done before the clock starts, by
+        # asking for the group's committed offsets until the coordinator answers.
+        tps = [KafkaTP("bench-kafka", p) for p in range(partitions)]
+        ready_by = time.monotonic() + 60
+        while True:
+            try:
+                consumer.committed(tps, timeout=5)
+                break
+            except KafkaException:
+                if time.monotonic() > ready_by:
+                    raise
+                time.sleep(0.5)
         consumer.assign([KafkaTP("bench-kafka", p, OFFSET_BEGINNING) for p in range(partitions)])
         count = 0
         started = time.perf_counter()
@@ -119,20 +152,52 @@ def kafka_consume(bootstrap: str, partitions: int, records: int, size: int) -> d
     return {"records": count, "mb_per_s": count * size / seconds / 1e6, "seconds": seconds}
 
 
+def cpu_s(pid: int | None = None) -> float:
+    """CPU seconds (user + system) of a process: this one (every thread: librdkafka's too) or
+    `pid` (a broker), from /proc."""
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(lc: LocalCluster, fn: Any, megabytes: float) -> dict[str, Any]:
+    """`fn()`'s result with the CPU it cost per MB: the brokers' and this process's."""
+    pids = [n.node_id for n in lc.spec.brokers]
+    brokers0, client0 = sum(cpu_s(lc.pid(i)) for i in pids), cpu_s()
+    result = fn()
+    brokers = sum(cpu_s(lc.pid(i)) for i in pids) - brokers0
+    client = cpu_s() - client0
+    result["broker_cpu_ms_per_mb"] = round(brokers * 1000 / megabytes, 1)
+    result["client_cpu_ms_per_mb"] = round(client * 1000 / megabytes, 1)
+    return result
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="minikafka-kbench-") as tmp:
         spec = plan_cluster(base_dir=Path(tmp) / "c", brokers=3, seed=args.seed)
         with LocalCluster.up(spec, ready_timeout_s=30) as lc:
             trio.run(create_topics, lc.bootstrap(), args.partitions)
             kafka = lc.kafka_bootstrap()
+            mb = args.records * args.record_size / 1e6
             say(f"native produce: {args.records} records of {args.record_size} B")
-            np = native_produce(lc.bootstrap(), args.records, args.record_size)
+            np = measured(
+                lc, lambda: native_produce(lc.bootstrap(), args.records, args.record_size), mb
+            )
             say(f"Kafka produce (confluent-kafka) to {kafka}")
-            kp = kafka_produce(kafka, args.records, args.record_size)
+            kp = measured(lc, lambda: kafka_produce(kafka, args.records, args.record_size), mb)
             say("native consume")
-            nc = native_consume(lc.bootstrap(), args.partitions, args.record_size)
+            nc = measured(
+                lc, lambda: native_consume(lc.bootstrap(), args.partitions, args.record_size), mb
+            )
             say("Kafka consume (confluent-kafka)")
-            kc = kafka_consume(kafka, args.partitions, args.records, args.record_size)
+            kc = measured(
+                lc,
+                lambda: kafka_consume(kafka, args.partitions, args.records, args.record_size),
+                mb,
+            )
     from confluent_kafka import libversion
 
     return {
@@ -160,12 +225,19 @@ def render(r: dict[str, Any]) -> str:
             f"{name:9}{row['native']['mb_per_s']:12.1f}{row['kafka']['mb_per_s']:12.1f}"
             f"{row['ratio']:14.2f}  {met}"
         )
+    lines.append("CPU ms per MB      native: brokers  client     Kafka: brokers  client")
+    for name in ("produce", "consume"):
+        n, k = r[name]["native"], r[name]["kafka"]
+        lines.append(
+            f"{name:9}{n['broker_cpu_ms_per_mb']:25.1f}{n['client_cpu_ms_per_mb']:8.1f}"
+            f"{k['broker_cpu_ms_per_mb']:18.1f}{k['client_cpu_ms_per_mb']:8.1f}"
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--records", type=int, default=500_000)
+    p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--record-size", type=int, default=100)
     p.add_argument("--partitions", type=int, default=6)
     p.add_argument("--seed", type=int, default=14)
