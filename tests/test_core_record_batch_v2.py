@@ -119,3 +119,13 @@ def test_validate_records_catches_a_wrong_offset_delta_at_any_width(index):
         bad[at + 2] += 1  # the third byte: the delta grows by 8192
     with pytest.raises(CorruptRecordError, match="offset delta"):
         v2.validate_records(bytes(bad), v2.read_header(bytes(bad)))
+
+
+@pytest.mark.parametrize("size", [10, 100, 10_000])  # record lengths of 1, 2 and 3 varint bytes
+def test_validate_records_reads_every_record_length_width(size):
+    raw = v2.build([(1_700_000_000_000, None, b"x" * size) for _ in range(3)])
+    v2.validate_records(raw, v2.read_header(raw))
+    bad = bytearray(raw)
+    bad[v2.HEADER_SIZE] ^= 0x02  # the first record's length, changed by one (zigzag)
+    with pytest.raises(CorruptRecordError):
+        v2.validate_records(bytes(bad), v2.read_header(bytes(bad)))

@@ -243,7 +243,16 @@ def validate_records(raw: bytes, header: V2Header) -> None:
     end, pos, expected = len(body), 0, 0
     varint = _varint
     for expected in range(header.record_count):
-        length, pos = varint(body, pos)
+        # The record's length: one or two varint bytes inline (records under 8 KiB), else
+        # _varint. (pos < end here: a batch cut short fails on its own below.)
+        first = body[pos] if pos < end else 0x80
+        if first < 0x80:
+            length, pos = (first >> 1) ^ -(first & 1), pos + 1
+        elif pos + 1 < end and body[pos + 1] < 0x80:
+            raw = (first & 0x7F) | (body[pos + 1] << 7)
+            length, pos = (raw >> 1) ^ -(raw & 1), pos + 2
+        else:
+            length, pos = varint(body, pos)
         stop = pos + length
         if length < 3 or stop > end:
             raise CorruptRecordError(f"record {expected} of {length} bytes runs past its batch")
