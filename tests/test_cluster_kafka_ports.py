@@ -59,3 +59,20 @@ def test_a_kafka_port_taken_by_another_node_is_refused(tmp_path: Path):
         ClusterSpec(name="c", base_dir=tmp_path, nodes=(a, b), seed=1)
     with pytest.raises(ConfigError, match="Kafka port"):
         NodeSpec(node_id=1, roles=("broker",), host="h", port=11, data_dir=tmp_path, kafka_port=0)
+
+
+@pytest.mark.parametrize(("brokers", "factor"), [(1, 1), (2, 2), (3, 3), (5, 3)])
+def test_the_offsets_topic_gets_at_most_as_many_replicas_as_brokers(tmp_path, brokers, factor):
+    """Kafka's default of 3 would refuse __consumer_offsets, so every consumer group, on a
+    smaller cluster; `cluster up` sets min(3, brokers) unless the user chose."""
+    spec = plan_cluster(base_dir=tmp_path / "c", brokers=brokers, seed=1)
+    assert f"offsets.topic.replication.factor={factor}" in node_argv(spec, spec.node(1))
+    assert not any("offsets.topic" in a for a in node_argv(spec, spec.node(0)))  # controller
+    own = ClusterSpec(
+        name="c", base_dir=spec.base_dir, nodes=spec.nodes, seed=1,
+        node_configs={"offsets.topic.replication.factor": "1"},
+    )  # fmt: skip
+    argv = node_argv(own, own.node(1))
+    assert [a for a in argv if a.startswith("offsets.topic")] == [
+        "offsets.topic.replication.factor=1"
+    ]
