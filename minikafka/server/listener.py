@@ -139,18 +139,37 @@ async def serve_connection(
     in_flight = trio.Semaphore(max_in_flight)
     mute = ThrottleGate()
 
-    async def handle(header: Any, body: object, scope: trio.CancelScope) -> None:
-        nonlocal last_active
+    async def handle(
+        header: Any,
+        body: object,
+        scope: trio.CancelScope,
+        previous: trio.Event | None = None,
+        answered: trio.Event | None = None,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """One request. On an ordered connection (`previous` given, started with
+        nursery.start) the read loop waits until this one is handled or calls `release_order`,
+        and its answer waits for `previous`'s; `answered` is set once it is written."""
+        started = False
+
+        def next_may_start() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+
+        if previous is not None:
+            _NEXT_MAY_START.set(next_may_start)
         try:
             result = await dispatch(header, body)
             reply = result if isinstance(result, Reply) else Reply(response=result)
-            mute.throttle(now_ms(), reply.throttle_ms)  # before the response can reach the peer
+            # Muted before the response can reach the peer, and before the next request starts.
+            mute.throttle(now_ms(), reply.throttle_ms)
+            next_may_start()
+            if previous is not None:
+                await previous.wait()
             if reply.response is not None:
-                payload = codec.encode(header.correlation_id, reply.response)
-                async with send_lock:
-                    for part in frame_parts(payload):
-                        await stream.send_all(part)
-                    last_active = trio.current_time()
+                await send_answer(header, reply.response)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             scope.cancel()  # the peer went away
         except Exception as exc:  # noqa: BLE001 - our bug: log it, drop this connection only
@@ -163,50 +182,9 @@ async def serve_connection(
             )
             scope.cancel()
         finally:
-            in_flight.release()
-
-    async def handle_ordered(
-        header: Any,
-        body: object,
-        scope: trio.CancelScope,
-        previous: trio.Event,
-        answered: trio.Event,
-        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """`handle` for an ordered connection: the read loop waits (nursery.start) until this
-        request finished or called `release_order`; its answer waits for `previous`'s."""
-        nonlocal last_active
-        started = False
-
-        def next_may_start() -> None:
-            nonlocal started
-            if not started:
-                started = True
-                task_status.started()
-
-        _NEXT_MAY_START.set(next_may_start)
-        try:
-            result = await dispatch(header, body)
-            reply = result if isinstance(result, Reply) else Reply(response=result)
-            mute.throttle(now_ms(), reply.throttle_ms)  # before the next request may start
             next_may_start()
-            await previous.wait()
-            if reply.response is not None:
-                await send_answer(header, reply.response)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            scope.cancel()
-        except Exception as exc:  # noqa: BLE001 - our bug: log it, drop this connection only
-            events.emit(
-                "handler_error",
-                peer=peer,
-                api=type(body).__name__,
-                error=repr(exc),
-                traceback=traceback.format_exc(),
-            )
-            scope.cancel()
-        finally:
-            next_may_start()
-            answered.set()
+            if answered is not None:
+                answered.set()
             in_flight.release()
 
     async def send_answer(header: Any, response: object) -> None:
@@ -246,7 +224,7 @@ async def serve_connection(
                 if codec.ordered:
                     answered = trio.Event()
                     await nursery.start(
-                        handle_ordered, header, body, nursery.cancel_scope, previous, answered
+                        handle, header, body, nursery.cancel_scope, previous, answered
                     )
                     previous = answered
                 else:
