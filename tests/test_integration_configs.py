@@ -292,3 +292,23 @@ def test_throttle_lists_given_at_topic_creation_are_its_dynamic_configs(cluster)
         "dynamic_entity",
     )
     alter(lc, "--entity-type", "brokers", "--entity-name", "2", "--delete-config", FR)
+
+
+def test_topics_alter_adds_partitions_and_refuses_a_decrease(cluster):
+    """`minikafka topics alter NAME --partitions N` (kafka-topics --alter --partitions)."""
+    lc = cluster
+    assert run(lc, "topics", "create", "grown", "-p", "2", "-r", "2", configs=False).returncode == 0
+    grown = run(lc, "topics", "alter", "grown", "--partitions", "3", configs=False)
+    assert grown.returncode == 0, grown.stderr
+    assert grown.stdout.strip() == "topic grown now has 3 partitions"
+    manual = run(
+        lc, "topics", "alter", "grown", "-p", "4", "--replica-assignment", "2:1", configs=False
+    )
+    assert manual.returncode == 0, manual.stderr
+    listed = run(lc, "topics", "describe", "grown", "--json", configs=False)
+    rows = {r["partition"]: r for r in json.loads(listed.stdout)}
+    assert sorted(rows) == [0, 1, 2, 3] and rows[3]["replicas"] == [2, 1]
+    smaller = run(lc, "topics", "alter", "grown", "-p", "2", configs=False)
+    assert smaller.returncode != 0 and "would not be an increase" in smaller.stderr
+    bad = run(lc, "topics", "alter", "grown", "-p", "5", "--replica-assignment", "x", configs=False)
+    assert bad.returncode != 0 and "expected broker ids" in bad.stderr

@@ -195,3 +195,39 @@ def test_kafka_python_creates_describes_and_moves_a_partition(cluster) -> None:
             time.sleep(0.5)
     finally:
         admin.close()
+
+
+def test_both_clients_add_partitions_that_take_records(cluster) -> None:
+    """CreatePartitions through each client's admin call: the topic grows in the native
+    metadata, and a Kafka producer writes to a new partition."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewPartitions as KafkaPythonNewPartitions
+
+    topic = "admin-grow"
+    cf = AdminClient({"bootstrap.servers": kafka_address(cluster, 2)})
+    cf.create_topics([NewTopic(topic, num_partitions=2, replication_factor=2)])[topic].result(30)
+    eventually(lambda: native_partitions(cluster, topic), lambda p: len(p) == 2)
+    cf.create_partitions([NewPartitions(topic, 4)])[topic].result(30)
+    grown = eventually(lambda: native_partitions(cluster, topic), lambda p: len(p) == 4)
+    assert sorted(grown) == [0, 1, 2, 3] and all(len(set(r)) == 2 for r in grown.values())
+    with pytest.raises(Exception, match="would not be an increase"):
+        cf.create_partitions([NewPartitions(topic, 3)])[topic].result(30)
+
+    kp = KafkaAdminClient(bootstrap_servers=kafka_address(cluster, 1), request_timeout_ms=30000)
+    try:
+        kp.create_partitions(
+            {topic: KafkaPythonNewPartitions(total_count=5, new_assignments=[[3, 1]])}
+        )
+    finally:
+        kp.close()
+    grown = eventually(lambda: native_partitions(cluster, topic), lambda p: len(p) == 5)
+    assert grown[4] == [3, 1]
+
+    producer = Producer({"bootstrap.servers": kafka_address(cluster, 1), "acks": "all"})
+    delivered: list = []
+    producer.produce(topic, value=b"into the new one", partition=4,
+                     on_delivery=lambda err, msg: delivered.append((err, msg.partition())))  # fmt: skip
+    assert producer.flush(30) == 0
+    assert delivered == [(None, 4)]

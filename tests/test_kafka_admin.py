@@ -558,3 +558,49 @@ async def test_the_shell_without_a_broker_dispatch_answers_network_exception() -
     body = _reassign({("t", 0): [1]})
     out = _round_trip(await apis.dispatch(_header(body), body))
     assert out.error_code is K.network_exception
+
+
+# ---------------------------------------------------------------------------- CreatePartitions
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_create_partitions_translates_both_ways(version: int) -> None:
+    mod = _mod("create_partitions", version, "request")
+    body = _through_codec(
+        mod.CreatePartitionsRequest(
+            topics=(
+                mod.CreatePartitionsTopic(name=TopicName("a"), count=i32(6), assignments=None),
+                mod.CreatePartitionsTopic(
+                    name=TopicName("b"),
+                    count=i32(3),
+                    assignments=(
+                        mod.CreatePartitionsAssignment(broker_ids=(BrokerId(2), BrokerId(3))),
+                    ),
+                ),
+            ),
+            timeout=timedelta(milliseconds=2500),
+            validate_only=True,
+        )
+    )
+    native = admin.create_partitions_request(body)
+    assert native == messages.CreatePartitionsRequest(
+        topics=[
+            messages.CreatePartitionsTopic(name="a", count=6, assignments=None),
+            messages.CreatePartitionsTopic(name="b", count=3, assignments=[[2, 3]]),
+        ],
+        timeout_ms=2500,
+        validate_only=True,
+    )
+    answer = messages.CreatePartitionsResponse(
+        results=[
+            messages.CreatableTopicResult(name="a", error_code=0),
+            messages.CreatableTopicResult(name="b", error_code=37, error_message="no increase"),
+        ]
+    )
+    back = _round_trip(admin.create_partitions_response(version, answer))
+    assert [(str(r.name), int(r.error_code), r.error_message) for r in back.results] == [
+        ("a", 0, None),
+        ("b", 37, "no increase"),
+    ]
+    failed = admin.create_partitions_failed(native, 13, "no controller")
+    assert [(r.name, r.error_code) for r in failed.results] == [("a", 13), ("b", 13)]

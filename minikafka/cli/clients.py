@@ -28,7 +28,7 @@ from minikafka.errors import ConfigError
 
 @click.group()
 def topics() -> None:
-    """Create, list and describe topics."""
+    """Create, alter, list and describe topics."""
 
 
 @topics.command("create")
@@ -73,6 +73,53 @@ def topics_create(
     click.echo(
         f"created topic {name} with {partitions} partitions, replication factor {replication_factor}"
     )
+
+
+@topics.command("alter")
+@click.argument("name")
+@click.option(
+    "-p",
+    "--partitions",
+    type=click.IntRange(1, 1_000_000),
+    required=True,
+    help="The new partition count (more than the topic has: partitions are never removed).",
+)
+@click.option(
+    "--replica-assignment",
+    metavar="B:B,B:B,...",
+    help="The new partitions' replicas, one colon-separated list per new partition "
+    "(kafka-topics' form), else placed by the controller.",
+)
+@bootstrap_option
+@friendly_errors
+def topics_alter(
+    name: str,
+    partitions: int,
+    replica_assignment: str | None,
+    bootstrap: str | None,
+    cluster_dir: Path,
+) -> None:
+    """Add partitions to a topic (kafka-topics --alter --partitions)."""
+    assignments = None
+    if replica_assignment is not None:
+        try:
+            assignments = [
+                [int(b) for b in part.split(":")] for part in replica_assignment.split(",")
+            ]
+        except ValueError:
+            raise ConfigError(
+                f"--replica-assignment {replica_assignment!r}: expected broker ids separated by "
+                "':' within a partition and ',' between partitions, e.g. 1:2,2:3"
+            ) from None
+
+    async def run() -> None:
+        async with open_client(
+            resolve_bootstrap(bootstrap, cluster_dir), client_id="minikafka-cli"
+        ) as client:
+            await Admin(client).create_partitions(name, partitions, assignments=assignments)
+
+    trio.run(run)
+    click.echo(f"topic {name} now has {partitions} partitions")
 
 
 @topics.command("list")

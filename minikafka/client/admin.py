@@ -23,6 +23,9 @@ from minikafka.wire.messages import (
     AlterPartitionReassignmentsResponse,
     ConfigEntity,
     CreatableTopic,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreatePartitionsTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DescribeConfigsRequest,
@@ -73,6 +76,38 @@ class Admin:
             raise BrokerError(
                 result.error_code, result.error_message or f"cannot create topic {name!r}"
             )
+        await self._wait_for_leaders(name, partitions, wait_s)
+
+    async def create_partitions(
+        self,
+        name: str,
+        count: int,
+        *,
+        assignments: Sequence[Sequence[int]] | None = None,
+        wait_s: float = 30.0,
+    ) -> None:
+        """Grow a topic to `count` partitions (Kafka's CreatePartitions; `assignments`: the new
+        partitions' replicas, else the controller places them), and wait until every partition
+        has a leader in the metadata."""
+        req = CreatePartitionsRequest(
+            topics=[
+                CreatePartitionsTopic(
+                    name=name,
+                    count=count,
+                    assignments=None if assignments is None else [list(a) for a in assignments],
+                )
+            ]
+        )
+        resp = await self.client.request_any(req)
+        assert isinstance(resp, CreatePartitionsResponse)
+        (result,) = resp.results
+        if result.error_code != ErrorCode.NONE:
+            raise BrokerError(
+                result.error_code, result.error_message or f"cannot add partitions to {name!r}"
+            )
+        await self._wait_for_leaders(name, count, wait_s)
+
+    async def _wait_for_leaders(self, name: str, partitions: int, wait_s: float) -> None:
         with trio.fail_after(wait_s):
             while True:
                 md = await self.client.refresh_metadata([name])

@@ -441,3 +441,52 @@ def list_partition_reassignments_response(
 
 def _ids(brokers: Sequence[int]) -> tuple[BrokerId, ...]:
     return tuple(BrokerId(b) for b in brokers)
+
+
+# ---------------------------------------------------------------------------- CreatePartitions
+
+
+def create_partitions_request(request: Any) -> messages.CreatePartitionsRequest:
+    """kio CreatePartitionsRequest (v0-1) -> native: the new count and, if given, the new
+    partitions' replicas in order (Kafka's CreatePartitionsAssignment list)."""
+    return messages.CreatePartitionsRequest(
+        topics=[
+            messages.CreatePartitionsTopic(
+                name=str(t.name),
+                count=int(t.count),
+                assignments=None
+                if t.assignments is None
+                else [[int(b) for b in a.broker_ids] for a in t.assignments],
+            )
+            for t in request.topics
+        ],
+        timeout_ms=_ms(request.timeout),
+        validate_only=bool(request.validate_only),
+    )
+
+
+def create_partitions_failed(
+    native: messages.CreatePartitionsRequest, code: int, message: str
+) -> messages.CreatePartitionsResponse:
+    """The forward failed (no controller): every topic gets that error."""
+    return messages.CreatePartitionsResponse(
+        results=[
+            messages.CreatableTopicResult(name=t.name, error_code=code, error_message=message)
+            for t in native.topics
+        ]
+    )
+
+
+def create_partitions_response(version: int, native: messages.CreatePartitionsResponse) -> Any:
+    mod = _module("create_partitions", version)
+    return mod.CreatePartitionsResponse(
+        throttle_time=timedelta(milliseconds=native.throttle_time_ms),
+        results=tuple(
+            mod.CreatePartitionsTopicResult(
+                name=TopicName(r.name),
+                error_code=kafka_error(r.error_code),
+                error_message=r.error_message,
+            )
+            for r in native.results
+        ),
+    )

@@ -28,6 +28,7 @@ METADATA = 3
 API_VERSIONS = 18
 INIT_PRODUCER_ID = 22
 CREATE_TOPICS = 19
+CREATE_PARTITIONS = 37
 DESCRIBE_CONFIGS = 32
 INCREMENTAL_ALTER_CONFIGS = 44
 ALTER_PARTITION_REASSIGNMENTS = 45
@@ -62,6 +63,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     # CreateTopics v4, aiokafka v3. IncrementalAlterConfigs v1 and both reassignment APIs
     # (KIP-455: flexible from v0) are flexible; kio handles the tagged fields.
     CREATE_TOPICS: (2, 4),
+    CREATE_PARTITIONS: (0, 1),  # v2 is flexible
     DESCRIBE_CONFIGS: (1, 3),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ALTER_PARTITION_REASSIGNMENTS: (0, 0),

@@ -3,7 +3,7 @@
 The controller link registers the broker (a fresh incarnation id per process start, so the
 controller can tell a restart from a retry), heartbeats every `broker.heartbeat.interval.ms`,
 re-registers when the controller no longer knows its epoch, and carries AlterPartition and
-forwarded CreateTopics, IncrementalAlterConfigs, DescribeConfigs, AlterPartitionReassignments and
+forwarded CreateTopics, CreatePartitions, IncrementalAlterConfigs, DescribeConfigs, AlterPartitionReassignments and
 ListPartitionReassignments (KIP-590 style forwarding: clients may send admin requests to any
 broker). UpdateMetadata may carry the controller's dynamic
 config snapshot, which goes to the `DynamicConfigs` holder (server/dynamic_configs.py).
@@ -46,6 +46,7 @@ from minikafka.wire.messages import (
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    CreatePartitionsRequest,
     CreateTopicsRequest,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -247,6 +248,8 @@ class Broker:
                     partitions=await self.replica_manager.apply_stop_replica(body.partitions),
                 )
             case CreateTopicsRequest():
+                return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
+            case CreatePartitionsRequest():
                 return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
             case InitProducerIdRequest():
                 return await self.producer_ids.handle(body)

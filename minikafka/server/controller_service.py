@@ -54,6 +54,8 @@ from minikafka.wire.messages import (
     BrokerInfo,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DescribeConfigsRequest,
@@ -324,6 +326,13 @@ class ControllerService:
                     )
                     await self._commit(effects)
                 return CreateTopicsResponse(topics=results)
+            case CreatePartitionsRequest():
+                async with self._lock:
+                    results, effects = state.create_partitions(
+                        body.topics, now_ms(), validate_only=body.validate_only
+                    )
+                    await self._commit(effects)
+                return CreatePartitionsResponse(results=results)
             case AlterPartitionRequest():
                 async with self._lock:
                     code, items, effects = state.alter_partition(

@@ -7,9 +7,10 @@ flight per connection: Kafka's SocketServer mutes a channel until its response i
 clients (librdkafka, kafka-python) match responses to requests in order.
 
 Served so far (minikafka/kafka/codec.py `SUPPORTED`): ApiVersions and Metadata; Produce, Fetch,
-ListOffsets and InitProducerId; the admin APIs CreateTopics, DescribeConfigs,
-IncrementalAlterConfigs, AlterPartitionReassignments and ListPartitionReassignments. All but the
-first two are translated to the native requests (minikafka/kafka/*.py) and handed to the
+ListOffsets and InitProducerId; the admin APIs CreateTopics, CreatePartitions, DescribeConfigs,
+IncrementalAlterConfigs, AlterPartitionReassignments and ListPartitionReassignments;
+DescribeCluster; and the classic consumer-group APIs, served by the broker's group coordinator
+(server/groups.py). The data and admin APIs are translated to the native requests (minikafka/kafka/*.py) and handed to the
 broker's own dispatch, which serves them as it serves minikafka's clients (client quotas and
 KIP-219 throttling included) or forwards them to the controller. A request for
 an API or version outside that is answered as Kafka answers it: ApiVersions with the v0 error
@@ -38,6 +39,7 @@ from minikafka.kafka.apis import (
 from minikafka.kafka.codec import (
     ALTER_PARTITION_REASSIGNMENTS,
     API_VERSIONS,
+    CREATE_PARTITIONS,
     CREATE_TOPICS,
     DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
@@ -159,6 +161,8 @@ class KafkaApis:
             return produce.init_producer_id_to_kafka(header.api_version, native)
         if header.api_key == CREATE_TOPICS:
             return await self.create_topics(header.api_version, body)
+        if header.api_key == CREATE_PARTITIONS:
+            return await self.create_partitions(header.api_version, body)
         if header.api_key == DESCRIBE_CONFIGS:
             return await self.describe_configs(header.api_version, body)
         if header.api_key == INCREMENTAL_ALTER_CONFIGS:
@@ -253,6 +257,17 @@ class KafkaApis:
                 )
             assert isinstance(native, messages.CreateTopicsResponse)
         return admin.create_topics_response(version, body, translated, native)
+
+    async def create_partitions(self, version: int, body: Any) -> Any:
+        native = admin.create_partitions_request(body)
+        try:
+            answer = await self._native(native)
+        except BrokerError as exc:
+            answer = admin.create_partitions_failed(native, exc.code, str(exc))
+        except MiniKafkaError as exc:
+            answer = admin.create_partitions_failed(native, ErrorCode.NETWORK_EXCEPTION, str(exc))
+        assert isinstance(answer, messages.CreatePartitionsResponse), answer
+        return admin.create_partitions_response(version, answer)
 
     async def describe_configs(self, version: int, body: Any) -> Any:
         translated = admin.describe_configs_request(body)

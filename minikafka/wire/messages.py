@@ -91,6 +91,7 @@ class ApiKey(IntEnum):
     CLUSTER_HANDSHAKE = 17  # Kafka's SaslHandshake
     API_VERSIONS = 18
     CREATE_TOPICS = 19
+    CREATE_PARTITIONS = 37
     OFFSET_FOR_LEADER_EPOCH = 23
     CLUSTER_AUTHENTICATE = 36  # Kafka's SaslAuthenticate
     DESCRIBE_CONFIGS = 32
@@ -362,6 +363,32 @@ class CreateTopicsResponse:
     throttle_time_ms: int = 0
 
 
+# ---------------------------------------------------------------------------- CreatePartitions
+
+
+@dataclass(**MSG)
+class CreatePartitionsTopic:
+    """Grow `name` to `count` partitions; `assignments`: the new partitions' replicas, in order
+    (None: placed by the controller)."""
+
+    name: str
+    count: int
+    assignments: list[list[int]] | None = None
+
+
+@dataclass(**MSG)
+class CreatePartitionsRequest:
+    topics: list[CreatePartitionsTopic]
+    timeout_ms: int = 30_000
+    validate_only: bool = False
+
+
+@dataclass(**MSG)
+class CreatePartitionsResponse:
+    results: list[CreatableTopicResult]  # name, error code and message per topic, in order
+    throttle_time_ms: int = 0
+
+
 # ---------------------------------------------------------------------------- the registry
 
 API: dict[ApiKey, tuple[type, type]] = {
@@ -374,6 +401,7 @@ API: dict[ApiKey, tuple[type, type]] = {
     ApiKey.UPDATE_METADATA: (UpdateMetadataRequest, UpdateMetadataResponse),
     ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
+    ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (

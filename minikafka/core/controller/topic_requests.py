@@ -1,5 +1,5 @@
-"""Topic and config requests to the controller: CreateTopics, IncrementalAlterConfigs,
-DescribeConfigs.
+"""Topic and config requests to the controller: CreateTopics, CreatePartitions,
+IncrementalAlterConfigs, DescribeConfigs.
 
 The checks and the placement are pure (core/controller/topics.py, core/controller/configs.py);
 here they are applied to the controller's tables. A config change is one new `ConfigSnapshot`,
@@ -14,7 +14,12 @@ from minikafka.core.controller.base import ControllerBase
 from minikafka.core.controller.changes import leaderless_changes
 from minikafka.core.controller.configs import alter_configs, created_topic_event, describe_configs
 from minikafka.core.controller.model import Effect, Event, PartitionRecord
-from minikafka.core.controller.topics import TopicPlan, plan_topic, replicas_per_broker
+from minikafka.core.controller.topics import (
+    TopicPlan,
+    plan_partitions,
+    plan_topic,
+    replicas_per_broker,
+)
 from minikafka.core.dynamic_config import TOPICS
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
@@ -23,6 +28,7 @@ from minikafka.wire.messages import (
     AlterConfigsResourceResponse,
     CreatableTopic,
     CreatableTopicResult,
+    CreatePartitionsTopic,
     DescribeConfigsResource,
     DescribeConfigsResult,
 )
@@ -120,6 +126,60 @@ class TopicRequests(ControllerBase):
         events.append(Event(name="topic_created", fields=fields))
         return created
 
+    def create_partitions(
+        self, topics: Sequence[CreatePartitionsTopic], now_ms: int, *, validate_only: bool = False
+    ) -> tuple[list[CreatableTopicResult], list[Effect]]:
+        """CreatePartitions: grow each topic to its count; one result per topic, in order.
+        New partitions start as a created topic's do (leader = first live replica, epochs 0),
+        and go out in one LeaderAndIsr and UpdateMetadata."""
+        self._observe(now_ms)
+        live = self._live_ids()
+        counts = Counter(t.name for t in topics)
+        results: list[CreatableTopicResult] = []
+        events: list[Event] = []
+        created: set[TopicPartition] = set()
+        hosted = replicas_per_broker(self._partitions.values())
+        for topic in topics:
+            if counts[topic.name] > 1:
+                message = f"Create partitions request contains multiple entries for {topic.name}."
+                results.append(_result(topic.name, ErrorCode.INVALID_REQUEST, message))
+                continue
+            current = self._topic_records(topic.name) if topic.name in self._topics else None
+            plan = plan_partitions(
+                topic.name,
+                topic.count,
+                topic.assignments,
+                current=None if current is None else [list(r.replicas) for r in current],
+                registered=self._brokers,
+                live=live,
+                config=self.config,
+                rng=self.rng,
+                hosted=hosted,
+            )
+            if isinstance(plan, tuple):
+                results.append(_result(topic.name, *plan))
+                continue
+            hosted.update(b for replicas in plan.replicas for b in replicas)
+            results.append(_result(topic.name, ErrorCode.NONE))
+            if validate_only:
+                continue
+            for offset, (replicas, isr) in enumerate(zip(plan.replicas, plan.isrs, strict=True)):
+                tp = TopicPartition(plan.name, plan.first_index + offset)
+                self._partitions[tp] = PartitionRecord(
+                    replicas=tuple(replicas), isr=tuple(isr), leader=isr[0]
+                )
+                created.add(tp)
+            fields = {
+                "topic": plan.name,
+                "from": plan.first_index,
+                "partitions": plan.first_index + len(plan.replicas),
+                "assignment": [list(r) for r in plan.replicas],
+            }
+            events.append(Event(name="partitions_created", fields=fields))
+        if not created:
+            return results, []
+        return results, self._effects(events, created, broker_list_changed=False)
+
     # ------------------------------------------------------------------------ configs
 
     def alter_configs(
@@ -158,3 +218,7 @@ class TopicRequests(ControllerBase):
     ) -> list[DescribeConfigsResult]:
         """DescribeConfigs: see core/controller/configs.py for the shape of the results."""
         return describe_configs(self._configs, resources, topic_exists=self._topics.__contains__)
+
+
+def _result(name: str, code: ErrorCode, message: str | None = None) -> CreatableTopicResult:
+    return CreatableTopicResult(name=name, error_code=code, error_message=message)

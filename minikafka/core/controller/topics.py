@@ -1,4 +1,5 @@
-"""CreateTopics validation and placement: from a `CreatableTopic` to replicas per partition.
+"""CreateTopics and CreatePartitions validation and placement: from a `CreatableTopic` (or a
+topic's new partition count) to replicas per partition.
 
 Mirrors KRaft's `ReplicationControlManager.createTopic` checks and messages (manual
 assignments and defaults) and `org.apache.kafka.common.internals.Topic.validate` (names). The
@@ -256,3 +257,93 @@ def _manual_partition_error(
             f"{len(first)} replica(s)."
         )
     return None
+
+
+@dataclass(**VALUE)
+class PartitionsPlan:
+    """CreatePartitions, validated: the new partitions' replicas and live ISRs, in index order
+    from the topic's current count."""
+
+    name: str
+    first_index: int
+    replicas: list[list[int]]
+    isrs: list[list[int]]
+
+
+def plan_partitions(
+    name: str,
+    count: int,
+    assignments: Sequence[Sequence[int]] | None,
+    *,
+    current: Sequence[Sequence[int]] | None,
+    registered: Container[int],
+    live: Sequence[int],
+    config: ControllerConfig,
+    rng: random.Random,
+    hosted: Mapping[int, int] | None = None,
+) -> PartitionsPlan | tuple[ErrorCode, str]:
+    """KRaft's ReplicationControlManager.createPartitions checks and messages. `current`: the
+    topic's partitions' replicas in index order (None: no such topic). The replication factor
+    is the first partition's; new partitions are placed as a topic's are (core/assignment.py)
+    unless `assignments` names them."""
+    if current is None:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist."
+    if count < len(current):
+        return ErrorCode.INVALID_PARTITIONS, (
+            f"The topic {name} currently has {len(current)} partition(s); {count} would not be "
+            "an increase."
+        )
+    if count == len(current):
+        return ErrorCode.INVALID_PARTITIONS, f"Topic already has {len(current)} partition(s)."
+    if count > config.max_partitions_per_topic:
+        return ErrorCode.INVALID_PARTITIONS, _too_many(count, config)
+    additional = count - len(current)
+    factor = len(current[0])
+    if assignments is not None:
+        if len(assignments) != additional:
+            return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                f"Attempted to add {additional} additional partition(s), but only "
+                f"{len(assignments)} assignment(s) were specified."
+            )
+        live_set = set(live)
+        isrs: list[list[int]] = []
+        for index, replicas in enumerate(assignments, start=len(current)):
+            problem = _manual_partition_error(replicas, current[0], registered)
+            if problem is not None:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
+            isr = [r for r in replicas if r in live_set]
+            if not isr:
+                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
+                    f"All brokers specified in the manual partition assignment for partition "
+                    f"{index} are fenced or in controlled shutdown."
+                )
+            isrs.append(isr)
+        replicas_out = [list(r) for r in assignments]
+    else:
+        if factor > len(live):
+            return ErrorCode.INVALID_REPLICATION_FACTOR, (
+                f"Unable to replicate the partition {factor} time(s): The target replication "
+                f"factor of {factor} cannot be reached because only {len(live)} broker(s) are "
+                "registered."
+            )
+        # As Kafka's AdminZkClient.createPartitions: continue the topic's layout, from the
+        # broker that leads partition 0 (the first live id at or above it) and partition id
+        # `len(current)`, so the new replicas spread as if the topic had been made this size.
+        brokers = sorted(live)
+        start = next((i for i, b in enumerate(brokers) if b >= current[0][0]), 0)
+        try:
+            replicas_out = assign_replicas(
+                brokers,
+                additional,
+                factor,
+                rng,
+                fixed_start_index=start,
+                start_partition_id=len(current),
+            )
+        except AssignmentError as exc:
+            return exc.code, str(exc)
+        isrs = [list(r) for r in replicas_out]
+    over = _broker_cap_error(replicas_out, hosted or {}, config.max_partitions_per_broker)
+    if over is not None:
+        return ErrorCode.POLICY_VIOLATION, over
+    return PartitionsPlan(name=name, first_index=len(current), replicas=replicas_out, isrs=isrs)
