@@ -354,6 +354,21 @@ class LocalCluster:
         if not self._proc(node_id).resume():
             raise ClusterError(f"node {node_id} is not running")
 
+    def stop(self, node_id: int, timeout_s: float = 10.0) -> StopOutcome:
+        """SIGTERM one node (a clean shutdown), SIGKILL after `timeout_s`; how it stopped."""
+        outcome = self._proc(node_id).terminate(timeout_s)
+        if outcome == "not running":
+            raise ClusterError(f"node {node_id} is not running")
+        return outcome
+
+    def start(
+        self, node_id: int, *, ready_timeout_s: float = 30.0, progress: Progress | None = None
+    ) -> int:
+        """Start a stopped (or killed) node again with its spec and data; wait ready; its pid."""
+        if self._proc(node_id).is_alive():
+            raise ClusterError(f"node {node_id} is already running")
+        return self.restart(node_id, ready_timeout_s=ready_timeout_s, progress=progress)
+
     def restart(
         self,
         node_id: int,
@@ -368,9 +383,10 @@ class LocalCluster:
                 f"the cluster in {self.base_dir} is stopped; run `minikafka cluster up`"
             )
         old = self._proc(node_id)
+        verb = "restarting" if old.is_alive() else "starting"
         old.terminate(stop_timeout_s)
         new = NodeProcess(old.node, self._argv(old.node))
-        _note(progress, f"restarting node {node_id} on {old.node.address}")
+        _note(progress, f"{verb} node {node_id} on {old.node.address}")
         new.start()
         self._procs[node_id] = new
         self._record = update_record(self.base_dir, lambda r: r.with_pid(node_id, new.pid))

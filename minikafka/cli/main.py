@@ -301,6 +301,71 @@ def cluster_down(wipe: bool, cluster_dir: Path, as_json: bool) -> None:
     emit(rows, ["node", "stopped"], as_json)
 
 
+_NODE_ACTIONS = {
+    "kill": "SIGKILL one node: a crash, no clean shutdown.",
+    "pause": "SIGSTOP one node: it keeps its sockets and answers nothing until resumed.",
+    "resume": "SIGCONT a paused node.",
+    "stop": "SIGTERM one node (a clean shutdown; SIGKILL after 10 s).",
+    "start": "Start a stopped or killed node again with its data; wait until it is ready.",
+    "restart": "Stop a node, start it again with its data, and wait until it is ready.",
+}
+
+
+_PAST = {
+    "kill": "killed",
+    "pause": "paused",
+    "resume": "resumed",
+    "stop": "stopped",
+    "start": "started",
+    "restart": "restarted",
+}
+
+
+def _node_command(action: str) -> click.Command:
+    @click.argument("node_id", metavar="NODE", type=int)
+    @click.option(
+        "--timeout",
+        type=float,
+        default=30.0,
+        show_default=True,
+        help="Seconds to wait for a started node to be ready.",
+    )
+    @dir_option
+    @json_option
+    @friendly_errors
+    def command(node_id: int, timeout: float, cluster_dir: Path, as_json: bool) -> None:
+        from minikafka.cluster import LocalCluster
+
+        lc = LocalCluster.load(cluster_dir)
+        progress = None if as_json else (lambda msg: click.echo(msg, err=True))
+        row: dict[str, object] = {"node": node_id, "action": action}
+        if action == "kill":
+            lc.kill(node_id)
+        elif action == "pause":
+            lc.pause(node_id)
+        elif action == "resume":
+            lc.resume(node_id)
+        elif action == "stop":
+            row["stopped"] = str(lc.stop(node_id))
+        else:
+            start = lc.start if action == "start" else lc.restart
+            row["pid"] = start(node_id, ready_timeout_s=timeout, progress=progress)
+        if as_json:
+            click.echo(json.dumps(row))
+        else:
+            detail = f" (pid {row['pid']})" if "pid" in row else ""
+            if row.get("stopped") == "killed":
+                detail = " (SIGKILL: it did not stop within 10 s of SIGTERM)"
+            click.echo(f"node {node_id} {_PAST[action]}{detail}")
+
+    command.__doc__ = _NODE_ACTIONS[action]
+    return cluster.command(action)(command)
+
+
+for _action in _NODE_ACTIONS:
+    _node_command(_action)
+
+
 @cluster.command("logs")
 @click.option("--node", "node_ids", type=int, multiple=True, help="Only these nodes (repeatable).")
 @click.option(
