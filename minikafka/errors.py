@@ -60,6 +60,7 @@ class ErrorCode(IntEnum):
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53  # transactions are not served
     UNSUPPORTED_COMPRESSION_TYPE = 76  # a RecordBatch v2 codec the broker lacks
     INVALID_RECORD = 87
+    REASSIGNMENT_IN_PROGRESS = 60  # a topic being reassigned (DeleteTopics refuses it here)
     NO_REASSIGNMENT_IN_PROGRESS = 85
     INELIGIBLE_REPLICA = 107
     INVALID_UPDATE_VERSION = 95

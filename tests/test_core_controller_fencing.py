@@ -90,7 +90,7 @@ def test_returning_broker_is_unfenced_and_told_everything():
         p for p, s in fenced_view.items() if 3 in s.replicas
     }
     assert updates(effects) == [
-        SendUpdateMetadata(broker_ids=(3,), partitions=tuple(c.partition_states())),
+        SendUpdateMetadata(broker_ids=(3,), partitions=tuple(c.partition_states()), full=True),
         SendUpdateMetadata(broker_ids=(1, 2), partitions=()),
     ]
     assert [e.name for e in events(effects)] == ["broker_unfenced"]

@@ -35,14 +35,14 @@ def test_register_gives_increasing_epochs_and_announces_broker():
     assert (code, epoch) == (ErrorCode.NONE, 1)
     assert [e.name for e in events(effects)] == ["broker_registered", "broker_unfenced"]
     assert lai(effects) == {}
-    assert updates(effects) == [SendUpdateMetadata(broker_ids=(1,), partitions=())]
+    assert updates(effects) == [SendUpdateMetadata(broker_ids=(1,), partitions=(), full=True)]
     _, epoch2, effects2 = c.register_broker(
         broker_id=2, incarnation_id="b", host="h2", port=2, now_ms=5
     )
     assert epoch2 == 2
     # The newcomer gets the full (empty) partition set; the others learn of the new broker.
     assert updates(effects2) == [
-        SendUpdateMetadata(broker_ids=(2,), partitions=()),
+        SendUpdateMetadata(broker_ids=(2,), partitions=(), full=True),
         SendUpdateMetadata(broker_ids=(1,), partitions=()),
     ]
     assert c.live_brokers() == [

@@ -312,3 +312,19 @@ def test_topics_alter_adds_partitions_and_refuses_a_decrease(cluster):
     assert smaller.returncode != 0 and "would not be an increase" in smaller.stderr
     bad = run(lc, "topics", "alter", "grown", "-p", "5", "--replica-assignment", "x", configs=False)
     assert bad.returncode != 0 and "expected broker ids" in bad.stderr
+
+
+def test_topics_delete_removes_the_topic_and_frees_its_name(cluster):
+    lc = cluster
+    assert run(lc, "topics", "create", "gone", "-p", "2", "-r", "2", configs=False).returncode == 0
+    deleted = run(lc, "topics", "delete", "gone", configs=False)
+    assert (deleted.returncode, deleted.stdout) == (0, "deleted topic gone\n"), deleted.stderr
+    listed = json.loads(run(lc, "topics", "list", "--json", configs=False).stdout)
+    assert "gone" not in {row["topic"] for row in listed}
+    again = run(lc, "topics", "delete", "gone", configs=False)
+    assert again.returncode != 0 and "does not exist" in again.stderr
+    # The name is free once every replica dropped its log (all brokers are up here).
+    deadline = time.monotonic() + 30
+    while (made := run(lc, "topics", "create", "gone", "-p", "1", configs=False)).returncode:
+        assert "marked for deletion" in made.stderr and time.monotonic() < deadline, made.stderr
+        time.sleep(0.2)

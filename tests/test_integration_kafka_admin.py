@@ -8,6 +8,7 @@ configs through a native DescribeConfigs, the moved partition's replicas in the 
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -231,3 +232,76 @@ def test_both_clients_add_partitions_that_take_records(cluster) -> None:
                      on_delivery=lambda err, msg: delivered.append((err, msg.partition())))  # fmt: skip
     assert producer.flush(30) == 0
     assert delivered == [(None, 4)]
+
+
+def _deleted_copies(lc: LocalCluster, topic: str) -> set[tuple[int, int]]:
+    """(node, partition) of every replica a broker dropped with its log (stop_replica events)."""
+    out = set()
+    for node in (1, 2, 3):
+        for line in lc.log_path(node, "events").read_text().splitlines():
+            event = json.loads(line)
+            if event["event"] == "stop_replica" and event["topic"] == topic and event["delete"]:
+                out.add((node, event["partition"]))
+    return out
+
+
+def test_both_clients_delete_topics_and_a_recreated_topic_starts_empty(cluster) -> None:
+    """DeleteTopics through each client: the topic leaves the metadata, every replica drops its
+    log, and a topic made again under the name holds only what is written after."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka import TopicPartition as KafkaTP
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from kafka.admin import KafkaAdminClient
+
+    bootstrap = kafka_address(cluster, 1)
+    cf = AdminClient({"bootstrap.servers": bootstrap})
+    for topic in ("doomed-cf", "doomed-kp"):
+        cf.create_topics([NewTopic(topic, num_partitions=2, replication_factor=2)])[topic].result(
+            30
+        )
+    replicas = eventually(lambda: native_partitions(cluster, "doomed-cf"), lambda p: len(p) == 2)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(10):
+        producer.produce("doomed-cf", value=b"old-%d" % i, partition=i % 2)
+    assert producer.flush(30) == 0
+
+    cf.delete_topics(["doomed-cf"])["doomed-cf"].result(30)
+    with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART"):
+        cf.delete_topics(["doomed-cf"])["doomed-cf"].result(30)
+    kp = KafkaAdminClient(bootstrap_servers=kafka_address(cluster, 2), request_timeout_ms=30000)
+    try:
+        kp.delete_topics(["doomed-kp"])
+    finally:
+        kp.close()
+    for topic in ("doomed-cf", "doomed-kp"):
+        eventually(lambda t=topic: topic_names(cluster), lambda names, t=topic: t not in names)
+        assert topic not in topic_names(cluster)
+    expected = {(b, p) for p, rs in replicas.items() for b in rs}
+    assert eventually(lambda: _deleted_copies(cluster, "doomed-cf"), lambda d: d == expected) == (
+        expected
+    )
+
+    cf.create_topics([NewTopic("doomed-cf", num_partitions=2, replication_factor=2)])[
+        "doomed-cf"
+    ].result(30)
+    eventually(lambda: native_partitions(cluster, "doomed-cf"), lambda p: len(p) == 2)
+    producer.produce("doomed-cf", value=b"new", partition=0)
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "doomed-reader"})
+    try:
+        consumer.assign([KafkaTP("doomed-cf", 0, 0)])
+        got = []
+        deadline = time.monotonic() + 30
+        while not got and time.monotonic() < deadline:
+            got = [m.value() for m in consumer.consume(10, timeout=1.0) if m.error() is None]
+    finally:
+        consumer.close()
+    assert got == [b"new"]  # none of the deleted topic's records
+
+
+def topic_names(lc: LocalCluster) -> set[str]:
+    async def go() -> set[str]:
+        async with open_client(lc.bootstrap()) as client:
+            return {t.name for t in (await client.refresh_metadata(None)).topics}
+
+    return trio.run(go)

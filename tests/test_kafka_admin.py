@@ -604,3 +604,28 @@ def test_create_partitions_translates_both_ways(version: int) -> None:
     ]
     failed = admin.create_partitions_failed(native, 13, "no controller")
     assert [(r.name, r.error_code) for r in failed.results] == [("a", 13), ("b", 13)]
+
+
+# ---------------------------------------------------------------------------- DeleteTopics
+
+
+@pytest.mark.parametrize("version", [1, 2, 3])
+def test_delete_topics_translates_both_ways(version: int) -> None:
+    mod = _mod("delete_topics", version, "request")
+    body = _through_codec(
+        mod.DeleteTopicsRequest(
+            topic_names=(TopicName("a"), TopicName("b")), timeout=timedelta(milliseconds=1500)
+        )
+    )
+    native = admin.delete_topics_request(body)
+    assert native == messages.DeleteTopicsRequest(topics=["a", "b"], timeout_ms=1500)
+    answer = messages.DeleteTopicsResponse(
+        results=[
+            messages.CreatableTopicResult(name="a", error_code=0),
+            messages.CreatableTopicResult(name="b", error_code=3, error_message="no such topic"),
+        ]
+    )
+    back = _round_trip(admin.delete_topics_response(version, answer))
+    assert [(str(r.name), int(r.error_code)) for r in back.responses] == [("a", 0), ("b", 3)]
+    failed = admin.delete_topics_failed(native, 13, "no controller")
+    assert [(r.name, r.error_code) for r in failed.results] == [("a", 13), ("b", 13)]

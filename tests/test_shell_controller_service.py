@@ -242,6 +242,10 @@ def test_requests_too_big_for_a_frame_are_cut_into_several():
     um = [r for r in full if isinstance(r, UpdateMetadataRequest)]
     assert [r.configs_version for r in um] == [1] + [-1] * (len(um) - 1) and len(um) > 1
     assert [len(r.configs) > 0 for r in um] == [True] + [False] * (len(um) - 1)
+    # A full picture replaces what the broker knew: its first run only, or later runs would
+    # forget the earlier ones. Incremental pushes never replace.
+    assert [r.replace for r in um] == [True] + [False] * (len(um) - 1)
+    assert not any(r.replace for r in sent[1] + sent[2] if isinstance(r, UpdateMetadataRequest))
     for r in [*sent[1], *sent[2], *full]:
         header = RequestHeader(
             api_key=API_KEY_OF[type(r)], api_version=0, correlation_id=1, client_id="c"

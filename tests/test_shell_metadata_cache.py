@@ -93,3 +93,19 @@ def test_the_controller_answers_a_topic_filter_from_those_topics():
     ]
     assert c.partition_states(["b", "zz", "b"]) == every[3:]
     assert c.partition_states([]) == []
+
+
+def test_deleted_topics_go_and_a_full_picture_replaces_what_was_known():
+    """DeleteTopics reaches a live broker as UpdateMetadata `deleted_topics`; a broker that was
+    away gets the controller's whole picture with `replace`, which drops a topic deleted
+    meanwhile (one it kept would be served as if it existed)."""
+    cache = cache_with({"a": 2, "b": 1, "c": 1})
+    known = cache.topics  # a live view
+    cache.update(brokers=None, partitions=[], deleted_topics=["a", "nope"])
+    assert set(known) == {"b", "c"}
+    cache.update(
+        brokers=BROKERS, partitions=[partition_state("c", 0, leader=2, isr=[2])], replace=True
+    )
+    assert set(cache.topics) == {"c"} and cache.response(["b"]).topics[0].error_code == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    )

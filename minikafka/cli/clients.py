@@ -28,7 +28,7 @@ from minikafka.errors import ConfigError
 
 @click.group()
 def topics() -> None:
-    """Create, alter, list and describe topics."""
+    """Create, alter, delete, list and describe topics."""
 
 
 @topics.command("create")
@@ -120,6 +120,24 @@ def topics_alter(
 
     trio.run(run)
     click.echo(f"topic {name} now has {partitions} partitions")
+
+
+@topics.command("delete")
+@click.argument("name")
+@bootstrap_option
+@friendly_errors
+def topics_delete(name: str, bootstrap: str | None, cluster_dir: Path) -> None:
+    """Delete a topic: every broker forgets it and drops its logs (a broker that is down, once
+    it returns; the name can be used again then)."""
+
+    async def run() -> None:
+        async with open_client(
+            resolve_bootstrap(bootstrap, cluster_dir), client_id="minikafka-cli"
+        ) as client:
+            await Admin(client).delete_topic(name)
+
+    trio.run(run)
+    click.echo(f"deleted topic {name}")
 
 
 @topics.command("list")

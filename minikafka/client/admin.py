@@ -28,6 +28,8 @@ from minikafka.wire.messages import (
     CreatePartitionsTopic,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResource,
     DescribeConfigsResponse,
@@ -106,6 +108,20 @@ class Admin:
                 result.error_code, result.error_message or f"cannot add partitions to {name!r}"
             )
         await self._wait_for_leaders(name, count, wait_s)
+
+    async def delete_topic(self, name: str, *, wait_s: float = 30.0) -> None:
+        """Delete a topic (Kafka's DeleteTopics) and wait until the metadata no longer has it."""
+        resp = await self.client.request_any(DeleteTopicsRequest(topics=[name]))
+        assert isinstance(resp, DeleteTopicsResponse)
+        (result,) = resp.results
+        if result.error_code != ErrorCode.NONE:
+            raise BrokerError(result.error_code, result.error_message or f"cannot delete {name!r}")
+        with trio.fail_after(wait_s):
+            while True:
+                md = await self.client.refresh_metadata([name])
+                if all(t.name != name or t.error_code != ErrorCode.NONE for t in md.topics):
+                    return
+                await trio.sleep(0.05)
 
     async def _wait_for_leaders(self, name: str, partitions: int, wait_s: float) -> None:
         with trio.fail_after(wait_s):

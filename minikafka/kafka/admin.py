@@ -490,3 +490,36 @@ def create_partitions_response(version: int, native: messages.CreatePartitionsRe
             for r in native.results
         ),
     )
+
+
+# ---------------------------------------------------------------------------- DeleteTopics
+
+
+def delete_topics_request(request: Any) -> messages.DeleteTopicsRequest:
+    """kio DeleteTopicsRequest (v1-3: topic names only; topic ids come with v6) -> native."""
+    return messages.DeleteTopicsRequest(
+        topics=[str(name) for name in request.topic_names], timeout_ms=_ms(request.timeout)
+    )
+
+
+def delete_topics_failed(
+    native: messages.DeleteTopicsRequest, code: int, message: str
+) -> messages.DeleteTopicsResponse:
+    return messages.DeleteTopicsResponse(
+        results=[
+            messages.CreatableTopicResult(name=name, error_code=code, error_message=message)
+            for name in native.topics
+        ]
+    )
+
+
+def delete_topics_response(version: int, native: messages.DeleteTopicsResponse) -> Any:
+    """Error messages travel from v5 on: before, the code alone."""
+    mod = _module("delete_topics", version)
+    return mod.DeleteTopicsResponse(
+        throttle_time=timedelta(milliseconds=native.throttle_time_ms),
+        responses=tuple(
+            mod.DeletableTopicResult(name=TopicName(r.name), error_code=kafka_error(r.error_code))
+            for r in native.results
+        ),
+    )

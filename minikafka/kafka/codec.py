@@ -29,6 +29,7 @@ API_VERSIONS = 18
 INIT_PRODUCER_ID = 22
 CREATE_TOPICS = 19
 CREATE_PARTITIONS = 37
+DELETE_TOPICS = 20
 DESCRIBE_CONFIGS = 32
 INCREMENTAL_ALTER_CONFIGS = 44
 ALTER_PARTITION_REASSIGNMENTS = 45
@@ -64,6 +65,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     # (KIP-455: flexible from v0) are flexible; kio handles the tagged fields.
     CREATE_TOPICS: (2, 4),
     CREATE_PARTITIONS: (0, 1),  # v2 is flexible
+    DELETE_TOPICS: (1, 3),  # Kafka 4.0 serves 1 and up (KIP-896); v4 is flexible
     DESCRIBE_CONFIGS: (1, 3),
     INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ALTER_PARTITION_REASSIGNMENTS: (0, 0),

@@ -3,7 +3,7 @@
 The controller link registers the broker (a fresh incarnation id per process start, so the
 controller can tell a restart from a retry), heartbeats every `broker.heartbeat.interval.ms`,
 re-registers when the controller no longer knows its epoch, and carries AlterPartition and
-forwarded CreateTopics, CreatePartitions, IncrementalAlterConfigs, DescribeConfigs, AlterPartitionReassignments and
+forwarded CreateTopics, CreatePartitions, DeleteTopics, IncrementalAlterConfigs, DescribeConfigs, AlterPartitionReassignments and
 ListPartitionReassignments (KIP-590 style forwarding: clients may send admin requests to any
 broker). UpdateMetadata may carry the controller's dynamic
 config snapshot, which goes to the `DynamicConfigs` holder (server/dynamic_configs.py).
@@ -48,6 +48,7 @@ from minikafka.wire.messages import (
     BrokerRegistrationResponse,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
     FetchRequest,
@@ -230,7 +231,12 @@ class Broker:
                     return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
                 self._accept_controller(body.controller_epoch)
                 self.cache.controller_id = body.controller_id
-                self.cache.update(brokers=body.brokers, partitions=body.partitions)
+                self.cache.update(
+                    brokers=body.brokers,
+                    partitions=body.partitions,
+                    replace=body.replace,
+                    deleted_topics=body.deleted_topics,
+                )
                 self.replica_manager.apply_metadata(body.partitions)
                 self._apply_configs(body)
                 return UpdateMetadataResponse(error_code=ErrorCode.NONE)
@@ -248,6 +254,8 @@ class Broker:
                     partitions=await self.replica_manager.apply_stop_replica(body.partitions),
                 )
             case CreateTopicsRequest():
+                return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
+            case DeleteTopicsRequest():
                 return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
             case CreatePartitionsRequest():
                 return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)

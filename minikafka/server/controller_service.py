@@ -58,6 +58,8 @@ from minikafka.wire.messages import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
@@ -241,6 +243,8 @@ class ControllerService:
                 partitions=chunk,
                 configs=[] if configs is None or i else configs.to_wire(),
                 configs_version=-1 if configs is None or i else configs.version,
+                deleted_topics=[] if i else list(effect.deleted_topics),
+                replace=effect.full and i == 0,
             )
             for i, chunk in enumerate(self._chunks(effect.partitions))
         ]
@@ -257,6 +261,7 @@ class ControllerService:
                     broker_ids=(broker_id,),
                     partitions=states,
                     configs=self.state.pushed_configs(),
+                    full=True,
                 )
             )
         ]
@@ -333,6 +338,11 @@ class ControllerService:
                     )
                     await self._commit(effects)
                 return CreatePartitionsResponse(results=results)
+            case DeleteTopicsRequest():
+                async with self._lock:
+                    results, effects = state.delete_topics(body.topics, now_ms())
+                    await self._commit(effects)
+                return DeleteTopicsResponse(results=results)
             case AlterPartitionRequest():
                 async with self._lock:
                     code, items, effects = state.alter_partition(

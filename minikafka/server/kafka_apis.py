@@ -7,7 +7,7 @@ flight per connection: Kafka's SocketServer mutes a channel until its response i
 clients (librdkafka, kafka-python) match responses to requests in order.
 
 Served so far (minikafka/kafka/codec.py `SUPPORTED`): ApiVersions and Metadata; Produce, Fetch,
-ListOffsets and InitProducerId; the admin APIs CreateTopics, CreatePartitions, DescribeConfigs,
+ListOffsets and InitProducerId; the admin APIs CreateTopics, CreatePartitions, DeleteTopics, DescribeConfigs,
 IncrementalAlterConfigs, AlterPartitionReassignments and ListPartitionReassignments;
 DescribeCluster; and the classic consumer-group APIs, served by the broker's group coordinator
 (server/groups.py). The data and admin APIs are translated to the native requests (minikafka/kafka/*.py) and handed to the
@@ -41,6 +41,7 @@ from minikafka.kafka.codec import (
     API_VERSIONS,
     CREATE_PARTITIONS,
     CREATE_TOPICS,
+    DELETE_TOPICS,
     DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
     DESCRIBE_GROUPS,
@@ -161,6 +162,8 @@ class KafkaApis:
             return produce.init_producer_id_to_kafka(header.api_version, native)
         if header.api_key == CREATE_TOPICS:
             return await self.create_topics(header.api_version, body)
+        if header.api_key == DELETE_TOPICS:
+            return await self.delete_topics(header.api_version, body)
         if header.api_key == CREATE_PARTITIONS:
             return await self.create_partitions(header.api_version, body)
         if header.api_key == DESCRIBE_CONFIGS:
@@ -258,16 +261,27 @@ class KafkaApis:
             assert isinstance(native, messages.CreateTopicsResponse)
         return admin.create_topics_response(version, body, translated, native)
 
+    async def delete_topics(self, version: int, body: Any) -> Any:
+        native = admin.delete_topics_request(body)
+        answer = await self._per_topic(native, admin.delete_topics_failed)
+        assert isinstance(answer, messages.DeleteTopicsResponse), answer
+        return admin.delete_topics_response(version, answer)
+
     async def create_partitions(self, version: int, body: Any) -> Any:
         native = admin.create_partitions_request(body)
-        try:
-            answer = await self._native(native)
-        except BrokerError as exc:
-            answer = admin.create_partitions_failed(native, exc.code, str(exc))
-        except MiniKafkaError as exc:
-            answer = admin.create_partitions_failed(native, ErrorCode.NETWORK_EXCEPTION, str(exc))
+        answer = await self._per_topic(native, admin.create_partitions_failed)
         assert isinstance(answer, messages.CreatePartitionsResponse), answer
         return admin.create_partitions_response(version, answer)
+
+    async def _per_topic(self, native: Any, failed: Callable[[Any, int, str], object]) -> object:
+        """The controller's per-topic answer; a failed forward answers every topic with its
+        error (NETWORK_EXCEPTION, retriable, when it is not a broker's code)."""
+        try:
+            return await self._native(native)
+        except BrokerError as exc:
+            return failed(native, exc.code, str(exc))
+        except MiniKafkaError as exc:
+            return failed(native, ErrorCode.NETWORK_EXCEPTION, str(exc))
 
     async def describe_configs(self, version: int, body: Any) -> Any:
         translated = admin.describe_configs_request(body)

@@ -29,10 +29,21 @@ class MetadataCache:
         self.controller_id = -1
 
     def update(
-        self, *, brokers: Sequence[BrokerInfo] | None, partitions: Iterable[PartitionState]
+        self,
+        *,
+        brokers: Sequence[BrokerInfo] | None,
+        partitions: Iterable[PartitionState],
+        replace: bool = False,
+        deleted_topics: Iterable[str] = (),
     ) -> None:
+        """Apply the controller's states (newer leader / partition epochs win). `replace`: the
+        first of a full picture, so everything known before goes; `deleted_topics` go first."""
         if brokers is not None:
             self.brokers = {b.node_id: b for b in brokers}
+        if replace:
+            self._by_topic.clear()
+        for name in deleted_topics:
+            self._by_topic.pop(name, None)
         for st in partitions:
             topic = self._by_topic.get(st.topic)
             if topic is None:
@@ -46,7 +57,7 @@ class MetadataCache:
 
     @property
     def topics(self) -> Set[str]:
-        """The known topics (a live view: topics are never removed)."""
+        """The known topics (a live view)."""
         return self._by_topic.keys()
 
     def partitions_of(self, topic: str) -> Mapping[int, PartitionState] | None:

@@ -83,6 +83,12 @@ class UpdateMetadataRequest:
     # a newly registered broker); -1: this request carries no configs, keep the ones you have.
     configs: list[ConfigEntity] = field(default_factory=list)
     configs_version: int = -1
+    # Topics deleted (DeleteTopics): forgotten before `partitions` are applied.
+    deleted_topics: list[str] = field(default_factory=list)
+    # The first request of a full picture (a broker that just registered, or whose channel
+    # overflowed): forget every partition known before applying this and the ones that follow,
+    # so a topic deleted while the broker was away is not kept.
+    replace: bool = False
 
 
 @dataclass(**MSG)

@@ -92,6 +92,7 @@ class ApiKey(IntEnum):
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     CREATE_PARTITIONS = 37
+    DELETE_TOPICS = 20
     OFFSET_FOR_LEADER_EPOCH = 23
     CLUSTER_AUTHENTICATE = 36  # Kafka's SaslAuthenticate
     DESCRIBE_CONFIGS = 32
@@ -389,6 +390,21 @@ class CreatePartitionsResponse:
     throttle_time_ms: int = 0
 
 
+# ---------------------------------------------------------------------------- DeleteTopics
+
+
+@dataclass(**MSG)
+class DeleteTopicsRequest:
+    topics: list[str]
+    timeout_ms: int = 30_000
+
+
+@dataclass(**MSG)
+class DeleteTopicsResponse:
+    results: list[CreatableTopicResult]  # name, error code and message per topic, in order
+    throttle_time_ms: int = 0
+
+
 # ---------------------------------------------------------------------------- the registry
 
 API: dict[ApiKey, tuple[type, type]] = {
@@ -402,6 +418,7 @@ API: dict[ApiKey, tuple[type, type]] = {
     ApiKey.API_VERSIONS: (ApiVersionsRequest, ApiVersionsResponse),
     ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
     ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
+    ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (

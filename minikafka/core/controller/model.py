@@ -62,6 +62,8 @@ class SendUpdateMetadata:
     broker_ids: tuple[int, ...]
     partitions: tuple[PartitionState, ...]
     configs: ConfigSnapshot | None = None
+    full: bool = False  # everything: the broker forgets what it knew first (`replace`)
+    deleted_topics: tuple[str, ...] = ()
 
 
 @dataclass(**VALUE)
@@ -261,7 +263,7 @@ def request_effects(
     if joined is not None:
         effects.append(
             SendUpdateMetadata(
-                broker_ids=(joined,), partitions=states.of(partitions), configs=configs
+                broker_ids=(joined,), partitions=states.of(partitions), configs=configs, full=True
             )
         )
     others = tuple(sorted(b for b in live_epochs if b != joined))

@@ -371,6 +371,16 @@ class Reassignments:
             self._maybe_release(current.throttle_id)
         return result
 
+    def queue_stop(self, broker: int, tp: TopicPartition, leader_epoch: int) -> None:
+        """StopReplica(delete) for `broker`'s copy of `tp`, sent when it is live (a deleted
+        topic's replicas go this way too)."""
+        self.stops.setdefault(broker, {})[tp] = leader_epoch
+
+    def topics_being_deleted(self) -> set[str]:
+        """Topics some broker has yet to drop a copy of (a deleted topic's name cannot be
+        reused until then: a returning broker would keep its old log as the new topic's)."""
+        return {tp.topic for tps in self.stops.values() for tp in tps}
+
     def take_stops(
         self, live_epochs: Mapping[int, int], partitions: Mapping[TopicPartition, PartitionRecord]
     ) -> list[SendStopReplica]:

@@ -1,4 +1,4 @@
-"""Topic and config requests to the controller: CreateTopics, CreatePartitions,
+"""Topic and config requests to the controller: CreateTopics, CreatePartitions, DeleteTopics,
 IncrementalAlterConfigs, DescribeConfigs.
 
 The checks and the placement are pure (core/controller/topics.py, core/controller/configs.py);
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from minikafka.core.controller.base import ControllerBase
 from minikafka.core.controller.changes import leaderless_changes
 from minikafka.core.controller.configs import alter_configs, created_topic_event, describe_configs
-from minikafka.core.controller.model import Effect, Event, PartitionRecord
+from minikafka.core.controller.model import Effect, Event, PartitionRecord, SendUpdateMetadata
 from minikafka.core.controller.topics import (
     TopicPlan,
     plan_partitions,
@@ -52,7 +52,14 @@ class TopicRequests(ControllerBase):
         created: set[TopicPartition] = set()
         throttles: dict[tuple[str, str], dict[str, str]] = {}  # the topics' configs, applied once
         hosted = replicas_per_broker(self._partitions.values())  # topics planned here add up
+        being_deleted = self._reassign.topics_being_deleted()
         for topic in topics:
+            if topic.name in being_deleted:
+                # Kafka (before topic ids) refused it the same way: a broker that has yet to
+                # drop the old topic's log would keep it as the new topic's replica.
+                message = f"Topic '{topic.name}' is marked for deletion."
+                results.append(_result(topic.name, ErrorCode.TOPIC_ALREADY_EXISTS, message))
+                continue
             if counts[topic.name] > 1:
                 message = (
                     f"Create topics request contains multiple entries for topic '{topic.name}'."
@@ -179,6 +186,63 @@ class TopicRequests(ControllerBase):
         if not created:
             return results, []
         return results, self._effects(events, created, broker_list_changed=False)
+
+    def delete_topics(
+        self, names: Sequence[str], now_ms: int
+    ) -> tuple[list[CreatableTopicResult], list[Effect]]:
+        """DeleteTopics: each topic's partitions go from the controller's tables at once, every
+        broker forgets it (UpdateMetadata `deleted_topics`), and each replica gets
+        StopReplica(delete), a fenced one when it returns; its dynamic configs go too. One
+        result per name, in order. Refused: an unknown topic, an internal one, one being
+        reassigned (cancel the move first)."""
+        self._observe(now_ms)
+        results: list[CreatableTopicResult] = []
+        events: list[Event] = []
+        deleted: list[str] = []
+        config_changes: dict[tuple[str, str], dict[str, str]] = {}
+        moving = {tp.topic for tp in self._reassign.ongoing}
+        for name in names:
+            if name not in self._topics or name in deleted:
+                message = f"Topic '{name}' does not exist."
+                results.append(_result(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message))
+                continue
+            if name.startswith("__"):
+                message = f"Topic '{name}' is internal: it cannot be deleted."
+                results.append(_result(name, ErrorCode.INVALID_REQUEST, message))
+                continue
+            if name in moving:
+                message = f"Topic '{name}' has partitions being reassigned: cancel them first."
+                results.append(_result(name, ErrorCode.REASSIGNMENT_IN_PROGRESS, message))
+                continue
+            records = self._topic_records(name)
+            for index, rec in enumerate(records):
+                tp = TopicPartition(name, index)
+                for broker in rec.replicas:
+                    self._reassign.queue_stop(broker, tp, rec.leader_epoch)
+                del self._partitions[tp]
+            del self._topics[name]
+            if self._configs.configs(TOPICS, name):
+                config_changes[(TOPICS, name)] = {}
+            deleted.append(name)
+            results.append(_result(name, ErrorCode.NONE))
+            events.append(
+                Event(name="topic_deleted", fields={"topic": name, "partitions": len(records)})
+            )
+        if not deleted:
+            return results, []
+        push = (
+            self._push_configs(
+                self._configs.with_entities(config_changes, version=self._configs.version + 1)
+            )
+            if config_changes
+            else []
+        )
+        live_epochs = {b: rec.epoch for b, rec in self._brokers.items() if not rec.fenced}
+        tell = SendUpdateMetadata(
+            broker_ids=tuple(sorted(live_epochs)), partitions=(), deleted_topics=tuple(deleted)
+        )
+        stops = self._reassign.take_stops(live_epochs, self._partitions)
+        return results, [*events, *([tell] if live_epochs else []), *stops, *push]
 
     # ------------------------------------------------------------------------ configs
 
