@@ -46,10 +46,15 @@ def kafka_address(lc: LocalCluster, broker: int) -> str:
 
 
 def native_partitions(lc: LocalCluster, topic: str) -> dict[int, list[int]]:
+    """The topic's replicas by partition as a native client sees them; {} while the broker asked
+    does not know the topic yet (a created topic reaches the brokers after the answer)."""
+
     async def go() -> dict[int, list[int]]:
         async with open_client(lc.bootstrap()) as client:
             meta = await client.refresh_metadata([topic])
             (t,) = meta.topics
+            if t.error_code == 3:  # UNKNOWN_TOPIC_OR_PARTITION: not there yet
+                return {}
             assert t.error_code == 0, t
             return {p.partition: list(p.replicas) for p in t.partitions}
 

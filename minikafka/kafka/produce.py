@@ -21,7 +21,7 @@ from kio.schema.types import ProducerId, TopicName
 from kio.static.primitive import i16, i32, i64
 
 from minikafka.core import record_batch_v2 as v2
-from minikafka.core.group.offsets_log import OFFSETS_TOPIC
+from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.errors import CorruptRecordError, ErrorCode
 from minikafka.wire.messages import (
     ProducePartition,
@@ -32,7 +32,6 @@ from minikafka.wire.messages import (
 from minikafka.wire.producer_messages import InitProducerIdRequest, InitProducerIdResponse
 
 NO_OFFSET = -1
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})  # Kafka's Topic.isInternal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

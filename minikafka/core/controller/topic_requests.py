@@ -15,6 +15,7 @@ from minikafka.core.controller.changes import leaderless_changes
 from minikafka.core.controller.configs import alter_configs, created_topic_event, describe_configs
 from minikafka.core.controller.model import Effect, Event, PartitionRecord, SendUpdateMetadata
 from minikafka.core.controller.topics import (
+    INTERNAL_TOPICS,
     TopicPlan,
     plan_partitions,
     plan_topic,
@@ -206,7 +207,7 @@ class TopicRequests(ControllerBase):
                 message = f"Topic '{name}' does not exist."
                 results.append(_result(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, message))
                 continue
-            if name.startswith("__"):
+            if name in INTERNAL_TOPICS:
                 message = f"Topic '{name}' is internal: it cannot be deleted."
                 results.append(_result(name, ErrorCode.INVALID_REQUEST, message))
                 continue

@@ -38,6 +38,8 @@ from minikafka.errors import ConfigError, ErrorCode
 from minikafka.wire.messages import CreatableTopic, CreatableTopicResult
 
 MAX_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
+# Topic.isInternal: the group coordinator's and the transaction coordinator's topics.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
 
 
