@@ -198,12 +198,32 @@ def _manual(
         return ErrorCode.INVALID_REQUEST, (
             "A manual partition assignment was specified, but numPartitions was not set to -1."
         )
+    isrs = _manual_isrs(topic.assignments, topic.assignments[0], registered, live, first_index=0)
+    if isinstance(isrs, tuple):
+        return isrs
+    return TopicPlan(
+        name=topic.name,
+        replicas=[list(r) for r in topic.assignments],
+        isrs=isrs,
+        configs=dict(topic.configs),
+    )
+
+
+def _manual_isrs(
+    assignments: Sequence[Sequence[int]],
+    first: Sequence[int],
+    registered: Container[int],
+    live: Set[int],
+    *,
+    first_index: int,
+) -> list[list[int]] | tuple[ErrorCode, str]:
+    """Each manual replica list checked (validateManualPartitionAssignment) and its ISR: the
+    live part of it, whose first member leads (KRaft), for partitions `first_index`, ..."""
     isrs: list[list[int]] = []
-    for index, replicas in enumerate(topic.assignments):
-        problem = _manual_partition_error(replicas, topic.assignments[0], registered)
+    for index, replicas in enumerate(assignments, start=first_index):
+        problem = _manual_partition_error(replicas, first, registered)
         if problem is not None:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
-        # KRaft: the ISR is the unfenced part of the assignment, and its first member leads.
         isr = [r for r in replicas if r in live]
         if not isr:
             return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
@@ -211,12 +231,7 @@ def _manual(
                 f"{index} are fenced or in controlled shutdown."
             )
         isrs.append(isr)
-    return TopicPlan(
-        name=topic.name,
-        replicas=[list(r) for r in topic.assignments],
-        isrs=isrs,
-        configs=dict(topic.configs),
-    )
+    return isrs
 
 
 def _too_many(partitions: int, config: ControllerConfig) -> str:
@@ -307,19 +322,12 @@ def plan_partitions(
                 f"Attempted to add {additional} additional partition(s), but only "
                 f"{len(assignments)} assignment(s) were specified."
             )
-        live_set = set(live)
-        isrs: list[list[int]] = []
-        for index, replicas in enumerate(assignments, start=len(current)):
-            problem = _manual_partition_error(replicas, current[0], registered)
-            if problem is not None:
-                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem
-            isr = [r for r in replicas if r in live_set]
-            if not isr:
-                return ErrorCode.INVALID_REPLICA_ASSIGNMENT, (
-                    f"All brokers specified in the manual partition assignment for partition "
-                    f"{index} are fenced or in controlled shutdown."
-                )
-            isrs.append(isr)
+        manual = _manual_isrs(
+            assignments, current[0], registered, set(live), first_index=len(current)
+        )
+        if isinstance(manual, tuple):
+            return manual
+        isrs = manual
         replicas_out = [list(r) for r in assignments]
     else:
         if factor > len(live):
