@@ -132,11 +132,18 @@ def create_topics_failed(
     """What to answer when the forward itself failed (the controller could not be reached):
     every forwarded topic gets that error."""
     return messages.CreateTopicsResponse(
-        topics=[
-            messages.CreatableTopicResult(name=t.name, error_code=code, error_message=message)
-            for t in native.topics
-        ]
+        topics=_all_failed([t.name for t in native.topics], code, message)
     )
+
+
+def _all_failed(
+    names: Sequence[str], code: int, message: str
+) -> list[messages.CreatableTopicResult]:
+    """One result per topic, each with the error of a forward that failed."""
+    return [
+        messages.CreatableTopicResult(name=name, error_code=code, error_message=message)
+        for name in names
+    ]
 
 
 def create_topics_response(
@@ -470,10 +477,7 @@ def create_partitions_failed(
 ) -> messages.CreatePartitionsResponse:
     """The forward failed (no controller): every topic gets that error."""
     return messages.CreatePartitionsResponse(
-        results=[
-            messages.CreatableTopicResult(name=t.name, error_code=code, error_message=message)
-            for t in native.topics
-        ]
+        results=_all_failed([t.name for t in native.topics], code, message)
     )
 
 
@@ -505,12 +509,7 @@ def delete_topics_request(request: Any) -> messages.DeleteTopicsRequest:
 def delete_topics_failed(
     native: messages.DeleteTopicsRequest, code: int, message: str
 ) -> messages.DeleteTopicsResponse:
-    return messages.DeleteTopicsResponse(
-        results=[
-            messages.CreatableTopicResult(name=name, error_code=code, error_message=message)
-            for name in native.topics
-        ]
-    )
+    return messages.DeleteTopicsResponse(results=_all_failed(native.topics, code, message))
 
 
 def delete_topics_response(version: int, native: messages.DeleteTopicsResponse) -> Any:

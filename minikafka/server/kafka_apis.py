@@ -250,15 +250,8 @@ class KafkaApis:
         translated = admin.create_topics_request(body)
         native = None
         if translated.native is not None:
-            try:
-                native = await self._native(translated.native)
-            except BrokerError as exc:
-                native = admin.create_topics_failed(translated.native, exc.code, str(exc))
-            except MiniKafkaError as exc:
-                native = admin.create_topics_failed(
-                    translated.native, ErrorCode.NETWORK_EXCEPTION, str(exc)
-                )
-            assert isinstance(native, messages.CreateTopicsResponse)
+            native = await self._per_topic(translated.native, admin.create_topics_failed)
+            assert isinstance(native, messages.CreateTopicsResponse), native
         return admin.create_topics_response(version, body, translated, native)
 
     async def delete_topics(self, version: int, body: Any) -> Any:
