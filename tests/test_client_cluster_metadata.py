@@ -32,3 +32,22 @@ def test_a_leader_missing_from_the_brokers_is_unknown() -> None:
 
 def test_an_unknown_partition_has_no_leader() -> None:
     assert ClusterClient(None, [], "test").leader_of(TP) == -1  # type: ignore[arg-type]
+
+
+def test_a_leader_gone_from_the_metadata_is_a_retriable_error() -> None:
+    """leader_of saw broker 3, the refresh no longer lists it: retry, do not stop (the
+    experiment reassign-leader-fails-kip542 stopped once on BROKER_NOT_AVAILABLE)."""
+    import pytest
+    import trio
+
+    from minikafka.errors import BrokerError, is_retriable
+
+    client = client_with(3, [1, 2])
+
+    async def refresh(*_args: object) -> None:
+        return None
+
+    client.refresh_metadata = refresh  # type: ignore[method-assign]
+    with pytest.raises(BrokerError) as caught:
+        trio.run(client.node_connection, 3)
+    assert is_retriable(caught.value.code)

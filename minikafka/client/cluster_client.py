@@ -68,8 +68,11 @@ class ClusterClient:
             await self.refresh_metadata()
             info = self.brokers.get(node_id)
         if info is None:
+            # Its leader left the broker list between `leader_of` and here (a broker killed
+            # meanwhile): as Kafka's client, the leader is unknown, retriable after fresh
+            # metadata, not BROKER_NOT_AVAILABLE, which stopped an experiment's producer.
             raise BrokerError(
-                ErrorCode.BROKER_NOT_AVAILABLE, f"broker {node_id} is not in the metadata"
+                ErrorCode.LEADER_NOT_AVAILABLE, f"broker {node_id} is not in the metadata"
             )
         return await self.connection((info.host, info.port))
 
