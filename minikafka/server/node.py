@@ -120,7 +120,7 @@ class Node:
                 )
                 if c.metrics_port >= 0:
                     self.metrics_port = await nursery.start(
-                        serve_metrics, c.host, c.metrics_port, self.metrics.snapshot, c.node_id
+                        serve_metrics, c.host, c.metrics_port, self.metrics, c.node_id
                     )
                 self._write_node_file()
                 self.events.emit(

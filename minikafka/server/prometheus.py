@@ -1,104 +1,99 @@
-"""The node's metrics in the Prometheus text exposition format, on its metrics port.
+"""The node's metrics port: `GET /metrics` in the Prometheus text format, or OpenMetrics.
 
-`GET /metrics` answers the current snapshot (server/metrics.py): every number becomes a gauge
-`minikafka_<name>{node="<id>"}`; a mapping one level deep becomes one sample per key with a
-label named after the metric's kind (`partition`, `client`); two levels (`{"produce": {client:
-rate}}`) add a `kind` label. Names are sanitised to Prometheus' `[a-zA-Z_:][a-zA-Z0-9_:]*`.
-A tiny HTTP/1.0 responder is enough: one request per connection, then close.
+The exposition is prometheus_client's, from the node's own registry
+(server/prometheus_collector.py: names, HELP, labels, process CPU and memory), so the format is
+the one its authors maintain. The HTTP side stays ours, on Trio: a tiny HTTP/1.0 responder,
+one request per connection, then close; no prometheus_client server thread in the node.
+
+Content negotiation is prometheus_client's `choose_encoder`, as its own handlers do: an
+`Accept` naming `application/openmetrics-text` (what Prometheus sends first) gets OpenMetrics
+1.0, anything else the text format. `/` answers as `/metrics`; other paths get 404. A scrape
+whose collection fails answers 500 with the error in one line: a broken gauge must not take the
+node down.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Mapping
-
 import trio
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.registry import CollectorRegistry
 
-_NAME = re.compile(r"[^a-zA-Z0-9_:]")
-LABEL_OF = {
-    "PartitionBytesInRate": "partition",
-    "client_byte_rate": "client",
-    "client_throttle_time_ms_avg": "client",
-    "client_throttle_time_ms_max": "client",
-}
+from minikafka.server.metrics import Metrics
+from minikafka.server.prometheus_collector import node_registry
 
-
-def metric_name(name: str) -> str:
-    return "minikafka_" + _NAME.sub("_", name)
+MAX_HEAD_BYTES = 8192
+READ_TIMEOUT_S = 5
 
 
-def _label_value(text: object) -> str:
-    return str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def _header(head: bytes, name: bytes) -> str:
+    """The value of the request header `name` (lower case), or ""."""
+    for line in head.split(b"\r\n")[1:]:
+        key, sep, value = line.partition(b":")
+        if sep and key.strip().lower() == name:
+            return value.strip().decode("latin-1")
+    return ""
 
 
-def render(snapshot: Mapping[str, object], node_id: int) -> str:
-    """The exposition text for one snapshot (numbers and nested mappings of numbers)."""
-    lines: list[str] = []
-    for name, value in sorted(snapshot.items()):
-        metric = metric_name(name)
-        samples = list(_samples(value, LABEL_OF.get(name, "key"), {"node": str(node_id)}))
-        if not samples:
-            continue
-        lines.append(f"# TYPE {metric} gauge")
-        for labels, number in samples:
-            text = ",".join(f'{k}="{_label_value(v)}"' for k, v in labels.items())
-            lines.append(f"{metric}{{{text}}} {float(number)!r}")
-    return "\n".join(lines) + "\n"
+def respond(head: bytes, registry: CollectorRegistry) -> bytes:
+    """The whole HTTP response to a request head (request line and headers)."""
+    parts = head.split(b"\r\n", 1)[0].split(b" ")
+    path = parts[1].split(b"?")[0] if len(parts) == 3 else b""
+    if path not in (b"/metrics", b"/"):
+        return _response(b"404 Not Found", "text/plain", b"not found: try /metrics\n")
+    encoder, content_type = choose_encoder(_header(head, b"accept"))
+    try:
+        body = encoder(registry)
+    except Exception as exc:  # noqa: BLE001 - a gauge's bug answers 500, the node goes on
+        line = f"metrics collection failed: {type(exc).__name__}: {exc}\n".replace("\r", " ")
+        return _response(b"500 Internal Server Error", "text/plain", line.encode())
+    return _response(b"200 OK", content_type, body)
 
 
-def _samples(value: object, label: str, labels: dict[str, str]):  # noqa: ANN202 - generator
-    if isinstance(value, bool):
-        yield labels, int(value)
-    elif isinstance(value, int | float):
-        yield labels, value
-    elif isinstance(value, Mapping):
-        for key, inner in value.items():
-            if isinstance(inner, Mapping):
-                yield from _samples(inner, label, {**labels, "kind": str(key)})
-            else:
-                yield from _samples(inner, label, {**labels, label: str(key)})
+def _response(status: bytes, content_type: str, body: bytes) -> bytes:
+    return (
+        b"HTTP/1.0 "
+        + status
+        + b"\r\nContent-Type: "
+        + content_type.encode()
+        + b"\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
+
+
+async def answer(stream: trio.abc.Stream, registry: CollectorRegistry) -> None:
+    """Read one request head from `stream`, send the response, close the stream."""
+    try:
+        with trio.move_on_after(READ_TIMEOUT_S):
+            head = b""
+            while b"\r\n\r\n" not in head and len(head) < MAX_HEAD_BYTES:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    break
+                head += chunk
+            await stream.send_all(respond(head, registry))
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        await stream.aclose()
 
 
 async def serve_metrics(
     host: str,
     port: int,
-    snapshot: Callable[[], Mapping[str, object]],
+    metrics: Metrics,
     node_id: int,
     *,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve GET /metrics on host:port (0: any free port); reports the bound port."""
+    registry = node_registry(metrics, node_id)
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
 
     async def handle(stream: trio.SocketStream) -> None:
-        try:
-            with trio.move_on_after(5):
-                head = b""
-                while b"\r\n\r\n" not in head and len(head) < 8192:
-                    chunk = await stream.receive_some(4096)
-                    if not chunk:
-                        break
-                    head += chunk
-                path = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b""
-                if path.split(b"?")[0] in (b"/metrics", b"/"):
-                    body = render(snapshot(), node_id).encode()
-                    status = b"200 OK"
-                else:
-                    body, status = b"not found: try /metrics\n", b"404 Not Found"
-                await stream.send_all(
-                    b"HTTP/1.0 "
-                    + status
-                    + b"\r\nContent-Type: text/plain; version=0.0.4\r\n"
-                    + b"Content-Length: "
-                    + str(len(body)).encode()
-                    + b"\r\n\r\n"
-                    + body
-                )
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            pass
-        finally:
-            await stream.aclose()
+        await answer(stream, registry)
 
     async with trio.open_nursery() as nursery:
         await nursery.start(trio.serve_listeners, handle, listeners)
