@@ -1,11 +1,14 @@
 """The shipped fault-injection experiments (minikafka/experiment/catalog.py), run for real.
 
 Each variant starts its own cluster, runs its workload and fault schedule, heals, settles, reads
-everything back and checks it; its run folder (history, nemesis log, node logs, results.json,
-the PySpark report) goes under `<run-dir>/experiments-<time>/`. Every variant must be valid:
-nothing acknowledged lost, no duplicates, no inconsistent or skipped reads, the cluster's own
-invariants intact, the throttle bound held where one is set, and each experiment's expectations
-met (e.g. the ISR thrashes without KAFKA-4313's exemption and not with it).
+everything back and checks it; its run folder (history, nemesis log, node logs, replica dumps,
+results.json, the PySpark report) goes under `<run-dir>/experiments-<time>/<name>/<timestamp>/`
+(with `latest` links, minikafka/experiment/store.py). Every variant must be valid: nothing
+acknowledged lost, no duplicates, no inconsistent or skipped reads, the cluster's own invariants
+intact, the throttle bound held where one is set, and each experiment's expectations met (e.g.
+the ISR thrashes without KAFKA-4313's exemption and not with it). Judged again from its folder
+alone (`minikafka experiment check`, minikafka/experiment/recheck.py), every run must get the
+same verdict, anomaly for anomaly.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from pathlib import Path
 import pytest
 
 from minikafka.experiment.catalog import CATALOG, variants, with_overrides
-from minikafka.experiment.runner import run_experiment
+from minikafka.experiment.recheck import recheck
+from minikafka.experiment.runner import Outcome, run_experiment
 
 pytestmark = pytest.mark.system
 
@@ -31,12 +35,21 @@ def out_dir(pytestconfig: pytest.Config) -> Path:
     return base / f"experiments-{time.strftime('%Y%m%d-%H%M%S')}"
 
 
+def same_verdict_from_the_folder(outcome: Outcome) -> None:
+    """`experiment check` on the stored run: nothing the verdict needs is left out of it."""
+    check = recheck(outcome.path)
+    assert check.notes == [], check.notes
+    for key in ("valid", "exit_code", "checker", "throttle", "expectations", "problems"):
+        assert check.results[key] == outcome.results[key], key
+
+
 @pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
 def test_experiment_is_valid(spec, out_dir: Path) -> None:
     outcome = run_experiment(spec, out_dir, report=True)
     results = outcome.results
     assert outcome.exit_code == 0, f"{outcome.path}: {results['summary']}"
     assert results["report"].get("error") is None, results["report"]
+    same_verdict_from_the_folder(outcome)
 
 
 def test_acks_1_loses_writes_when_a_partitioned_leader_keeps_accepting(out_dir: Path) -> None:
@@ -49,6 +62,7 @@ def test_acks_1_loses_writes_when_a_partitioned_leader_keeps_accepting(out_dir: 
     lost = outcome.results["checker"]["anomalies"]["lost"]
     assert outcome.exit_code == 1, outcome.results["summary"]
     assert lost["count"] > 0 and lost["examples"][0]["source"] == "ack"
+    same_verdict_from_the_folder(outcome)
 
 
 def test_rotation_narrows_the_spread_of_catch_up_times(out_dir: Path) -> None:

@@ -122,7 +122,7 @@ def test_the_experiments_expectations_tell_the_two_stories_apart(
     run = run_folder(tmp_path, copies_at=copies_at, move_end=move_end)
     clean_history(run)
     for expect, valid in ((holding, True), (failing, False)):
-        results = judge(spec(expect), run, t0=T0, data_dirs=None, driver_errors=[], settled=True,
+        results = judge(spec(expect), run, t0=T0, dumps=None, driver_errors=[], settled=True,
                         analysis=None)  # fmt: skip
         assert results["valid"] is valid, results["summary"]
         assert results["move"]["copy_steps"] == len(copies_at)

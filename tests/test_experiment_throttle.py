@@ -49,7 +49,7 @@ def test_an_experiment_tells_the_analysis_how_to_judge_its_throttle() -> None:
 
 
 def _judge(run_dir: Path, s: ExperimentSpec, analysis: Any, error: str | None = None) -> dict:
-    return judge(s, run_dir, t0=T0, data_dirs=None, driver_errors=[], settled=True,
+    return judge(s, run_dir, t0=T0, dumps=None, driver_errors=[], settled=True,
                  analysis=analysis, analysis_error=error)  # fmt: skip
 
 

@@ -14,8 +14,14 @@
    disk, and the verdict (minikafka/experiment/verdict.py: the checker, and the throttle bound
    as the analysis judged it) decides.
 
-Everything lands in one run folder (see `minikafka.testing.run_folder`, plus history.jsonl and
-nemesis.jsonl). Exit codes follow the verdict: 0 valid, 1 invalid, 2 unknown.
+Everything lands in one run folder, `OUT/NAME/TIMESTAMP/` (minikafka/experiment/store.py says
+what it holds), including what `minikafka experiment check` needs to judge the run again without
+a cluster: the history with its start time, the node logs, the replicas' logs read in step 5
+(replica_dumps.jsonl) and the report. Exit codes follow the verdict: 0 valid, 1 invalid,
+2 unknown (a cluster that does not start, or a run cut short by the cluster, is unknown). A
+failure of the harness itself (a bug: anything but our errors, a timeout or an OS error) is kept
+in crash.txt and reported as a crash, Jepsen's exit 255: during the run, the run is still judged
+as far as it got (`Outcome.crash`); anywhere else, `HarnessCrash` is raised.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,12 +43,15 @@ from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ClusterError, ErrorCode, MiniKafkaError, describe
 from minikafka.experiment.nemesis import Nemesis
+from minikafka.experiment.replica_dump import dump_replicas
 from minikafka.experiment.spec import ExperimentSpec
+from minikafka.experiment.store import create_run_dir
 from minikafka.experiment.verdict import judge
 from minikafka.experiment.workload import (
     History,
     WorkloadSpec,
     _Values,
+    decode_value,
     final_read,
     run_consumer,
     run_producer,
@@ -53,6 +63,7 @@ from minikafka.wire.messages import CreatableTopic, CreateTopicsRequest, CreateT
 POLL_S = 0.2
 CATCH_UP_S = 3.0  # consumers keep polling this long after the cluster settled
 FINAL_READ_S = 60.0
+CRASH_FILE = "crash.txt"
 
 Progress = Callable[[str], None]
 
@@ -64,6 +75,7 @@ class Outcome:
     path: Path
     results: dict[str, Any]
     exit_code: int
+    crash: Path | None = None  # crash.txt, if the harness failed during the run (exit 255)
 
 
 def run_experiment(
@@ -75,81 +87,151 @@ def run_experiment(
     report: bool = True,
     progress: Progress = lambda _m: None,
 ) -> Outcome:
-    started_here = cluster_dir is None
-    if not started_here:
-        lc = LocalCluster.load(cluster_dir)
-        if spec.fault_proxy and lc.fault_proxy_address is None:
-            raise ClusterError(
-                f"network faults need the fault proxy, and the cluster in {cluster_dir} has none"
-                " (start it with `minikafka cluster up --fault-proxy`)"
-            )
-    folder = RunFolder.create(out_base, spec.name)
+    """Run `spec` in a new folder `out_base/NAME/TIMESTAMP/` (minikafka/experiment/store.py).
+
+    A cluster that does not start, or fails the run (a MiniKafkaError), gives an unknown
+    verdict (exit 2), judged as far as the run got. Raises ClusterError before anything starts
+    if `cluster_dir` holds no usable cluster, and HarnessCrash if the harness itself fails (a
+    bug, not the cluster): the traceback is then in the folder's crash.txt."""
+    lc = _running_cluster(spec, cluster_dir) if cluster_dir is not None else None
+    folder = RunFolder(create_run_dir(out_base, spec.name))
     progress(f"run folder {folder.path}")
+    try:
+        return _run_in(folder, spec, lc, keep_data=keep_data, report=report, progress=progress)
+    except HarnessCrash:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the harness failed: kept, then reported as such
+        raise HarnessCrash(describe(exc), _save_crash(folder.path, exc)) from exc
+
+
+class HarnessCrash(Exception):  # noqa: N818 - Jepsen's word for it
+    """The harness itself failed (exit 255): `what` in one line, the traceback in `crash_file`."""
+
+    def __init__(self, what: str, crash_file: Path) -> None:
+        super().__init__(f"{what} (traceback in {crash_file})")
+        self.what = what
+        self.crash_file = crash_file
+
+
+def _running_cluster(spec: ExperimentSpec, cluster_dir: Path) -> LocalCluster:
+    lc = LocalCluster.load(cluster_dir)
+    if spec.fault_proxy and lc.fault_proxy_address is None:
+        raise ClusterError(
+            f"network faults need the fault proxy, and the cluster in {cluster_dir} has none"
+            " (start it with `minikafka cluster up --fault-proxy`)"
+        )
+    return lc
+
+
+def _run_in(
+    folder: RunFolder,
+    spec: ExperimentSpec,
+    lc: LocalCluster | None,
+    *,
+    keep_data: bool,
+    report: bool,
+    progress: Progress,
+) -> Outcome:
+    started_here = lc is None
     if not started_here:
         # A topic of its own: values restart at 0 in every run, and the checker reads it all.
-        spec = replace(spec, topic=f"{spec.topic}-{folder.path.name}-{int(time.time())}")
+        spec = replace(spec, topic=f"{spec.topic}-{spec.name}-{int(time.time() * 1000)}")
     (folder.path / "experiment.json").write_text(json.dumps(spec.to_json(), indent=2) + "\n")
-    if started_here:
-        plan = plan_cluster(
-            base_dir=folder.path / "cluster",
-            brokers=spec.brokers,
-            seed=spec.seed,
-            node_configs=spec.all_node_configs(),
-            fault_proxy=spec.fault_proxy,
-        )
-        lc = LocalCluster.up(plan, progress=progress)
-    drive = _Drive(spec, folder, lc, progress)
+    plan = lc.spec if lc is not None else plan_cluster(
+        base_dir=folder.path / "cluster", brokers=spec.brokers, seed=spec.seed,
+        node_configs=spec.all_node_configs(), fault_proxy=spec.fault_proxy,
+    )  # fmt: skip
+    drive = _Drive(spec, folder, progress)
     try:
-        trio.run(drive.main)
-    except Exception as exc:  # noqa: BLE001 - the run is cut short: judged as far as it got
-        drive.errors.append(f"the run stopped early: {describe(exc)}")
-        progress(drive.errors[-1])
+        if lc is None:
+            try:
+                lc = LocalCluster.up(plan, progress=progress)
+            except MiniKafkaError as exc:  # no run: unknown, with the nodes' logs kept
+                drive.errors.append(f"the cluster did not start: {describe(exc)}")
+                progress(drive.errors[-1])
+        if lc is not None:
+            drive.run(lc)
     finally:
-        if started_here:
+        if started_here and lc is not None:
             progress("stopping the cluster")
             lc.down()
-        folder.collect_node_logs({n.node_id: n.data_dir for n in lc.spec.nodes})
+        folder.collect_node_logs({n.node_id: n.data_dir for n in plan.nodes})
         folder.close()
+    dumps = None
+    if started_here and drive.settled:  # the stopped brokers' logs, kept for `experiment check`
+        dumps = dump_replicas({n.node_id: n.data_dir for n in plan.brokers}, spec.topic,
+                              decode_value)  # fmt: skip
+        _write_jsonl(folder.path / "replica_dumps.jsonl", dumps)
     analysis, report_doc = _spark_report(folder.path, progress) if report else (None, None)
     if (folder.path / "history.jsonl").exists():
         results = judge(
-            spec,
-            folder.path,
-            t0=drive.started_at,
-            data_dirs={n.node_id: n.data_dir for n in lc.spec.brokers} if started_here else None,
-            driver_errors=drive.errors,
-            settled=drive.settled,
-            analysis=analysis,
+            spec, folder.path, t0=drive.started_at, dumps=dumps, driver_errors=drive.errors,
+            settled=drive.settled, analysis=analysis,
             analysis_error=report_doc["error"] if report_doc else "skipped (--no-report)",
-        )
+        )  # fmt: skip
     else:  # it never got to the workload: nothing to check
         results = {"experiment": spec.name, "seed": spec.seed, "valid": "unknown",
                    "exit_code": 2, "problems": drive.errors,
                    "summary": "UNKNOWN (exit 2): " + "; ".join(drive.errors)}  # fmt: skip
-    results["move_s"] = drive.move_s
+    results.update(started_at=drive.started_at, harness_problems=drive.errors, move_s=drive.move_s)
+    if drive.crash is not None:
+        results["crash"] = drive.crash.name
     if report_doc is not None:
         results["report"] = report_doc
     folder.write_results(results)
     if started_here and not keep_data:
         shutil.rmtree(folder.path / "cluster", ignore_errors=True)
-    return Outcome(path=folder.path, results=results, exit_code=results["exit_code"])
+    return Outcome(path=folder.path, results=results, exit_code=results["exit_code"],
+                   crash=drive.crash)  # fmt: skip
+
+
+def _write_jsonl(path: Path, docs: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as fh:
+        for doc in docs:
+            fh.write(json.dumps(doc, separators=(",", ":")) + "\n")
+
+
+def _save_crash(run_dir: Path, exc: BaseException) -> Path:
+    path = run_dir / CRASH_FILE
+    path.write_text("".join(traceback.format_exception(exc)), encoding="utf-8")
+    return path
+
+
+def _is_crash(exc: BaseException) -> bool:
+    """A failure of the harness itself (a bug), rather than of the cluster under test: any
+    leaf of the (Trio) exception group other than our errors, a timeout or an OS error."""
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_is_crash(e) for e in exc.exceptions)
+    return not isinstance(exc, MiniKafkaError | trio.TooSlowError | OSError)
 
 
 class _Drive:
     """The async part of one run (inside trio.run)."""
 
-    def __init__(
-        self, spec: ExperimentSpec, folder: RunFolder, lc: LocalCluster, progress: Progress
-    ) -> None:
+    def __init__(self, spec: ExperimentSpec, folder: RunFolder, progress: Progress) -> None:
         self.spec = spec
         self.folder = folder
-        self.cluster = lc
         self.progress = progress
         self.started_at = time.time()
         self.errors: list[str] = []
         self.settled = False
         self.move_s: float | None = None  # how long the reassignment took, if there was one
         self.healed = False
+        self.crash: Path | None = None
+
+    def run(self, lc: LocalCluster) -> None:
+        """The run on `lc`; cut short by an error, it is judged as far as it got (a harness
+        crash is kept in crash.txt as well)."""
+        self.cluster = lc
+        try:
+            trio.run(self.main)
+        except Exception as exc:  # noqa: BLE001 - the run is cut short: judged as far as it got
+            if _is_crash(exc):
+                self.crash = _save_crash(self.folder.path, exc)
+                self.errors.append(f"the harness crashed: {describe(exc)} ({CRASH_FILE})")
+            else:
+                self.errors.append(f"the run stopped early: {describe(exc)}")
+            self.progress(self.errors[-1])
 
     async def main(self) -> None:
         spec = self.spec
@@ -172,7 +254,7 @@ class _Drive:
             history = History(self.folder.path / "history.jsonl", self.started_at)
             nemesis_log = JsonLines(self.folder.path / "nemesis.jsonl")
             history.op(
-                "nemesis", "info", "schedule", seed=spec.seed,
+                "nemesis", "info", "schedule", seed=spec.seed, started_at=self.started_at,
                 faults=[f.to_json() for f in spec.faults],
             )  # fmt: skip
             try:

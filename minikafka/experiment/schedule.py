@@ -97,7 +97,9 @@ def parse_kinds(text: str) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:
-        raise ConfigError(f"faults {text!r}: expected a comma list of {', '.join(KINDS)} or all")
+        raise ConfigError(
+            f"nemesis (faults) {text!r}: expected a comma list of {', '.join(KINDS)} or all"
+        )
     return kinds
 
 

@@ -1,8 +1,9 @@
 """What one experiment runs: the cluster, the topic, the clients, the faults, the expectations.
 
 `ExperimentSpec` is plain data (the catalog builds them, the CLI overrides their fields); it is
-written whole into the run folder's case.json. Checked when built: bad values raise ConfigError
-with one line naming the accepted form.
+written whole into the run folder's experiment.json (and case.json's `experiment`), and read back
+from it by `ExperimentSpec.from_json` when `minikafka experiment check` judges a stored run.
+Checked when built: bad values raise ConfigError with one line naming the accepted form.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from minikafka.errors import ConfigError
-from minikafka.experiment.schedule import Fault
+from minikafka.experiment.schedule import Fault, parse_target
 from minikafka.experiment.workload import WorkloadSpec
 
 TOPIC = "exp"
@@ -69,6 +70,22 @@ class Expectation:
     @property
     def name(self) -> str:
         return self.counter or self.figure
+
+    @classmethod
+    def parse(cls, text: str, why: str = "") -> Expectation:
+        """`str(e)` read back: `isr_shrinks >= 1` (a counter) or `move.copy_steps == 1` (a
+        figure: a dotted path)."""
+        parts = str(text).split()
+        if len(parts) != 3 or parts[1] not in _COMPARE:
+            raise ConfigError(f"expectation {text!r}: expected NAME OP VALUE, OP one of "
+                              f"{', '.join(_COMPARE)}")  # fmt: skip
+        name, op, value = parts
+        try:
+            number = float(value)
+        except ValueError:
+            raise ConfigError(f"expectation {text!r}: {value!r} is not a number") from None
+        where = {"figure": name} if "." in name else {"counter": name}
+        return cls(op=op, value=number, why=why, **where)
 
     def holds(self, observed: float | None) -> bool:
         return observed is not None and _COMPARE[self.op](observed, self.value)
@@ -234,3 +251,37 @@ class ExperimentSpec:
         if self.reassign is not None:
             doc["reassign"]["moves"] = {str(p): list(r) for p, r in self.reassign.moves.items()}
         return doc
+
+    @classmethod
+    def from_json(
+        cls, doc: Mapping[str, Any], why: Mapping[str, str] | None = None
+    ) -> ExperimentSpec:
+        """`to_json` read back (experiment.json); `why`: each expectation's reason by its text
+        (to_json keeps the text only). Fields the document lacks take their defaults, fields this
+        version does not know are ignored; a bad value raises ConfigError."""
+        if not isinstance(doc, Mapping):
+            raise ConfigError(f"experiment spec: expected a JSON object, got {type(doc).__name__}")
+        known = {f for f in cls.__dataclass_fields__}  # type: ignore[attr-defined]
+        fields = {k: v for k, v in doc.items() if k in known}
+        try:
+            fields["faults"] = tuple(_fault(f) for f in fields.get("faults", ()))
+            fields["expect"] = tuple(
+                Expectation.parse(e, (why or {}).get(e, "")) for e in fields.get("expect", ())
+            )
+            if fields.get("assignment") is not None:
+                fields["assignment"] = tuple(tuple(r) for r in fields["assignment"])
+            if fields.get("reassign") is not None:
+                r = dict(fields["reassign"])
+                r["moves"] = {int(p): tuple(rs) for p, rs in r["moves"].items()}
+                fields["reassign"] = Reassign(**r)
+            return cls(**fields)
+        except ConfigError:
+            raise
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise ConfigError(f"experiment spec: {type(exc).__name__}: {exc}") from None
+
+
+def _fault(doc: Mapping[str, Any]) -> Fault:
+    rest = {k: v for k, v in doc.items() if k not in ("kind", "target", "start_s", "end_s")}
+    return Fault(kind=doc["kind"], target=parse_target(doc["target"]), start_s=doc["start_s"],
+                 end_s=doc["end_s"], params=rest)  # fmt: skip

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,9 +40,7 @@ from minikafka.experiment.history import load_history, parse_dumps
 from minikafka.experiment.invariants import MAX_EXAMPLES, parse_claims, parse_samples
 from minikafka.experiment.move import describe as describe_move
 from minikafka.experiment.move import move_figures
-from minikafka.experiment.replica_dump import dump_replicas
 from minikafka.experiment.spec import ExperimentSpec
-from minikafka.experiment.workload import decode_value
 
 COUNTERS = ("isr_shrinks", "isr_expands", "fetch_errors")
 # History times are rounded to 0.1 ms and node log times to 1 ms: samples this close are
@@ -55,23 +53,24 @@ def judge(
     run_dir: Path,
     *,
     t0: float,
-    data_dirs: Mapping[int, Path] | None,
+    dumps: Sequence[Any] | None,
     driver_errors: list[str],
     settled: bool,
     analysis: Mapping[str, Any] | None,
     analysis_error: str | None = None,
 ) -> dict[str, Any]:
-    """results.json of one run (`data_dirs`: the stopped brokers' dirs, None to skip dumps;
-    `analysis`: the PySpark report's case of the run, None with `analysis_error` saying why)."""
+    """results.json of one run (`dumps`: each replica's log read from disk, replica_dump.py's
+    documents, None if there are none; `analysis`: the PySpark report's case of the run, None
+    with `analysis_error` saying why). Reads the history and node logs from `run_dir`."""
     history = load_history(run_dir / "history.jsonl")
-    dumps = None
-    if data_dirs is not None and settled:
+    replicas = None
+    if dumps is not None and settled:
         # Only a settled cluster's replicas have all truncated their uncommitted tails; before
         # that, a cut-off old leader's tail below the new HW is legal, not inconsistent.
-        dumps = parse_dumps(dump_replicas(data_dirs, spec.topic, decode_value))
+        replicas = parse_dumps(dumps, source="replica_dumps.jsonl")
     verdict = check(
         history,
-        dumps=dumps,
+        dumps=replicas,
         claims=parse_claims(node_logs.leadership_claims(run_dir, spec.topic, t0)),
         samples=parse_samples(node_logs.replica_samples(run_dir, spec.topic, t0)),
         hw_slack_s=HW_SLACK_S,
