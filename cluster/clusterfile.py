@@ -123,6 +123,7 @@ def record_to_json(record: ClusterRecord) -> dict[str, Any]:
                 "host": node.host,
                 "port": node.port,
                 "kafka_port": node.kafka_port,
+                "metrics_port": node.metrics_port,
                 "address": node.address,
                 "data_dir": str(node.data_dir),
                 "pid": record.pids.get(node.node_id),
@@ -175,6 +176,7 @@ def _node_from_json(item: Mapping[str, Any]) -> NodeSpec:
         port=item["port"],
         data_dir=Path(item["data_dir"]),
         kafka_port=item.get("kafka_port"),  # absent from files written before it existed
+        metrics_port=item.get("metrics_port"),  # the same
     )
 
 

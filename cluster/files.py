@@ -46,8 +46,9 @@ def read_json(path: Path) -> Any | None:
         return None
 
 
-def tail_lines(path: Path, n: int, start: int = 0) -> list[str]:
-    """The last `n` lines of a text file after byte `start`, without newlines; [] if none.
+def tail_lines(path: Path, n: int, start: int = 0, end: int | None = None) -> list[str]:
+    """The last `n` lines of a text file between byte `start` and `end` (default: its end),
+    without newlines; [] if none.
 
     Reads backwards in chunks, so tailing a large metrics log costs only its last few KiB.
     """
@@ -59,7 +60,7 @@ def tail_lines(path: Path, n: int, start: int = 0) -> list[str]:
         return []
     with f:
         f.seek(0, os.SEEK_END)
-        pos = f.tell()
+        pos = f.tell() if end is None else min(end, f.tell())
         data = b""
         while pos > start and data.count(b"\n") <= n:
             step = min(_TAIL_CHUNK, pos - start)

@@ -8,6 +8,10 @@ the cluster, inject faults (kill, pause, resume, restart) and tail the node logs
 brokers before the controller, as Kafka's controlled shutdown expects, and keeps the data dirs
 unless asked to wipe them.
 
+`LocalCluster.up_again(base_dir)` starts a stopped cluster again as it was, with its data.
+Both write `prometheus-targets.json` in the cluster dir: Prometheus' file_sd list of the nodes'
+metrics endpoints (cluster/prometheus_targets.py).
+
 Each `up` gives the cluster a fresh identity (cluster/secret.py): a cluster id, recorded in the
 cluster file and passed to every node, and a secret in `<base_dir>/cluster.secret` (mode 0600)
 that the nodes read, so that only they can send each other control-plane requests (issue 11).
@@ -46,8 +50,14 @@ from minikafka.cluster.processes import (
     stop_processes,
     wait_all_ready,
 )
+from minikafka.cluster.prometheus_targets import TARGETS_FILE, write_file_sd
 from minikafka.cluster.proxy_process import ProxyProcess
-from minikafka.cluster.secret import new_cluster_id, remove_cluster_secret, write_cluster_secret
+from minikafka.cluster.secret import (
+    new_cluster_id,
+    remove_cluster_secret,
+    secret_path,
+    write_cluster_secret,
+)
 from minikafka.cluster.spec import ClusterSpec, NodeSpec, proxy_config
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.faults.control import FaultProxyClient
@@ -69,6 +79,7 @@ class NodeStatus:
     paused: bool
     data_dir: Path
     kafka_address: str | None = None  # its Kafka-protocol listener (brokers), once it is up
+    metrics_address: str | None = None  # its Prometheus endpoint (GET /metrics), once it is up
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,23 +157,38 @@ class LocalCluster:
         write_record(record)
         cluster = cls(record)
         try:
-            cluster._start_proxy(ready_timeout_s, progress)
-            controller = [p for p in cluster._procs.values() if p.node.is_controller]
-            others = [p for p in cluster._procs.values() if not p.node.is_controller]
-            cluster._start_phase(controller, ready_timeout_s, progress)
-            cluster._start_phase(others, ready_timeout_s, progress)
+            cluster._start_all(ready_timeout_s, progress)
         except BaseException:
-            _note(progress, "start-up failed; stopping the nodes already started")
-            stop_processes(list(cluster._procs.values()), CLEANUP_TIMEOUT_S)
-            if cluster._proxy is not None:
-                cluster._proxy.stop(CLEANUP_TIMEOUT_S)
             remove_record(spec.base_dir)
             remove_cluster_secret(spec.base_dir)
             raise
-        cluster._set_state("running")
-        _note(
-            progress, f"cluster {spec.name!r} is up in {spec.base_dir}; bootstrap {spec.bootstrap}"
-        )
+        return cluster
+
+    @classmethod
+    def up_again(
+        cls,
+        base_dir: Path | str,
+        *,
+        ready_timeout_s: float = 30.0,
+        progress: Progress | None = None,
+    ) -> LocalCluster:
+        """Start a stopped cluster again as it was: the same nodes, ports, configs, cluster id
+        and data (`cluster up` on the directory of a cluster that `down` stopped, or whose
+        nodes all died). Refused while any of its processes runs; a failed start stops what it
+        started and leaves the cluster stopped."""
+        if ready_timeout_s <= 0:
+            raise ConfigError(f"ready timeout must be positive, got {ready_timeout_s!r}")
+        base = Path(base_dir).absolute()
+        _refuse_if_running(base)
+        cluster = cls.load(base)
+        if not secret_path(cluster.base_dir).exists():  # deleted by hand: the nodes need one
+            write_cluster_secret(cluster.base_dir)
+        cluster._set_state("starting")
+        try:
+            cluster._start_all(ready_timeout_s, progress)
+        except BaseException:
+            cluster._set_state("stopped")
+            raise
         return cluster
 
     @classmethod
@@ -217,12 +243,7 @@ class LocalCluster:
 
     def _kafka_address(self, node: NodeSpec) -> str | None:
         """host:port of the node's Kafka listener from its node.json, None if it has none."""
-        try:
-            doc = json.loads((node.data_dir / "node.json").read_text())
-        except (OSError, ValueError):
-            return None
-        port = doc.get("kafka_port", -1)
-        return f"{node.host}:{port}" if isinstance(port, int) and port > 0 else None
+        return _bound_address(node, "kafka_port")
 
     def pid(self, node_id: int) -> int | None:
         return self._proc(node_id).pid
@@ -268,6 +289,7 @@ class LocalCluster:
                     paused=alive and proc.is_paused(),
                     data_dir=proc.node.data_dir,
                     kafka_address=self._kafka_address(proc.node) if alive else None,
+                    metrics_address=_bound_address(proc.node, "metrics_port") if alive else None,
                 )
             )
         return rows
@@ -318,6 +340,7 @@ class LocalCluster:
                 shutil.rmtree(self._proxy.directory, ignore_errors=True)
             remove_record(self.base_dir)
             remove_cluster_secret(self.base_dir)
+            (self.base_dir / TARGETS_FILE).unlink(missing_ok=True)
             _rmdir_if_empty(self.base_dir)
             self._record = self._record.with_state("stopped")
         else:
@@ -400,6 +423,33 @@ class LocalCluster:
 
     # -- internals --------------------------------------------------------------------------
 
+    def _start_all(self, timeout_s: float, progress: Progress | None) -> None:
+        """The proxy, then the controller, then the brokers together, each phase waited for;
+        on any failure (Ctrl-C too) stop what was started, then raise."""
+        try:
+            self._start_proxy(timeout_s, progress)
+            controller = [p for p in self._procs.values() if p.node.is_controller]
+            others = [p for p in self._procs.values() if not p.node.is_controller]
+            self._start_phase(controller, timeout_s, progress)
+            self._start_phase(others, timeout_s, progress)
+        except BaseException:
+            _note(progress, "start-up failed; stopping the nodes already started")
+            stop_processes(list(self._procs.values()), CLEANUP_TIMEOUT_S)
+            if self._proxy is not None:
+                self._proxy.stop(CLEANUP_TIMEOUT_S)
+            raise
+        self._set_state("running")
+        spec = self.spec
+        # Prometheus' file_sd (cluster/prometheus_targets.py): the nodes' metrics endpoints. A
+        # file that cannot be written is said, not a failed start: the cluster itself runs.
+        try:
+            write_file_sd(spec.base_dir / TARGETS_FILE, spec)
+        except ClusterError as exc:
+            _note(progress, f"warning: {exc}")
+        _note(
+            progress, f"cluster {spec.name!r} is up in {spec.base_dir}; bootstrap {spec.bootstrap}"
+        )
+
     def _start_phase(
         self, procs: list[NodeProcess], timeout_s: float, progress: Progress | None
     ) -> None:
@@ -451,6 +501,17 @@ def _refuse_if_running(base_dir: Path) -> None:
             f"a cluster is already running in {base_dir} (pids {pids}); "
             "run `minikafka cluster down` first"
         )
+
+
+def _bound_address(node: NodeSpec, key: str) -> str | None:
+    """host:port of a listener the node reports in its node.json (`kafka_port`,
+    `metrics_port`), None if it has none or has not written the file yet."""
+    try:
+        doc = json.loads((node.data_dir / "node.json").read_text())
+    except (OSError, ValueError):
+        return None
+    port = doc.get(key, -1)
+    return f"{node.host}:{port}" if isinstance(port, int) and port > 0 else None
 
 
 def _rmdir_if_empty(path: Path) -> None:

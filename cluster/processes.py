@@ -65,6 +65,10 @@ def node_argv(
         # Every broker of a local cluster speaks Kafka's protocol too, on the port its spec
         # fixes (a free one if it has none); node.json's kafka_port says which it bound.
         argv += ["--set", f"kafka.listen={node.host}:{node.kafka_port or 0}"]
+    if "metrics.port" not in spec.node_configs:
+        # The Prometheus port its spec fixes, so the targets in prometheus-targets.json stay
+        # valid across restarts (a free one if it has none).
+        argv += ["--set", f"metrics.port={node.metrics_port or 0}"]
     if node.is_broker and "offsets.topic.replication.factor" not in spec.node_configs:
         # Kafka's default (3) refuses __consumer_offsets, so every consumer group, on a cluster
         # of fewer brokers; its own config/server.properties sets 1 for local use. Ours: as

@@ -49,6 +49,9 @@ class NodeSpec:
     # a restarted broker keeps the address Kafka clients bootstrap from; None: a free port at
     # each start (or none, for the controller).
     kafka_port: int | None = None
+    # Its Prometheus metrics port (`metrics.port`), fixed for the same reason: a scrape target
+    # (the file_sd file `cluster up` writes) stays valid across restarts. None: a free port.
+    metrics_port: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.node_id, bool) or not isinstance(self.node_id, int) or self.node_id < 0:
@@ -61,14 +64,11 @@ class NodeSpec:
             raise ConfigError(f"node {self.node_id} port must be an integer, got {self.port!r}")
         if not 1 <= self.port <= 65535:
             raise ConfigError(f"node {self.node_id} port must be 1..65535, got {self.port}")
-        if self.kafka_port is not None and (
-            isinstance(self.kafka_port, bool)
-            or not isinstance(self.kafka_port, int)
-            or not 1 <= self.kafka_port <= 65535
-        ):
-            raise ConfigError(
-                f"node {self.node_id} Kafka port must be 1..65535, got {self.kafka_port!r}"
-            )
+        for what, port in (("Kafka", self.kafka_port), ("metrics", self.metrics_port)):
+            if port is not None and (
+                isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535
+            ):
+                raise ConfigError(f"node {self.node_id} {what} port must be 1..65535, got {port!r}")
         object.__setattr__(self, "roles", tuple(self.roles))
         object.__setattr__(self, "data_dir", Path(self.data_dir))
 
@@ -107,10 +107,15 @@ class ClusterSpec:
         if len(set(ids)) != len(ids):
             raise ConfigError(f"node ids must be distinct, got {ids}")
         addresses = [node.address for node in self.nodes] + [
-            f"{node.host}:{node.kafka_port}" for node in self.nodes if node.kafka_port is not None
+            f"{node.host}:{port}"
+            for node in self.nodes
+            for port in (node.kafka_port, node.metrics_port)
+            if port is not None
         ]
         if len(set(addresses)) != len(addresses):
-            raise ConfigError(f"node addresses (Kafka ports too) must be distinct, got {addresses}")
+            raise ConfigError(
+                f"node addresses (Kafka and metrics ports too) must be distinct, got {addresses}"
+            )
         controllers = [node.node_id for node in self.nodes if node.is_controller]
         if len(controllers) != 1:
             raise ConfigError(f"a cluster needs exactly one controller node, got {controllers}")
@@ -170,16 +175,17 @@ def plan_cluster(
         layout = [(0, (CONTROLLER,))] + [(i, (BROKER,)) for i in range(1, brokers + 1)]
     pairs = talking_pairs(layout) if fault_proxy else []
     kafka = [node_id for node_id, roles in layout if BROKER in roles]  # a Kafka port each
-    wanted = len(layout) + len(kafka) + (1 + len(pairs) if fault_proxy else 0)
+    wanted = 2 * len(layout) + len(kafka) + (1 + len(pairs) if fault_proxy else 0)
     if wanted > MAX_PORTS:
         raise ConfigError(
-            f"a fault proxy needs {wanted} ports for {brokers} brokers (node, Kafka and proxy "
-            f"ports), at most {MAX_PORTS}; "
+            f"a fault proxy needs {wanted} ports for {brokers} brokers (node, metrics, Kafka "
+            f"and proxy ports), at most {MAX_PORTS}; "
             "use fewer brokers"
         )
     ports = free_ports(wanted, host)
     kafka_ports = dict(zip(kafka, ports[len(layout) : len(layout) + len(kafka)], strict=True))
-    proxy_ports = ports[len(layout) + len(kafka) :]
+    metrics_ports = ports[len(layout) + len(kafka) : 2 * len(layout) + len(kafka)]
+    proxy_ports = ports[2 * len(layout) + len(kafka) :]
     ports = ports[: len(layout)]
     nodes = tuple(
         NodeSpec(
@@ -189,8 +195,9 @@ def plan_cluster(
             port=port,
             data_dir=base / f"node-{node_id}",
             kafka_port=kafka_ports.get(node_id),
+            metrics_port=metrics_port,
         )
-        for (node_id, roles), port in zip(layout, ports, strict=True)
+        for (node_id, roles), port, metrics_port in zip(layout, ports, metrics_ports, strict=True)
     )
     return ClusterSpec(
         name=name if name is not None else (base.name or "minikafka"),

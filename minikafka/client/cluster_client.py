@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
-from minikafka.client.connection import Connection, hold_connection
+from minikafka.client.connection import Connection, hold_connection, sole_exception
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError
 from minikafka.wire.messages import BrokerInfo, MetadataRequest, MetadataResponse, PartitionMetadata
@@ -125,11 +125,17 @@ class ClusterClient:
 async def open_client(
     bootstrap: str | Sequence[tuple[str, int]], *, client_id: str = "minikafka-client"
 ) -> AsyncIterator[ClusterClient]:
+    """A ClusterClient for the block. What the block raises comes out as itself, not wrapped in
+    the pool's nursery's ExceptionGroup, so callers' `except ConfigError` work (as with
+    `open_connection`)."""
     addresses = parse_bootstrap(bootstrap) if isinstance(bootstrap, str) else list(bootstrap)
-    async with trio.open_nursery() as nursery:
-        client = ClusterClient(nursery, addresses, client_id)
-        try:
-            yield client
-        finally:
-            await client.aclose()
-            nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            client = ClusterClient(nursery, addresses, client_id)
+            try:
+                yield client
+            finally:
+                await client.aclose()
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise sole_exception(group) from None

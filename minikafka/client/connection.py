@@ -221,18 +221,18 @@ async def running(
                 with trio.CancelScope(shield=True):
                     await conn.aclose()
     except BaseExceptionGroup as group:
-        raise _sole(group) from None
+        raise sole_exception(group) from None
     if refused is not None:
         raise refused
 
 
-def _sole(group: BaseExceptionGroup) -> BaseException:
+def sole_exception(group: BaseExceptionGroup) -> BaseException:
     """The one exception a group holds (the tasks here never raise, so only the block's), or
     the group itself if it holds several."""
     if len(group.exceptions) != 1:
         return group
     inner = group.exceptions[0]
-    return _sole(inner) if isinstance(inner, BaseExceptionGroup) else inner
+    return sole_exception(inner) if isinstance(inner, BaseExceptionGroup) else inner
 
 
 async def hold_connection(

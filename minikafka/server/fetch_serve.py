@@ -48,6 +48,7 @@ from minikafka.server.listener import Reply
 from minikafka.server.local_partition import LocalPartition, leader_error, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.wire.messages import (
+    CONSUMER_REPLICA_ID,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     FetchPartition,
@@ -154,8 +155,10 @@ def handle_list_offsets(
         assert p is not None
         if lp.timestamp == EARLIEST_TIMESTAMP:
             offset = p.log_start_offset
-        else:  # consumers see up to the HW, replicas up to the LEO
-            offset = p.log_end_offset if req.replica_id >= 0 else p.high_watermark
+        else:  # consumers see up to the HW; replicas and debugging tools up to the LEO
+            # (Kafka's Partition.fetchOffsetForTimestamp: no isolation level but a consumer's)
+            consumer = req.replica_id == CONSUMER_REPLICA_ID
+            offset = p.high_watermark if consumer else p.log_end_offset
         out.append(
             ListOffsetsPartitionResponse(
                 topic=lp.topic,

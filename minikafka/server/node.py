@@ -26,6 +26,7 @@ from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
+from minikafka.server.group_offsets_api import dispatch_group_offsets
 from minikafka.server.groups import GroupService
 from minikafka.server.jsonl import Rotation
 from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis
@@ -92,6 +93,7 @@ class Node:
         self.dynamic = DynamicConfigs()
         self.port = config.port
         self.metrics_port = -1
+        self.groups: GroupService | None = None  # the group coordinator (with a Kafka listener)
         self.kafka_port = -1  # the Kafka-protocol listener's, once bound (kafka.listen)
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
@@ -199,6 +201,7 @@ class Node:
                 forward=self.broker.dispatch,
             )
             await nursery.start(group_service.run)
+            self.groups = group_service
             kafka = KafkaApis(
                 cache=self.broker.cache,
                 cluster_id=c.cluster_id,
@@ -242,6 +245,9 @@ class Node:
             response = await self.broker.dispatch(body, client_id=header.client_id or "")
             if response is not NotImplemented:
                 return response
+        response = await dispatch_group_offsets(self.groups, body)
+        if response is not NotImplemented:
+            return response
         return refusal(body)
 
     def _write_node_file(self) -> None:

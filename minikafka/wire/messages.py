@@ -10,7 +10,7 @@ The codec (wire/codec.py) checks every field against these annotations, so a pee
 wrong type gets a RemoteProtocolError, never a half-built message.
 
 The messages of a few families live in modules of their own (admin_messages.py,
-auth_messages.py, controller_messages.py, producer_messages.py); this module re-exports every
+auth_messages.py, controller_messages.py, group_messages.py, producer_messages.py); this module re-exports every
 name, so that `minikafka.wire.messages` stays the one import place, and holds the registry.
 """
 
@@ -70,6 +70,18 @@ from minikafka.wire.controller_messages import (  # noqa: F401 - re-exported lik
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from minikafka.wire.group_messages import (  # noqa: F401 - re-exported likewise
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    OffsetCommitPartition,
+    OffsetCommitPartitionResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchPartition,
+    OffsetFetchPartitionResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+)
 from minikafka.wire.producer_messages import (  # noqa: F401 - re-exported likewise
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -88,6 +100,9 @@ class ApiKey(IntEnum):
     LEADER_AND_ISR = 4
     STOP_REPLICA = 5
     UPDATE_METADATA = 6
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
     CLUSTER_HANDSHAKE = 17  # Kafka's SaslHandshake
     API_VERSIONS = 18
     CREATE_TOPICS = 19
@@ -108,6 +123,9 @@ class ApiKey(IntEnum):
 
 # Sentinels with Kafka's values.
 CONSUMER_REPLICA_ID = -1  # FetchRequest.replica_id of a consumer
+# ListOffsets from a tool that wants the leader's log end offset, not the HW (Kafka's
+# ListOffsetsRequest.DEBUGGING_REPLICA_ID: no isolation level applies, as for a replica).
+DEBUGGING_REPLICA_ID = -2
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or HW for consumers)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
 
@@ -438,6 +456,9 @@ API: dict[ApiKey, tuple[type, type]] = {
     ApiKey.ALLOCATE_PRODUCER_IDS: (AllocateProducerIdsRequest, AllocateProducerIdsResponse),
     ApiKey.BROKER_REGISTRATION: (BrokerRegistrationRequest, BrokerRegistrationResponse),
     ApiKey.BROKER_HEARTBEAT: (BrokerHeartbeatRequest, BrokerHeartbeatResponse),
+    ApiKey.OFFSET_COMMIT: (OffsetCommitRequest, OffsetCommitResponse),
+    ApiKey.OFFSET_FETCH: (OffsetFetchRequest, OffsetFetchResponse),
+    ApiKey.FIND_COORDINATOR: (FindCoordinatorRequest, FindCoordinatorResponse),
     ApiKey.CLUSTER_HANDSHAKE: (ClusterHandshakeRequest, ClusterHandshakeResponse),
     ApiKey.CLUSTER_AUTHENTICATE: (ClusterAuthenticateRequest, ClusterAuthenticateResponse),
 }
