@@ -9,6 +9,8 @@ The others check the registration and the option errors, which fail before anyth
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from minikafka.cluster import LocalCluster
@@ -110,3 +112,277 @@ def test_bad_options_fail_the_setup_in_one_line_before_anything_starts(pytester)
         ]
     )
     assert not list(base.glob("**/cluster.json"))
+
+
+# -- shared clusters: the session factory and topic names ------------------------------------
+
+SHARED_TESTS = """
+import json
+
+import pytest
+
+from minikafka.client.admin import Admin
+from minikafka.client.cluster_client import open_client
+
+
+def record(test, lc):
+    with open("seen.jsonl", "a") as f:
+        pids = [s.pid for s in lc.status()]
+        f.write(json.dumps({"test": test, "bootstrap": lc.bootstrap(), "pids": pids}) + "\\n")
+
+
+async def create_and_list(lc, topic):
+    async with open_client(lc.bootstrap(), client_id="shared") as client:
+        await Admin(client).create_topic(topic, partitions=1, replication_factor=1)
+        return sorted(t.name for t in (await Admin(client).describe()).topics)
+
+
+@pytest.mark.trio
+async def test_first(minikafka_session_cluster, minikafka_topic):
+    record("first", minikafka_session_cluster)
+    assert minikafka_topic == "test_shared-test_first"
+    assert minikafka_topic in await create_and_list(minikafka_session_cluster, minikafka_topic)
+
+
+@pytest.mark.trio
+async def test_second(minikafka_session_cluster, minikafka_topic):
+    record("second", minikafka_session_cluster)
+    topics = await create_and_list(minikafka_session_cluster, minikafka_topic)
+    assert {"test_shared-test_first", "test_shared-test_second"} <= set(topics)  # one cluster
+
+
+def test_same_options_said_differently(minikafka_cluster_factory, minikafka_session_cluster):
+    lc = minikafka_cluster_factory(
+        brokers=3, configs={"broker.session.timeout.ms": 1500}, ready_timeout_s=60
+    )
+    assert lc is minikafka_session_cluster
+
+
+def test_other_options(minikafka_cluster_factory):
+    lc = minikafka_cluster_factory(brokers=1)
+    record("other", lc)
+    assert len(lc.spec.brokers) == 1
+    assert minikafka_cluster_factory(brokers=1) is lc
+"""
+
+
+@pytest.mark.integration
+def test_the_session_factory_starts_one_cluster_per_set_of_options_and_stops_them(pytester):
+    pytester.makepyfile(test_shared=SHARED_TESTS)
+    base = pytester.path / "basetemp"
+    result = pytester.runpytest_subprocess("-v", f"--basetemp={base}", timeout=180)
+    result.assert_outcomes(passed=4)
+    seen = {
+        row["test"]: row
+        for row in map(json.loads, (pytester.path / "seen.jsonl").read_text().splitlines())
+    }
+    assert seen["first"]["bootstrap"] == seen["second"]["bootstrap"]
+    assert seen["first"]["pids"] == seen["second"]["pids"]
+    assert seen["other"]["bootstrap"] != seen["first"]["bootstrap"]
+    assert not set(seen["other"]["pids"]) & set(seen["first"]["pids"])
+    clusters = sorted(p.parent for p in base.glob("minikafka-shared[0-9]*/cluster.json"))
+    assert len(clusters) == 2, clusters  # 4 tests, 2 sets of options
+    for path in clusters:
+        lc = LocalCluster.load(path)
+        assert lc.state == "stopped", path
+        assert not any(s.alive for s in lc.status()), path
+
+
+FAULTING_SHARED = """
+def test_kills_a_node(minikafka_cluster_factory):
+    minikafka_cluster_factory(brokers=2).kill(2)
+
+
+def test_after(minikafka_cluster_factory):
+    minikafka_cluster_factory(brokers=2)
+"""
+
+
+@pytest.mark.integration
+def test_a_shared_cluster_with_a_node_down_is_refused_not_repaired(pytester):
+    pytester.makepyfile(test_faulting=FAULTING_SHARED)
+    result = pytester.runpytest_subprocess(f"--basetemp={pytester.path / 'basetemp'}", timeout=120)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*minikafka_cluster_factory: node 2 of the shared cluster in * is not running (a test "
+            "killed, stopped or paused it?); tests that fault nodes must use the function-scoped "
+            "minikafka_cluster"
+        ]
+    )
+
+
+# -- port retry: a port taken between picking and binding -------------------------------------
+
+TAKE_A_PORT = """
+import socket
+
+import pytest
+
+import minikafka.cluster.spec as spec_module
+
+HELD = socket.socket()
+HELD.bind(("127.0.0.1", 0))
+HELD.listen()
+real = spec_module.free_ports
+calls = []
+
+
+def free_ports(n, host="127.0.0.1"):
+    # Node 0's (the controller's) port is one this process holds: at the first pick only,
+    # or at every pick (EVERY_TIME), as if another process had taken it before the node bound.
+    calls.append(n)
+    ports = real(n, host)
+    if len(calls) == 1 or EVERY_TIME:
+        ports[0] = HELD.getsockname()[1]
+    return ports
+
+
+spec_module.free_ports = free_ports
+"""
+
+ONE_TEST = """
+def test_it(minikafka_cluster):
+    assert all(s.alive for s in minikafka_cluster.status())
+"""
+
+ONE_SHARED_TEST = """
+def test_it(minikafka_session_cluster):
+    pass
+"""
+
+
+@pytest.mark.integration
+def test_a_start_whose_port_was_taken_succeeds_on_new_ports(pytester):
+    pytester.makeconftest(TAKE_A_PORT + "EVERY_TIME = False\n")
+    pytester.makepyfile(test_one=ONE_TEST)
+    base = pytester.path / "basetemp"
+    result = pytester.runpytest_subprocess(
+        f"--basetemp={base}", "-o", "log_cli=true", "--log-cli-level=WARNING", timeout=120
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*minikafka_cluster: a port of cluster 'minikafka-cluster' was taken before its node "
+            "bound it; starting again on new ports (attempt 2 of 3): node 0 exited *",
+            "*OSError: ?Errno *? Address already in use",
+        ]
+    )
+    first = base / "test_it0" / "minikafka-cluster" / "node-0" / "node.out"
+    assert "OSError: [Errno" in first.read_text()  # the controller's own words: port taken
+    assert not (first.parent.parent / "cluster.json").exists()  # the failed start left nothing
+    assert LocalCluster.load(base / "test_it0" / "minikafka-cluster-2").state == "stopped"
+
+
+@pytest.mark.integration
+def test_a_port_taken_at_every_attempt_fails_the_setup_clearly(pytester):
+    pytester.makeconftest(TAKE_A_PORT + "EVERY_TIME = True\n")
+    pytester.makepyfile(test_one=ONE_SHARED_TEST)
+    base = pytester.path / "basetemp"
+    result = pytester.runpytest_subprocess(f"--basetemp={base}", timeout=120)
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*minikafka_cluster_factory: no cluster started: at each of 3 attempts, on newly "
+            "picked ports every time, another process took a port before its node bound it; "
+            "the last attempt (*minikafka-shared2): node 0 exited with code 1 before it was ready*"
+        ]
+    )
+    assert len(list(base.glob("minikafka-shared[0-9]*/node-0/node.out"))) == 3
+    assert not list(base.glob("**/cluster.json"))
+
+
+# -- the factory's bookkeeping and topic names, without processes -----------------------------
+
+
+class FakeCluster:
+    def __init__(self, options, base_dir):
+        self.options = dict(options)
+        self.base_dir = base_dir
+        self.alive = True
+        self.downs = 0
+
+    def status(self):
+        return [FakeStatus(node_id=1, alive=self.alive, paused=False)]
+
+    def down(self):
+        self.downs += 1
+
+
+class FakeStatus:
+    def __init__(self, *, node_id, alive, paused):
+        self.node_id, self.alive, self.paused = node_id, alive, paused
+
+
+@pytest.fixture
+def factory(monkeypatch, tmp_path):
+    """A ClusterFactory whose starts make FakeClusters (in fresh dirs, like mktemp)."""
+    from minikafka.testing import pytest_plugin
+
+    dirs = iter(tmp_path / f"shared{i}" for i in range(100))
+    monkeypatch.setattr(
+        pytest_plugin, "start_cluster", lambda opts, base_dir, who: FakeCluster(opts, base_dir(1))
+    )
+    return pytest_plugin.ClusterFactory(lambda: next(dirs))
+
+
+def test_the_factory_keys_clusters_by_their_normalised_options(factory, monkeypatch):
+    monkeypatch.delenv("MINIKAFKA_SEED", raising=False)
+    default = factory()
+    assert default.options["seed"] == 0 and default.options["brokers"] == 3
+    # The same cluster, said differently: defaults spelt out, FAST_CONFIGS' value given as an
+    # int, another ready timeout.
+    assert factory(brokers=3, seed=0, combined=False, fault_proxy=False) is default
+    assert factory(configs={"broker.session.timeout.ms": 1500}, ready_timeout_s=90) is default
+    # Anything that changes the cluster is another one.
+    others = [
+        factory(brokers=2),
+        factory(configs={"min.insync.replicas": "2"}),
+        factory(configs={"broker.session.timeout.ms": "3000"}),
+        factory(seed=7),
+        factory(combined=True),
+        factory(fault_proxy=True),
+    ]
+    assert len({id(lc) for lc in [default, *others]}) == 7
+    assert len({lc.base_dir for lc in factory.clusters}) == 7
+    assert factory(seed=7) is others[3]
+
+
+def test_the_factory_stops_every_cluster_once_at_close(factory):
+    started = [factory(brokers=n) for n in (1, 2, 3)]
+    factory.close()
+    assert [lc.downs for lc in started] == [1, 1, 1]
+    assert factory.clusters == []
+
+
+def test_the_factory_refuses_a_shared_cluster_with_a_node_down(factory):
+    lc = factory(brokers=1)
+    lc.alive = False
+    with pytest.raises(pytest.fail.Exception, match="node 1 of the shared cluster in .* is not"):
+        factory(brokers=1)
+
+
+def test_the_factory_refuses_unknown_options_in_one_line(factory):
+    with pytest.raises(pytest.fail.Exception, match="minikafka_cluster_factory: unknown option"):
+        factory(broker=2)
+    with pytest.raises(pytest.fail.Exception, match="ready_timeout_s 0: expected seconds > 0"):
+        factory(ready_timeout_s=0)
+    assert factory.clusters == []
+
+
+def test_topic_names_are_legal_readable_and_never_handed_out_twice():
+    from minikafka.core.controller.topics import topic_name_error
+    from minikafka.testing.pytest_plugin import TOPIC_NAME_MAX, unique_topic_name
+
+    taken: set[str] = set()
+    name = unique_topic_name("tests/sub/test_orders.py::TestA::test_b[x/y-1]", taken)
+    assert name == "test_orders-TestA-test_b-x-y-1"
+    assert unique_topic_name("tests/other/test_orders.py::TestA::test_b[x/y-1]", taken) == (
+        name + "-2"
+    )
+    long_ids = [f"tests/test_l.py::test_{'x' * 300}[{i}]" for i in range(2)]
+    longs = [unique_topic_name(nodeid, taken) for nodeid in long_ids]
+    assert longs[0] != longs[1]
+    assert all(len(n) <= TOPIC_NAME_MAX for n in longs)
+    assert all(topic_name_error(n) is None for n in [name, *longs, *taken])
+    assert len(taken) == 4
