@@ -328,6 +328,7 @@ class LocalCluster:
         """
         if wipe:
             self._check_wipe_targets()
+        self._adopt_recorded_pids()
         procs = list(self._procs.values())
         outcomes = stop_processes([p for p in procs if not p.node.is_controller], timeout_s)
         outcomes += stop_processes([p for p in procs if p.node.is_controller], timeout_s)
@@ -422,6 +423,18 @@ class LocalCluster:
         return new.pid
 
     # -- internals --------------------------------------------------------------------------
+
+    def _adopt_recorded_pids(self) -> None:
+        """Take the pids the cluster file holds now: another command (`minikafka cluster
+        restart 1`, a second LocalCluster) may have started a node since this object read it,
+        and `down` must stop that process, not the one it replaced."""
+        record = read_record(self._home)
+        if record is None:
+            return
+        for node_id, pid in record.pids.items():
+            proc = self._procs.get(node_id)
+            if proc is not None and pid is not None and pid != proc.pid:
+                self._procs[node_id] = NodeProcess(proc.node, proc.argv, pid=pid)
 
     def _start_all(self, timeout_s: float, progress: Progress | None) -> None:
         """The proxy, then the controller, then the brokers together, each phase waited for;

@@ -62,3 +62,17 @@ def test_each_node_action_from_the_cli(tmp_path) -> None:
         assert "restarting node 1" in restarted.stderr  # progress goes to stderr
         missing = cli(lc, "kill", "9")
         assert missing.returncode != 0 and "no node 9" in missing.stderr
+        restarted_pid = state(lc, 1)[1]
+    # `lc` read the cluster file before the CLI restarted node 1: its down() must still stop
+    # the new process (it left it running before LocalCluster.down adopted recorded pids).
+    assert not running(restarted_pid)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie (a node the CLI started is reparented when the CLI exits, and a
+    container's init may be slow to reap it)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
