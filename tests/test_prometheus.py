@@ -164,6 +164,20 @@ async def test_a_real_brokers_metrics_all_have_a_table_entry(tmp_path, autojump_
     assert got[("kafka_server_replicamanager_underreplicatedpartitions", (("node", "1"),))] == 0
 
 
+def test_the_per_class_counters_have_table_entries():
+    """The counters named by f-strings (server/fetch_read.py, fetcher.py, jsonl.py), which the
+    in-memory broker above registers only once bytes flow or a log fails."""
+    dynamic = [
+        f"{s}_{c}_{k}_bytes"
+        for s in ("leader", "follower")
+        for c in ("replication", "reassignment")
+        for k in ("throttled", "exempt")
+    ]
+    dynamic += [f"leader_{c}_overhead_bytes" for c in ("replication", "reassignment")]
+    dynamic += [f"log_write_errors_{log}" for log in ("events", "metrics", "replicas")]
+    assert [name for name in dynamic if name not in FAMILIES] == []
+
+
 def test_table_names_follow_the_conventions():
     for key, family in FAMILIES.items():
         assert re.fullmatch(r"(kafka_server|minikafka)_[a-zA-Z0-9_]+", family.name), key

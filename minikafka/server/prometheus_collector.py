@@ -230,11 +230,12 @@ for _side, _does in (("leader", "sent by this leader"), ("follower", "fetched by
             f"Bytes of throttled {_cls} {_does} for in-sync replicas, which the quota "
             "cannot hold back (KAFKA-4313).",
         )
-    FAMILIES[f"leader_{_cls}_overhead_bytes"] = Family(
-        f"minikafka_leader_{_cls}_overhead_bytes",
-        f"Bytes of a throttled {_cls} response beyond its records (headers) that its quota "
-        "was charged, as Kafka's leader charges the whole response size.",
-    )
+        if _side == "leader":
+            FAMILIES[f"{_key}_overhead_bytes"] = Family(
+                f"minikafka_{_key}_overhead_bytes",
+                f"Bytes of a throttled {_cls} response beyond its records (headers) that its "
+                "quota was charged, as Kafka's leader charges the whole response size.",
+            )
 for _log in ("events", "metrics", "replicas"):
     FAMILIES[f"log_write_errors_{_log}"] = Family(
         f"minikafka_log_write_errors_{_log}",
