@@ -139,6 +139,13 @@ def _describe_and_filters(d: Path) -> None:
     for r in rows:
         assert r["log_start_offset"] == 0
         assert r["high_watermark"] == r["log_end_offset"] == counts[r["partition"]]
+
+    def listed(*flags: str) -> set[str]:
+        rows = json.loads(cli(d, "topics", "list", "--json", *flags).stdout)
+        return {r["topic"] for r in rows}
+
+    assert listed() == {"t", "__consumer_offsets"}  # the group above created it
+    assert listed("--exclude-internal") == {"t"}
     table = cli(d, "topics", "describe", "t").stdout.decode()
     assert re.search(r"LOG_START\s+HW\s+LEO", table)
 

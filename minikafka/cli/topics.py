@@ -20,6 +20,7 @@ from minikafka.cli.common import (
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.log_offsets import log_offsets
+from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 
@@ -138,11 +139,21 @@ def topics_delete(name: str, bootstrap: str | None, cluster_dir: Path) -> None:
     click.echo(f"deleted topic {name}")
 
 
+_exclude_internal = click.option(
+    "--exclude-internal",
+    is_flag=True,
+    help="Leave out internal topics such as __consumer_offsets (kafka-topics' flag).",
+)
+
+
 @topics.command("list")
+@_exclude_internal
 @bootstrap_option
 @json_option
 @friendly_errors
-def topics_list(bootstrap: str | None, cluster_dir: Path, as_json: bool) -> None:
+def topics_list(
+    exclude_internal: bool, bootstrap: str | None, cluster_dir: Path, as_json: bool
+) -> None:
     """List topics with their partition counts."""
     md = trio.run(_metadata, resolve_bootstrap(bootstrap, cluster_dir))
     rows = [
@@ -152,6 +163,7 @@ def topics_list(bootstrap: str | None, cluster_dir: Path, as_json: bool) -> None
             "replication_factor": max((len(p.replicas) for p in t.partitions), default=0),
         }
         for t in md.topics
+        if not (exclude_internal and t.name in INTERNAL_TOPICS)
     ]
     emit(rows, ["topic", "partitions", "replication_factor"], as_json)
 
@@ -170,6 +182,7 @@ def topics_list(bootstrap: str | None, cluster_dir: Path, as_json: bool) -> None
     is_flag=True,
     help="Only partitions whose leader is not available (kafka-topics' flag).",
 )
+@_exclude_internal
 @bootstrap_option
 @json_option
 @friendly_errors
@@ -177,6 +190,7 @@ def topics_describe(
     names: tuple[str, ...],
     under_replicated: bool,
     unavailable: bool,
+    exclude_internal: bool,
     bootstrap: str | None,
     cluster_dir: Path,
     as_json: bool,
@@ -189,6 +203,8 @@ def topics_describe(
     for t in md.topics:
         if t.error_code:
             raise ConfigError(f"unknown topic {t.name!r}")
+        if exclude_internal and t.name in INTERNAL_TOPICS:
+            continue
         for p in t.partitions:
             if under_replicated and len(p.isr) >= len(p.replicas):
                 continue
