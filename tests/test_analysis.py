@@ -137,7 +137,7 @@ def test_a_good_folder_loads_with_defaults(tmp_path: Path) -> None:
     run = load_run(_run(tmp_path, {"case": "x y", "throttle_bytes_per_s": 1e6}))
     assert (run.case, run.throttle_bytes_per_s, run.predicted_move_s) == ("x y", MB, None)
     assert run.timeline_file is None and run.produced_file is None
-    assert len(run.metrics_files) == 1
+    assert run.metrics_files == () and run.run_dir is not None  # Spark lists the files
     assert load_runs([run.run_dir, run.run_dir]) == [run]  # a folder named twice counts once
 
 
@@ -385,6 +385,8 @@ def test_four_cases_in_one_job_and_the_files(report: Report) -> None:
 
 @pytest.mark.spark
 def test_cli_exit_codes_and_default_out_dir(spark: Any, tmp_path: Path) -> None:
+    from pyspark.sql import SparkSession
+
     clean = tmp_path / "odd name+50%" / "clean_move"  # input_file_name() escapes " " and "%"
     shutil.copytree(RUNS / "clean_move", clean)
     ok = CliRunner().invoke(main, ["analyze", str(clean), "--json"])
@@ -402,7 +404,8 @@ def test_cli_exit_codes_and_default_out_dir(spark: Any, tmp_path: Path) -> None:
         "P99_AFTER_MS", "ISR_SHRINKS",
     ]  # fmt: skip
     assert "burst_move  fail" in bad.stdout and "throttle violated" in bad.stdout
-    assert spark.sparkContext._jsc is not None  # the CLI left the test's session running
+    assert SparkSession.getActiveSession() is spark  # the CLI left the test's session running
+    assert spark.range(3).count() == 3
 
 
 def split_into_parts(path: Path, parts: int) -> None:
@@ -425,7 +428,12 @@ def test_logs_that_rolled_over_give_the_same_report(
     shutil.copytree(RUNS / "clean_move", rolled)
     for log in [*rolled.glob("nodes/*/metrics.jsonl"), *rolled.glob("nodes/*/events.jsonl")]:
         split_into_parts(log, 3)
-    assert len(load_run(rolled).metrics_files) == 9
+    from minikafka.tools.analysis.inputs import list_logs
+
+    logs = list_logs(spark, [load_run(rolled)])[str(rolled)]
+    assert len(logs.metrics) == 9 and logs.metrics[:3] == tuple(
+        f"file:{rolled}/nodes/node-0/metrics.jsonl{end}" for end in (".2", ".1", "")
+    )  # Spark listed them; oldest first
     again = analyze([rolled], out_dir=tmp_path / "out", spark=spark)
     (case,) = again.cases
     whole = report.case("clean_move")
@@ -435,3 +443,43 @@ def test_logs_that_rolled_over_give_the_same_report(
     assert len(again.per_second) == len(
         [r for r in report.per_second if r["case_id"] == "clean_move"]
     )
+
+
+def _same_case(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return {k: v for k, v in a.items() if k != "run_dir"} == {
+        k: v for k, v in b.items() if k != "run_dir"
+    }
+
+
+@pytest.mark.spark
+def test_patterns_and_uris_are_read_by_spark(spark: Any, report: Report, tmp_path: Path) -> None:
+    """A pattern (expanded by Spark: the folders holding a case.json are the runs, a report's
+    analysis/ beside them is not) and a file: URI of a folder whose name Hadoop's glob would
+    read as a pattern: the same cases as the fixture folders named one by one."""
+    from minikafka.tools.analysis import analyze
+
+    runs = tmp_path / "runs"
+    for name in ("clean_move", "burst_move"):
+        shutil.copytree(RUNS / name, runs / name)
+    (runs / "analysis").mkdir()
+    (runs / "analysis" / "per_second.jsonl").write_text("{}\n")
+    odd = tmp_path / "odd [1] {x}" / "produce_move"
+    shutil.copytree(RUNS / "produce_move", odd)
+    got = analyze([f"{runs}/*", f"file://{odd}", runs / "clean_move"], spark=spark, write=False)
+    assert [c["run_dir"] for c in got.cases] == [
+        str(runs / "burst_move"), str(runs / "clean_move"), str(odd),
+    ]  # fmt: skip  # path order in a pattern; a folder named twice counts once
+    for case in got.cases:
+        assert _same_case(case, report.case(case["case"])), case["case"]
+
+
+@pytest.mark.spark
+def test_a_pattern_without_runs_is_refused_once_spark_looked(spark: Any, tmp_path: Path) -> None:
+    from minikafka.tools.analysis import analyze
+
+    (tmp_path / "analysis").mkdir()
+    (tmp_path / "analysis" / "report.json").write_text("{}")
+    with pytest.raises(ConfigError, match=r"/\*: no folder it matches holds a case.json"):
+        analyze([f"{tmp_path}/*"], spark=spark, write=False)
+    with pytest.raises(ConfigError, match=r"/nope/c\?se: no folder it matches"):
+        analyze([RUNS / "clean_move", f"file:{tmp_path}/nope/c?se"], spark=spark, write=False)

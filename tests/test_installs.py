@@ -128,7 +128,9 @@ WALK = textwrap.dedent(
     """
     import importlib, pkgutil, sys
 
-    SPARK_JOB = {"minikafka.tools.analysis.spark_job", "minikafka.tools.analysis.frames"}
+    SPARK_JOB = {
+        f"minikafka.tools.analysis.{m}" for m in ("spark_job", "frames", "inputs", "session")
+    }
     from minikafka.tools.analysis.environment import MissingAnalysisExtra
 
     imported, hinted = [], []

@@ -1,7 +1,8 @@
 """Every reader of a node's JSON-lines logs reads across their rotated parts, oldest first
 (server/jsonl.py `jsonl_parts`): the experiment's node_logs, the run-folder copy, the analysis'
-file list (what Spark reads), `cluster logs`, `minikafka metrics` and `reassign --watch`'s
-files. The Spark side of the same list is in test_analysis.py (marked spark)."""
+file list (Spark lists the files, tools/analysis/sources.py `classify` orders them), `cluster
+logs`, `minikafka metrics` and `reassign --watch`'s files. The Spark side of the same list is
+in test_analysis.py (marked spark)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from minikafka.experiment import node_logs
 from minikafka.server.jsonl import JsonlFile, Rotation, jsonl_parts
 from minikafka.testing.run_folder import RunFolder
 from minikafka.tools.analysis import load_run
+from minikafka.tools.analysis.sources import Listed, classify
 from minikafka.tools.reassign import progress
 
 
@@ -82,6 +84,16 @@ def test_the_run_folder_copies_every_part_and_no_stale_one(tmp_path: Path) -> No
         assert len(src.read_bytes()) <= 300
 
 
+def _listing(run_dir: Path) -> list[Listed]:
+    """A run folder's files as Spark lists them for the analysis (inputs.list_logs: the path as
+    a key, the Hadoop path, the size), unordered."""
+    return [
+        Listed(key=str(p), path=f"file:{p}", size=p.stat().st_size)
+        for p in run_dir.rglob("*.jsonl*")
+        if p.is_file()
+    ]
+
+
 def test_the_analysis_reads_every_part_of_every_node_oldest_first(tmp_path: Path) -> None:
     (tmp_path / "case.json").write_text('{"case": "x"}')
     nodes = tmp_path / "nodes"
@@ -90,11 +102,12 @@ def test_the_analysis_reads_every_part_of_every_node_oldest_first(tmp_path: Path
     write_parts(nodes / "node-2" / "events.jsonl", [[{"ts": 1}], [{"ts": 2}]])
     (nodes / "node-3").mkdir()  # a node whose logs were not collected
     run = load_run(tmp_path)
-    assert [str(Path(f).relative_to(nodes)) for f in run.metrics_files] == [
+    logs = classify(reversed(_listing(tmp_path)), [run.key])[run.key]
+    assert [str(Path(f.removeprefix("file:")).relative_to(nodes)) for f in logs.metrics] == [
         "node-1/metrics.jsonl.2", "node-1/metrics.jsonl.1", "node-1/metrics.jsonl",
         "node-2/metrics.jsonl",
     ]  # fmt: skip
-    assert [Path(f).name for f in run.events_files] == ["events.jsonl.1", "events.jsonl"]
+    assert [Path(f).name for f in logs.events] == ["events.jsonl.1", "events.jsonl"]
 
 
 def test_a_run_folder_whose_metrics_only_rolled_parts_hold_is_still_a_run(tmp_path: Path) -> None:
@@ -102,7 +115,8 @@ def test_a_run_folder_whose_metrics_only_rolled_parts_hold_is_still_a_run(tmp_pa
     part = tmp_path / "nodes" / "node-1" / "metrics.jsonl.1"
     part.parent.mkdir(parents=True)
     part.write_text('{"ts": 1}\n')
-    assert load_run(tmp_path).metrics_files == (str(part),)
+    run = load_run(tmp_path)  # the driver's check before Spark starts finds a metrics log
+    assert classify(_listing(tmp_path), [run.key])[run.key].metrics == (f"file:{part}",)
 
 
 # ---------------------------------------------------------------------------- live readers

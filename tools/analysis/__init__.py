@@ -1,6 +1,8 @@
-"""The PySpark analysis of system-test and experiment runs: run folders in (`runs`), one Spark
-job (`spark_job`, its DataFrame rules in `frames`), pure figures and verdicts (`summary`),
-report.json, HTML and PNG plots out (`report`), and what it needs to run (`environment`).
+"""The PySpark analysis of system-test and experiment runs: run folders in (`runs`, named by
+path, pattern or URI: `sources`; found and listed through Spark: `inputs`), one Spark job
+(`spark_job`, its DataFrame rules in `frames`) on any master (`masters`, `session`), pure
+figures and verdicts (`summary`), report.json, HTML and PNG plots out (`report`), and what it
+needs to run (`environment`).
 
 The package imports without the `[analysis]` extra: `analyze` and `spark_session` (the Spark
 job) are imported on first use, and raise `MissingAnalysisExtra` (the pip line) without pyspark.
@@ -15,8 +17,10 @@ from minikafka.tools.analysis.environment import (
     java_major,
     require_analysis,
 )
+from minikafka.tools.analysis.masters import MASTER_FORMS, check_master
 from minikafka.tools.analysis.report import render_html, render_table, write_report
 from minikafka.tools.analysis.runs import Params, RunCase, default_out_dir, load_run, load_runs
+from minikafka.tools.analysis.sources import RunSource, parse_sources
 from minikafka.tools.analysis.summary import SCHEMA, Collected, Report, build_report, move_bounds
 
 if TYPE_CHECKING:
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
 _SPARK_JOB = ("analyze", "spark_session")
 
 __all__ = [
+    "MASTER_FORMS",
     "SCHEMA",
     "AnalysisUnavailable",
     "Collected",
@@ -32,14 +37,17 @@ __all__ = [
     "Params",
     "Report",
     "RunCase",
+    "RunSource",
     "analyze",
     "build_report",
     "check_java",
+    "check_master",
     "default_out_dir",
     "java_major",
     "load_run",
     "load_runs",
     "move_bounds",
+    "parse_sources",
     "render_html",
     "render_table",
     "require_analysis",

@@ -4,7 +4,8 @@ for Spark, and the `[analysis]` extra (pyspark, matplotlib).
 `require_analysis()` is the one check, used by `minikafka analyze` (first thing, exit 2 with
 its message) and by the library path (`spark_session`, which `analyze` and the system tests
 start Spark with, and the experiment runner's report). It raises `AnalysisUnavailable` with
-one line saying what is missing and what to do; it changes nothing.
+one line saying what is missing and what to do; it changes nothing. A Spark Connect client
+(`--master sc://...`) starts no JVM: it needs no Java, but pyspark's `connect` extra.
 
 Java is found as Spark's launcher finds it (bin/spark-class): `$JAVA_HOME/bin/java` when
 JAVA_HOME is set, else `java` on PATH. Its major comes from the first line of
@@ -17,6 +18,7 @@ This module imports neither pyspark nor matplotlib: it is what runs when they ar
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import shutil
@@ -27,6 +29,7 @@ from minikafka.errors import MiniKafkaError
 
 JAVA_MIN_MAJOR = 17
 ANALYSIS_EXTRA_HINT = "pip install 'minikafka[analysis]'"
+CONNECT_HINT = "pip install 'pyspark[connect]'"
 ANALYSIS_MODULES = ("pyspark", "matplotlib")
 JAVA_VERSION_TIMEOUT_S = 30.0
 
@@ -114,8 +117,25 @@ def check_extra() -> None:
             ) from None
 
 
-def require_analysis(env: Mapping[str, str] | None = None) -> int:
-    """Java 17+ and the `[analysis]` extra, checked in that order; the Java major."""
-    major = check_java(env=env)
+def check_connect_client() -> None:
+    """AnalysisUnavailable, with the pip line, unless the Spark Connect client imports (pandas,
+    pyarrow, grpcio ...: pyspark's `connect` extra), which `--master sc://...` needs."""
+    try:
+        importlib.import_module("pyspark.sql.connect.session")
+    except ImportError as exc:
+        said = str(exc).strip().splitlines()[:1] or [type(exc).__name__]
+        raise AnalysisUnavailable(
+            f"--master sc://... needs the Spark Connect client, not installed here ({said[0]}): "
+            f"{CONNECT_HINT}"
+        ) from None
+
+
+def require_analysis(env: Mapping[str, str] | None = None, *, connect: bool = False) -> int | None:
+    """What the analysis needs, checked in this order: Java 17+ (the driver's JVM; not for a
+    Spark Connect client, `connect`, whose server holds the JVM), the `[analysis]` extra, and
+    for `connect` the Connect client. The Java major, None for `connect`."""
+    major = None if connect else check_java(env=env)
     check_extra()
+    if connect:
+        check_connect_client()
     return major

@@ -16,6 +16,12 @@ Only `case.json` (with a string "case") and at least one `nodes/*/metrics.jsonl`
 the rest is optional and the report says so by nulls. Bad input is a `ConfigError` with one
 line naming the folder, what is wrong and what is accepted (DESIGN.md rule 6); nothing is read
 past the first bad folder.
+
+A local folder named literally is checked here, on the driver, before Spark starts
+(`load_run`); the case.json of a pattern or a remote folder is read through Spark and checked by
+the same rules (`case_from_text`; tools/analysis/sources.py says which is which). The log files
+a run's `RunCase` lists are never found here: Spark lists them (inputs.list_logs) and
+`with_logs` fills them in.
 """
 
 from __future__ import annotations
@@ -23,12 +29,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from minikafka.errors import ConfigError
 from minikafka.server.jsonl import jsonl_parts
+from minikafka.tools.analysis.sources import LogFiles, RunSource, parse_source
 
 THROTTLE_MODES = ("lists", "kip542")
 JUDGED = ("move", "run")  # ThrottleCheck.judged
@@ -36,6 +43,9 @@ LAYOUT = (
     "case.json, nodes/node-<id>/metrics.jsonl and events.jsonl, "
     "clients/produced.jsonl, timeline.jsonl"
 )
+NO_RUN_DIR = "no run folder given: pass one or more RUN_DIRs (each holding case.json)"
+NO_METRICS = f"no nodes/node-<id>/metrics.jsonl (a run folder holds {LAYOUT})"
+NOT_LOCAL = "is not a local folder: name a report folder on this machine (--out DIR)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -92,10 +102,11 @@ class ThrottleCheck:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunCase:
-    """One run folder: its case.json, and the log files found in it (absolute paths)."""
+    """One run folder: its case.json, and the log files Spark listed in it (Hadoop paths)."""
 
-    run_dir: Path
-    key: str  # the absolute folder path as Spark names it (no symlinks resolved)
+    run_dir: Path | None  # the local folder (file: runs), None for a remote one
+    uri: str  # the folder as a Spark path (file:/abs/path, hdfs://..., s3a://...)
+    key: str  # the folder as Spark names it: the absolute path for file: (no symlinks resolved)
     case: str
     seed: int | None
     nodes: tuple[int, ...]
@@ -113,10 +124,11 @@ class RunCase:
     throttle_window_past_end: bool
     throttle_judged: str
     throttle_exempt_counted: bool
-    metrics_files: tuple[str, ...]
-    events_files: tuple[str, ...]
-    produced_file: str | None
-    timeline_file: str | None
+    metrics_files: tuple[str, ...] = ()  # filled in from Spark's listing (`with_logs`)
+    events_files: tuple[str, ...] = ()
+    produced_file: str | None = None
+    timeline_file: str | None = None
+    log_bytes: int = 0  # size of the metrics, events and produced logs
 
     def describe(self) -> dict[str, Any]:
         """The case.json fields as they appear in the report."""
@@ -150,19 +162,39 @@ class RunCase:
 
 
 def load_runs(run_dirs: Sequence[str | os.PathLike[str]]) -> list[RunCase]:
-    """Every folder checked and loaded, in the order given (a folder named twice counts once)."""
+    """Every local folder checked and loaded, in the order given (a folder named twice counts
+    once); a pattern or a remote folder is refused (only Spark reads those: inputs.find_runs)."""
     if not run_dirs:
-        raise ConfigError("no run folder given: pass one or more RUN_DIRs (each holding case.json)")
+        raise ConfigError(NO_RUN_DIR)
     runs: dict[str, RunCase] = {}
     for d in run_dirs:
+        source = parse_source(os.fspath(d))
+        if not source.checked_here:
+            raise ConfigError(f"{d}: not a local folder; Spark reads it (analyze, not load_runs)")
         run = load_run(d)
         runs.setdefault(run.key, run)
     return list(runs.values())
 
 
+def precheck(sources: Sequence[RunSource], *, out_given: bool) -> dict[str, RunCase]:
+    """What the driver checks before Spark starts: some RUN_DIR, every local folder named
+    literally (`load_run`, by argument), and a report folder (--out) if a run is remote (the
+    report is written on this machine)."""
+    if not sources:
+        raise ConfigError(NO_RUN_DIR)
+    checked = {s.arg: load_run(s.arg) for s in sources if s.checked_here}
+    remote = next((s for s in sources if s.local is None), None)
+    if remote is not None and not out_given:
+        raise ConfigError(f"{remote.arg} {NOT_LOCAL}")
+    return checked
+
+
 def load_run(run_dir: str | os.PathLike[str]) -> RunCase:
-    path = Path(os.path.abspath(run_dir))
-    if not path.is_dir():
+    """A local run folder (a path or a file: URI), checked on the driver: its case.json read and
+    checked, some nodes/*/metrics.jsonl present. Its log files are left for Spark to list."""
+    source = parse_source(os.fspath(run_dir))
+    path = source.local
+    if path is None or not path.is_dir():
         raise ConfigError(f"{run_dir}: not a folder (expected a run folder holding {LAYOUT})")
     if not any(path.iterdir()):
         raise ConfigError(f"{run_dir}: empty folder (expected a run folder holding {LAYOUT})")
@@ -172,44 +204,47 @@ def load_run(run_dir: str | os.PathLike[str]) -> RunCase:
         if inner:  # a folder of runs: name them
             raise ConfigError(
                 f"{run_dir}: no case.json, but it holds run folders ({', '.join(inner[:3])}"
-                f"{', ...' if len(inner) > 3 else ''}): pass those, e.g. {run_dir}/*"
+                f"{', ...' if len(inner) > 3 else ''}): pass those, e.g. '{run_dir}/*'"
             )
         raise ConfigError(f"{run_dir}: no case.json (a run folder holds {LAYOUT})")
     try:
-        raw = json.loads(case_file.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+        text = case_file.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{case_file}: not valid JSON ({exc})") from None
+    run = case_from_text(text, key=str(path), uri=source.uri, run_dir=path)
+    if not any(p.is_file() for d in path.glob("nodes/*") for p in jsonl_parts(d / "metrics.jsonl")):
+        # a pre-check only: what Spark reads, it lists itself
+        raise ConfigError(f"{run_dir}: {NO_METRICS}")
+    return run
+
+
+def case_from_text(text: str, *, key: str, uri: str, run_dir: Path | None) -> RunCase:
+    """A run from its case.json's text (read here, or through Spark), checked (one line)."""
+    where = f"{key}/case.json"
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: not valid JSON ({exc})") from None
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{case_file}: expected a JSON object with at least a string 'case'")
-    fields = _case_fields(raw, case_file)
-    metrics = node_log_files(path, "metrics.jsonl")
-    if not metrics:
-        raise ConfigError(
-            f"{run_dir}: no nodes/node-<id>/metrics.jsonl (a run folder holds {LAYOUT})"
-        )
-    events = node_log_files(path, "events.jsonl")
-    produced = path / "clients" / "produced.jsonl"
-    timeline = path / "timeline.jsonl"
-    return RunCase(
-        run_dir=path,
-        key=str(path),
-        metrics_files=tuple(metrics),
-        events_files=tuple(events),
-        produced_file=str(produced) if produced.is_file() else None,
-        timeline_file=str(timeline) if timeline.is_file() else None,
-        **fields,
+        raise ConfigError(f"{where}: expected a JSON object with at least a string 'case'")
+    return RunCase(run_dir=run_dir, uri=uri, key=key, **_case_fields(raw, where))
+
+
+def with_logs(run: RunCase, logs: LogFiles) -> RunCase:
+    """The run with the log files Spark listed; refused without a metrics log."""
+    if not logs.metrics:
+        raise ConfigError(f"{run.key}: {NO_METRICS}")
+    return replace(
+        run,
+        metrics_files=logs.metrics,
+        events_files=logs.events,
+        produced_file=logs.produced,
+        timeline_file=logs.timeline,
+        log_bytes=logs.size,
     )
 
 
-def node_log_files(run_dir: Path, name: str) -> tuple[str, ...]:
-    """Every file of the nodes' log `name` in a run folder, node by node, each node's rotated
-    parts oldest first (`name.N` ... `name.1`, `name`; minikafka/server/jsonl.py): the list
-    Spark reads, so that a log that rolled over is read whole."""
-    nodes = sorted(d for d in run_dir.glob("nodes/*") if d.is_dir())
-    return tuple(str(p) for d in nodes for p in jsonl_parts(d / name))
-
-
-def _case_fields(raw: Mapping[str, Any], where: Path) -> dict[str, Any]:
+def _case_fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     def get(name: str, kinds: tuple[type, ...], default: Any, accepted: str) -> Any:
         value = raw.get(name, default)
         if value is None:
@@ -278,10 +313,15 @@ def _int(value: float | None) -> int | None:
 
 
 def default_out_dir(runs: Sequence[RunCase]) -> Path:
-    """RUN_DIR/analysis for one run; the runs' common parent folder's analysis/ for many."""
-    if len(runs) == 1:
-        return runs[0].run_dir / "analysis"
-    return Path(os.path.commonpath([str(r.run_dir) for r in runs])) / "analysis"
+    """RUN_DIR/analysis for one run; the runs' common parent folder's analysis/ for many. The
+    report is written by the driver, so a remote run has no default: --out is needed."""
+    local = [r.run_dir for r in runs if r.run_dir is not None]
+    if len(local) < len(runs):
+        remote = next(r.key for r in runs if r.run_dir is None)
+        raise ConfigError(f"{remote} {NOT_LOCAL}")
+    if len(local) == 1:
+        return local[0] / "analysis"
+    return Path(os.path.commonpath([str(d) for d in local])) / "analysis"
 
 
 def slugs(runs: Sequence[RunCase]) -> dict[str, str]:

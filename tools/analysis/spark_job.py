@@ -13,22 +13,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from functools import reduce
 from pathlib import Path
 from typing import Any
 
 from minikafka.errors import MiniKafkaError
-from minikafka.tools.analysis.environment import (
-    ANALYSIS_EXTRA_HINT,
-    MissingAnalysisExtra,
-    require_analysis,
-)
+from minikafka.tools.analysis.environment import ANALYSIS_EXTRA_HINT, MissingAnalysisExtra
 
 try:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 except ImportError as exc:  # this module is the Spark job: without pyspark, the pip line
@@ -49,8 +43,18 @@ from minikafka.tools.analysis.frames import (
     window_series,
     with_phase,
 )
+from minikafka.tools.analysis.inputs import find_runs, read_lines, run_key
+from minikafka.tools.analysis.masters import local_cores
 from minikafka.tools.analysis.report import write_report
-from minikafka.tools.analysis.runs import Params, RunCase, ThrottleCheck, default_out_dir, load_runs
+from minikafka.tools.analysis.runs import (
+    Params,
+    RunCase,
+    ThrottleCheck,
+    default_out_dir,
+    precheck,
+)
+from minikafka.tools.analysis.session import spark_session
+from minikafka.tools.analysis.sources import parse_sources
 from minikafka.tools.analysis.summary import (
     Collected,
     Report,
@@ -92,69 +96,10 @@ TIMELINE_SCHEMA = T.StructType(
     [T.StructField("ts", T.DoubleType()), T.StructField("event", T.StringType())]
 )
 
-_LOG4J = """\
-rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = console
-appender.console.type = Console
-appender.console.name = console
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
-"""
+__all__ = ["analyze", "collect", "run_key", "shuffle_partitions", "spark_session"]
 
 
-def spark_session(master: str = "local[2]") -> SparkSession:
-    """The active session, or a new one: workers run this interpreter, UI off, 4 shuffle
-    partitions, errors only in the log, tuned for small data. An active session is reused as
-    it is (its master and settings too). Before starting one: `require_analysis()`, the check
-    `minikafka analyze` makes first (Java 17+, matplotlib), so a missing Java is one line,
-    AnalysisUnavailable, instead of Spark's launcher failing some seconds later."""
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return active
-    require_analysis()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    log4j = Path(tempfile.gettempdir()) / "minikafka-analysis-log4j2.properties"
-    if not log4j.exists():
-        log4j.write_text(_LOG4J, encoding="utf-8")
-    return (
-        SparkSession.builder.master(master)
-        .appName("minikafka-analysis")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.log.level", "ERROR")
-        # Small inputs, short jobs: skip the C2 compiler, whole-stage codegen and adaptive
-        # re-planning, whose start-up costs outweigh what they save here (some 1.4x faster).
-        .config("spark.sql.adaptive.enabled", "false")
-        .config("spark.sql.codegen.wholeStage", "false")
-        .config(
-            "spark.driver.extraJavaOptions",
-            f"-Dlog4j2.configurationFile={log4j.as_uri()} -XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-        )
-        .getOrCreate()
-    )
-
-
-# ------------------------------------------------------------------------------------ input
-
-
-def run_key(file_name: Column) -> Column:
-    """The run folder of a log line: the path before nodes/..., clients/... or timeline.jsonl,
-    as `RunCase.key` spells it (input_file_name() is a URI: scheme cut, %-escapes decoded)."""
-    path = F.regexp_replace(file_name, r"^file:(//)?", "")
-    path = F.url_decode(F.regexp_replace(path, r"\+", "%2B"))
-    return F.regexp_extract(path, r"^(.*)/(nodes/[^/]+/[^/]+|clients/[^/]+|timeline\.jsonl)$", 1)
-
-
-def read_lines(spark: SparkSession, files: Sequence[str], schema: T.StructType) -> DataFrame:
-    if not files:
-        empty = T.StructType([*schema.fields, T.StructField("run_key", T.StringType())])
-        return spark.createDataFrame([], empty)
-    df = spark.read.schema(schema).json(list(files))
-    return df.withColumn("run_key", run_key(F.input_file_name())).where(F.col("ts").isNotNull())
+# ------------------------------------------------------------------------------ small frames
 
 
 def cases_frame(spark: SparkSession, runs: Sequence[RunCase]) -> DataFrame:
@@ -213,6 +158,7 @@ def analyze(
     run_dirs: Sequence[str | os.PathLike[str]],
     *,
     master: str = "local[2]",
+    conf: Mapping[str, str] | None = None,
     out_dir: str | os.PathLike[str] | None = None,
     spark: SparkSession | None = None,
     params: Params | None = None,
@@ -220,17 +166,24 @@ def analyze(
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Analyse run folders together in Spark; write report.json, report.html, the plots and the
-    per-second series to `out_dir` (default: RUN_DIR/analysis, or the folders' common parent's
-    analysis/ for many) unless `write` is false. Bad folders raise ConfigError before Spark
-    starts. The session (`spark`, else the active one, else a new one on `master`) is left
-    running for the next call; `spark_session(...).stop()` ends it."""
+    per-second series to `out_dir` on this machine (default: RUN_DIR/analysis, or the folders'
+    common parent's analysis/ for many; a remote run has none) unless `write` is false.
+
+    `run_dirs`: local folders, patterns and URIs (tools/analysis/sources.py); Spark expands the
+    patterns and lists every run's files. Bad local folders (and a remote run without
+    `out_dir`) raise ConfigError before Spark starts; a pattern matching no run folder, or a
+    remote folder without case.json, once Spark has looked. The session (`spark`, else the
+    active one, else a new one on `master` with `conf`) is left running for the next call;
+    `spark_session(...).stop()` ends it."""
     say = progress or (lambda _line: None)
     params = params or Params()
-    runs = load_runs(run_dirs)
+    sources = parse_sources(run_dirs)
+    checked = precheck(sources, out_given=out_dir is not None or not write)
     if spark is None:
         if SparkSession.getActiveSession() is None:
             say(f"starting Spark on {master} ...")
-        spark = spark_session(master)
+        spark = spark_session(master, conf)
+    runs = find_runs(spark, sources, checked)
     say(f"reading {len(runs)} run folder(s) ...")
     key = "spark.sql.shuffle.partitions"
     before = spark.conf.get(key)
@@ -250,10 +203,16 @@ def analyze(
 def shuffle_partitions(spark: SparkSession, runs: Sequence[RunCase]) -> int:
     """One shuffle partition per 16 MiB of logs, at most 2 per core: every task of every stage
     costs some 10 ms however little it holds, and a run's logs are a few MB (4 partitions
-    instead of 1 make the analysis of one run about 1.6x slower on 2 cores)."""
-    files = [f for r in runs for f in (*r.metrics_files, *r.events_files, r.produced_file) if f]
-    size = sum(os.path.getsize(f) for f in files)
-    return max(1, min(2 * spark.sparkContext.defaultParallelism, -(-size // (16 << 20))))
+    instead of 1 make the analysis of one run about 1.6x slower on 2 cores). The cores: the
+    session's `spark.default.parallelism` if set, a local master's own; on a cluster, whose
+    cores the session does not say (not without `sparkContext`, which Spark Connect lacks),
+    at most the session's `spark.sql.shuffle.partitions`."""
+    size = sum(r.log_bytes for r in runs)
+    cores = spark.conf.get("spark.default.parallelism", None) or local_cores(
+        spark.conf.get("spark.master", None) or ""
+    )
+    cap = 2 * int(cores) if cores else int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return max(1, min(cap, -(-size // (16 << 20))))
 
 
 def collect(
