@@ -40,8 +40,9 @@ def invoke(*args: str):  # noqa: ANN201
     return CliRunner().invoke(main, ["reassign", *args, "--bootstrap", "127.0.0.1:1"])
 
 
-def refused(result, *words: str) -> str:  # noqa: ANN001
-    assert result.exit_code == 2, (result.exit_code, result.output)
+def refused(result, *words: str, exit_code: int = 2) -> str:  # noqa: ANN001
+    """One line on stderr naming `words`, the given exit code (2: bad input), nothing on stdout."""
+    assert result.exit_code == exit_code, (result.exit_code, result.output)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert result.stdout == ""

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from reassign_cli_support import refused as refused_with
 
 from minikafka.cli.experiment import worst
 from minikafka.cli.main import main
@@ -29,13 +30,7 @@ def invoke(*args: str) -> Result:
 
 def refused(result: Result, *words: str) -> str:
     """One line on stderr, exit 254 (Jepsen's invalid arguments), nothing on stdout."""
-    assert result.exit_code == 254, (result.exit_code, result.output)
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert result.stdout == ""
-    for word in words:
-        assert word in lines[0], lines[0]
-    return lines[0]
+    return refused_with(result, *words, exit_code=254)
 
 
 class FakeRuns:
