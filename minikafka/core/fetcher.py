@@ -29,6 +29,7 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from minikafka.core.partitioner import java_string_hash
 from minikafka.core.types import UNDEFINED_EPOCH, TopicPartition
 from minikafka.wire.messages import FetchPartition, FetchRequest
 
@@ -227,15 +228,6 @@ class FetchPlanner:
         anyway, and leaving its order alone keeps its draws what they were for a given seed."""
         if self.settings.partition_order == ROTATE and tp in self.partitions:
             self.partitions[tp] = self.partitions.pop(tp)
-
-
-def java_string_hash(text: str) -> int:
-    """java.lang.String.hashCode as a signed 32-bit int (UTF-16 code units)."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def fetcher_index(tp: TopicPartition, num_fetchers: int) -> int:

@@ -1,4 +1,6 @@
-"""Which partition a keyed record goes to: Kafka's default partitioner for keys.
+"""Kafka's hash-based placements: Java's `String.hashCode` (which Kafka uses to place a group
+on an `__consumer_offsets` partition and a partition on a replica fetcher), and the default
+partitioner's murmur2 for keyed records.
 
 `partition_for_key(key, n)` is `Utils.toPositive(Utils.murmur2(key)) % n`, as Kafka's
 `BuiltInPartitioner.partitionForKey` (and librdkafka's `murmur2_random`) compute it, so a key
@@ -11,6 +13,15 @@ from __future__ import annotations
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
+
+
+def java_string_hash(text: str) -> int:
+    """java.lang.String.hashCode as a signed 32-bit int (over UTF-16 code units)."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def murmur2(data: bytes) -> int:

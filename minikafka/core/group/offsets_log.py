@@ -16,6 +16,7 @@ import struct
 from collections.abc import Iterable
 
 from minikafka.core.group.messages import OffsetAndMetadata, TopicPartitionKey
+from minikafka.core.partitioner import java_string_hash
 
 OFFSETS_TOPIC = "__consumer_offsets"  # Topic.GROUP_METADATA_TOPIC_NAME
 
@@ -27,15 +28,6 @@ _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _VALUE_HEAD = struct.Struct(">hqi")  # version, offset, leader epoch
 _I64 = struct.Struct(">q")
-
-
-def java_string_hash(s: str) -> int:
-    """Java's String.hashCode: s[0]*31^(n-1) + ... over UTF-16 code units, in int32."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def partition_for(group_id: str, num_partitions: int) -> int:
