@@ -73,11 +73,7 @@ class Admin:
         )
         resp = await self.client.request_any(req)
         assert isinstance(resp, CreateTopicsResponse)
-        (result,) = resp.topics
-        if result.error_code != ErrorCode.NONE:
-            raise BrokerError(
-                result.error_code, result.error_message or f"cannot create topic {name!r}"
-            )
+        _raise_unless_done(resp.topics, f"cannot create topic {name!r}")
         await self._wait_for_leaders(name, partitions, wait_s)
 
     async def create_partitions(
@@ -102,20 +98,14 @@ class Admin:
         )
         resp = await self.client.request_any(req)
         assert isinstance(resp, CreatePartitionsResponse)
-        (result,) = resp.results
-        if result.error_code != ErrorCode.NONE:
-            raise BrokerError(
-                result.error_code, result.error_message or f"cannot add partitions to {name!r}"
-            )
+        _raise_unless_done(resp.results, f"cannot add partitions to {name!r}")
         await self._wait_for_leaders(name, count, wait_s)
 
     async def delete_topic(self, name: str, *, wait_s: float = 30.0) -> None:
         """Delete a topic (Kafka's DeleteTopics) and wait until the metadata no longer has it."""
         resp = await self.client.request_any(DeleteTopicsRequest(topics=[name]))
         assert isinstance(resp, DeleteTopicsResponse)
-        (result,) = resp.results
-        if result.error_code != ErrorCode.NONE:
-            raise BrokerError(result.error_code, result.error_message or f"cannot delete {name!r}")
+        _raise_unless_done(resp.results, f"cannot delete {name!r}")
         with trio.fail_after(wait_s):
             while True:
                 md = await self.client.refresh_metadata([name])
@@ -256,3 +246,11 @@ class Admin:
                         raise last
                 await trio.sleep(RETRY_BACKOFF_S)
         raise BrokerError(ErrorCode.REQUEST_TIMED_OUT, f"no answer in {wait_s} s (last: {last})")
+
+
+def _raise_unless_done(results: Sequence[object], what: str) -> None:
+    """The one per-topic result of a single-topic admin request: a BrokerError unless NONE."""
+    (result,) = results
+    code = result.error_code  # type: ignore[attr-defined]
+    if code != ErrorCode.NONE:
+        raise BrokerError(code, result.error_message or what)  # type: ignore[attr-defined]
