@@ -2,7 +2,7 @@
 
 from minikafka.cluster.clusterfile import CLUSTER_FILE, ClusterRecord, read_record
 from minikafka.cluster.fault_proxy import FaultProxySpec
-from minikafka.cluster.local import LOG_FILES, LocalCluster, NodeStatus, ProxyStatus
+from minikafka.cluster.local import LOG_FILES, LocalCluster
 from minikafka.cluster.managed import StopOutcome
 from minikafka.cluster.ports import free_ports
 from minikafka.cluster.processes import NODE_COMMAND, NodeProcess, node_argv
@@ -16,6 +16,7 @@ from minikafka.cluster.spec import (
     plan_cluster,
     validate_node_configs,
 )
+from minikafka.cluster.status import NodeStatus, ProxyStatus
 
 __all__ = [
     "BROKER",

@@ -23,10 +23,8 @@ client of its control port (partitions, latency, bandwidth, resets: minikafka/fa
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -59,37 +57,13 @@ from minikafka.cluster.secret import (
     write_cluster_secret,
 )
 from minikafka.cluster.spec import ClusterSpec, NodeSpec, proxy_config
+from minikafka.cluster.status import NodeStatus, ProxyStatus, bound_address
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.faults.control import FaultProxyClient
 
 LogKind = Literal["events", "metrics", "out"]
 LOG_FILES: dict[str, str] = {"events": "events.jsonl", "metrics": "metrics.jsonl", "out": OUT_FILE}
 CLEANUP_TIMEOUT_S = 5.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NodeStatus:
-    """One row of `minikafka cluster status`."""
-
-    node_id: int
-    roles: tuple[str, ...]
-    address: str
-    pid: int | None
-    alive: bool
-    paused: bool
-    data_dir: Path
-    kafka_address: str | None = None  # its Kafka-protocol listener (brokers), once it is up
-    metrics_address: str | None = None  # its Prometheus endpoint (GET /metrics), once it is up
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ProxyStatus:
-    """The fault proxy's line in `minikafka cluster status`."""
-
-    control: str
-    links: int
-    pid: int | None
-    alive: bool
 
 
 class LocalCluster:
@@ -238,12 +212,8 @@ class LocalCluster:
     def kafka_bootstrap(self) -> str:
         """The brokers' Kafka-protocol listeners as "host:port,host:port" (Kafka clients'
         `bootstrap.servers`); empty when none has one."""
-        addresses = (self._kafka_address(p.node) for p in self._procs.values())
+        addresses = (bound_address(p.node, "kafka_port") for p in self._procs.values())
         return ",".join(a for a in addresses if a is not None)
-
-    def _kafka_address(self, node: NodeSpec) -> str | None:
-        """host:port of the node's Kafka listener from its node.json, None if it has none."""
-        return _bound_address(node, "kafka_port")
 
     def pid(self, node_id: int) -> int | None:
         return self._proc(node_id).pid
@@ -288,8 +258,8 @@ class LocalCluster:
                     alive=alive,
                     paused=alive and proc.is_paused(),
                     data_dir=proc.node.data_dir,
-                    kafka_address=self._kafka_address(proc.node) if alive else None,
-                    metrics_address=_bound_address(proc.node, "metrics_port") if alive else None,
+                    kafka_address=bound_address(proc.node, "kafka_port") if alive else None,
+                    metrics_address=bound_address(proc.node, "metrics_port") if alive else None,
                 )
             )
         return rows
@@ -514,17 +484,6 @@ def _refuse_if_running(base_dir: Path) -> None:
             f"a cluster is already running in {base_dir} (pids {pids}); "
             "run `minikafka cluster down` first"
         )
-
-
-def _bound_address(node: NodeSpec, key: str) -> str | None:
-    """host:port of a listener the node reports in its node.json (`kafka_port`,
-    `metrics_port`), None if it has none or has not written the file yet."""
-    try:
-        doc = json.loads((node.data_dir / "node.json").read_text())
-    except (OSError, ValueError):
-        return None
-    port = doc.get(key, -1)
-    return f"{node.host}:{port}" if isinstance(port, int) and port > 0 else None
 
 
 def _rmdir_if_empty(path: Path) -> None:
