@@ -219,3 +219,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.section("KIP-73 system tests")
         for line in lines:
             terminalreporter.write_line(line)
+        if any(" s* actual" in line for line in lines):
+            terminalreporter.write_line(
+                "*: judged against the prediction across a step of Kafka's algorithm "
+                "(case.json predicted_move_alternatives_s)"
+            )

@@ -109,6 +109,26 @@ def test_kafka_mode_judges_12_s_windows_against_the_overshoot_of_two_fetchers():
     assert j.extra["traffic_model_move_s"] == pytest.approx(16.0)
     sim = j.extra["kafka_simulation"]["max_window_bytes_per_s"]["1 leader"]
     assert 8 * MB < sim < j.bound_bytes_per_s
+    # Off a step: charges 5 % lighter or heavier move it by less than the accepted ratios.
+    assert j.alternatives_s == ()
+
+
+def test_kafka_mode_predicts_both_sides_of_a_step_of_its_algorithm():
+    # 3n-one-to-two-reassign-lists-load-kafka as the quick profile runs it: 165 MB, 1.6 MB/s of
+    # load, the leader's sensor 15.5 s old. Four rounds of two 10 MiB responses leave its rate
+    # within 1 % of T: one more round at ~5.5 s, or none until the first leaves the window.
+    # Seven runs took 18.3-18.4 s and 21.9-23.4 s.
+    layout = make_layout("one-to-two", P)
+    moving = moving_partitions(
+        layout, sizes={p: 1_649_434 for p in range(P)}, inbound={p: 16_000 for p in range(P)}
+    )
+    judged = [(1, "leader"), (2, "follower"), (3, "follower")]
+    j = judging("kafka", moving, throttle=8 * MB, mode="lists", judged=judged, up_s=15.5)
+    assert j.predicted_s == pytest.approx(17.2, abs=0.3)
+    assert j.alternatives_s and all(a > 1.2 * j.predicted_s for a in j.alternatives_s)
+    assert min(j.alternatives_s) == pytest.approx(23.2, abs=0.5)
+    # The precise mode's traffic model has no steps.
+    assert judging("precise", moving, throttle=8 * MB, mode="lists", judged=judged).alternatives_s == ()
 
 
 def test_precise_mode_is_the_traffic_model_with_the_default_windows():

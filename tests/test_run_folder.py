@@ -89,6 +89,12 @@ def test_results_can_be_added_later_without_touching_the_logs(tmp_path):
         ({"throttle_window_past_end": "yes"}, "throttle_window_past_end 'yes'"),
         ({"throttle_exempt_counted": 0}, "throttle_exempt_counted 0"),
         ({"throttle_judged": "all"}, "throttle_judged 'all'"),
+        ({"predicted_move_alternatives_s": [20.0, 0]}, "expected a list of numbers > 0"),
+        ({"predicted_move_alternatives_s": 20.0}, "expected a list of numbers > 0"),
+        (
+            {"predicted_move_s": None, "predicted_move_alternatives_s": [20.0]},
+            "predicted_move_alternatives_s needs predicted_move_s",
+        ),
     ],
 )
 def test_a_malformed_case_is_refused_in_one_line(change, message):
@@ -96,19 +102,21 @@ def test_a_malformed_case_is_refused_in_one_line(change, message):
         CaseInfo(**(CASE | change))
 
 
-def test_the_throttle_judging_fields_are_written_only_when_set(tmp_path):
+def test_the_judging_fields_are_written_only_when_set(tmp_path):
     # A throttle without a mode (both classes: a KIP-1009 broker-wide throttle) is accepted.
     plain = CaseInfo(**(CASE | {"throttle_mode": None})).to_json()
     assert "throttle_window_s" not in plain and "throttle_judged" not in plain
+    assert "predicted_move_alternatives_s" not in plain
     assert plain["throttle_mode"] is None
-    own = CaseInfo(**CASE, throttle_window_s=12, throttle_bound_bytes_per_s=2.3e6,
+    own = CaseInfo(**CASE, predicted_move_alternatives_s=(15.2,),
+                   throttle_window_s=12, throttle_bound_bytes_per_s=2.3e6,
                    throttle_window_past_end=True, throttle_judged="run",
                    throttle_exempt_counted=False)  # fmt: skip
     with RunFolder.create(tmp_path, "case") as folder:
         folder.write_case(own)
     written = folder.read_json("case.json")
     assert {k: v for k, v in written.items() if k not in CASE} == {
-        "throttle_window_s": 12, "throttle_bound_bytes_per_s": 2.3e6,
+        "predicted_move_alternatives_s": [15.2], "throttle_window_s": 12, "throttle_bound_bytes_per_s": 2.3e6,
         "throttle_window_past_end": True, "throttle_judged": "run",
         "throttle_exempt_counted": False,
     }  # fmt: skip
@@ -116,7 +124,9 @@ def test_the_throttle_judging_fields_are_written_only_when_set(tmp_path):
 
     (folder.path / "nodes" / "node-1").mkdir()
     (folder.path / "nodes" / "node-1" / "metrics.jsonl").write_text('{"ts": 1.0}\n')
-    check = load_run(folder.path).throttle_check(Params())  # what the analysis reads back
+    run = load_run(folder.path)  # what the analysis reads back
+    assert run.predicted_move_alternatives_s == (15.2,)
+    check = run.throttle_check(Params())
     assert (check.window_s, check.bound_bytes_per_s, check.past_end, check.judged,
             check.exempt_counted) == (12, 2.3e6, True, "run", False)  # fmt: skip
 

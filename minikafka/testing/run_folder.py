@@ -4,7 +4,13 @@ The PySpark analysis (tools/analysis) reads exactly this layout, and nothing els
 
     RUN_DIR/
       case.json        what was run (`CaseInfo`): nodes, partitions, throttle, load, prediction,
-                       and, optionally, how the analysis judges the throttle (absent: defaults):
+                       and, optionally, how the analysis judges the move and the throttle
+                       (absent: defaults):
+                         predicted_move_alternatives_s   what the move may take instead of
+                                             predicted_move_s, across a step of the quota
+                                             algorithm: the duration is judged against the
+                                             first prediction whose accepted ratios hold it
+                                             (default: none)
                          throttle_window_s   span in whole seconds of the sliding windows (one
                                              starting every second) the throttled rate is
                                              averaged over (default: the analysis' 5 s)
@@ -57,8 +63,10 @@ from minikafka.server.jsonl import jsonl_parts
 
 THROTTLE_MODES = ("lists", "kip542")
 THROTTLE_JUDGED = ("move", "run")
-# The optional fields of how the throttle is judged, and their defaults (written only when set).
+# The optional fields of how the move and the throttle are judged, and their defaults (written
+# only when set).
 OPTIONAL = {
+    "predicted_move_alternatives_s": [],
     "throttle_window_s": None,
     "throttle_bound_bytes_per_s": None,
     "throttle_window_past_end": False,
@@ -95,6 +103,9 @@ class CaseInfo:
     bytes_to_move: int
     produce_bytes_per_s: float
     predicted_move_s: float | None
+    # What the move may take instead, across a step of the quota algorithm: a run matching
+    # any of them passes (systemtests/harness/quota_modes.py, `step_alternatives`).
+    predicted_move_alternatives_s: Sequence[float] = ()
     throttle_window_s: int | None = None
     throttle_bound_bytes_per_s: float | None = None
     throttle_window_past_end: bool = False
@@ -127,6 +138,16 @@ class CaseInfo:
         p = self.predicted_move_s
         if p is not None and (isinstance(p, bool) or not isinstance(p, int | float) or p <= 0):
             raise ConfigError(f"predicted_move_s {p!r}: expected a number > 0 or None")
+        alts = self.predicted_move_alternatives_s
+        if not isinstance(alts, list | tuple) or any(
+            isinstance(a, bool) or not isinstance(a, int | float) or a <= 0 for a in alts
+        ):
+            raise ConfigError(
+                f"predicted_move_alternatives_s {alts!r}: expected a list of numbers > 0"
+            )
+        if alts and p is None:
+            raise ConfigError("predicted_move_alternatives_s needs predicted_move_s")
+        object.__setattr__(self, "predicted_move_alternatives_s", tuple(alts))
         overlap = set(self.extra) & {f for f in self.__slots__ if f != "extra"}
         if overlap:
             raise ConfigError(f"extra fields {sorted(overlap)} would overwrite contract fields")
@@ -150,6 +171,7 @@ class CaseInfo:
         out = asdict(self)
         extra = out.pop("extra")
         out["produce_bytes_per_s"] = float(out["produce_bytes_per_s"])
+        out["predicted_move_alternatives_s"] = list(out["predicted_move_alternatives_s"])
         for name, default in OPTIONAL.items():
             if out[name] == default:  # types checked above: no 0 taken for False
                 del out[name]

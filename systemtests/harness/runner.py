@@ -273,8 +273,9 @@ class Scenario:
             up_s=time.monotonic() - self.up_since,
         )
         self.write_case()
+        j = self.run.judging
         return self.profile.move_timeout_s(
-            max(prediction.seconds, self.run.judging.predicted_s or 0.0)
+            max(prediction.seconds, j.predicted_s or 0.0, *j.alternatives_s)
         )
 
     async def move(self, client: ClusterClient) -> None:
@@ -397,6 +398,7 @@ class Scenario:
             predicted_move_s=None
             if judged is None or judged.predicted_s is None
             else round(judged.predicted_s, 3),
+            predicted_move_alternatives_s=() if judged is None else judged.alternatives_s,
             throttle_window_s=None if judged is None else judged.window_s,
             throttle_bound_bytes_per_s=None if judged is None else judged.bound_bytes_per_s,
             extra=extra,

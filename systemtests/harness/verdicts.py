@@ -29,14 +29,15 @@ from typing import Any
 
 from minikafka.testing.checker import Verdict
 from minikafka.tools.analysis import Params, Report, analyze, spark_session
+from systemtests.harness.quota_modes import DURATION_RATIO
 from systemtests.harness.runner import CaseRun
 
 PARAMS = Params(
     window_s=5,
     window_skip_s=2,
     violation_factor=1.15,
-    duration_ratio_min=0.9,
-    duration_ratio_max=1.2,
+    duration_ratio_min=DURATION_RATIO[0],
+    duration_ratio_max=DURATION_RATIO[1],
 )
 ANALYSIS_TIMEOUT_S = 600.0
 BROKER_FIELDS = (
@@ -126,6 +127,8 @@ def results(
             "verdict": case["verdict"],
             "failures": case["failures"],
             "predicted_move_s": case["predicted_move_s"],
+            "predicted_move_alternatives_s": case["predicted_move_alternatives_s"],
+            "move_judged_against_s": case["move_judged_against_s"],
             "move_duration_s": case["move_duration_s"],
             "move_duration_ratio": case["move_duration_ratio"],
             "move_source": case["move_source"],
@@ -206,9 +209,11 @@ def summary_line(res: dict[str, Any]) -> str:
     def f(v: Any, fmt: str) -> str:
         return "-" if v is None else format(v, fmt)
 
+    against = a.get("move_judged_against_s")
+    step = "*" if against != a.get("predicted_move_s") else " "  # an alternative across a step
     return (
-        f"{res['case']:<36} {res['verdict']:<4} predicted {f(a.get('predicted_move_s'), '6.2f')} s"
-        f"  actual {f(a.get('move_duration_s'), '6.2f')} s"
+        f"{res['case']:<36} {res['verdict']:<4} predicted {f(against, '6.2f')} s{step}"
+        f" actual {f(a.get('move_duration_s'), '6.2f')} s"
         f"  ratio {f(a.get('move_duration_ratio'), '5.3f')}"
         f"  max {a.get('window_s', '-')} s window / T {f(a.get('max_window_throttle_ratio'), '5.3f')}"
         f" (node {a.get('max_window_node', '-')} {a.get('max_window_side') or '-'})"

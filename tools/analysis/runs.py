@@ -4,7 +4,8 @@ A run folder is what one system-test case or experiment leaves behind:
 
     RUN_DIR/
       case.json          what was asked: brokers, throttle and mode, who sends and receives,
-                         bytes to move, target produce rate, predicted move time, and
+                         bytes to move, target produce rate, predicted move time (and its
+                         alternatives across a step of the quota algorithm, if any), and
                          optionally how the throttle is judged (`ThrottleCheck`)
       nodes/node-<id>/events.jsonl, nodes/node-<id>/metrics.jsonl   copies of each node's logs
                          (each with its rotated parts `<name>.N` ... `<name>.1`, all read)
@@ -119,6 +120,8 @@ class RunCase:
     bytes_to_move: int
     produce_bytes_per_s: float
     predicted_move_s: float | None
+    # across a step of the quota algorithm (run_folder.CaseInfo): judged against as well
+    predicted_move_alternatives_s: tuple[float, ...]
     throttle_window_s: int | None  # None: Params.window_s (ThrottleCheck says how they apply)
     throttle_bound_bytes_per_s: float | None  # None: Params.violation_factor x throttle
     throttle_window_past_end: bool
@@ -146,6 +149,7 @@ class RunCase:
             "bytes_to_move": self.bytes_to_move,
             "produce_bytes_per_s": self.produce_bytes_per_s,
             "predicted_move_s": self.predicted_move_s,
+            "predicted_move_alternatives_s": list(self.predicted_move_alternatives_s),
         }
 
     def throttle_check(self, params: Params) -> ThrottleCheck:
@@ -276,6 +280,14 @@ def _case_fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
     if mode is not None and mode not in THROTTLE_MODES:
         raise ConfigError(f"{where}: 'throttle_mode' is {mode!r}; expected lists, kip542 or null")
     predicted = get("predicted_move_s", (int, float), None, "seconds (a number) or null")
+    alternatives = raw.get("predicted_move_alternatives_s") or []
+    if not isinstance(alternatives, list) or any(
+        isinstance(a, bool) or not isinstance(a, int | float) or a <= 0 for a in alternatives
+    ):
+        raise ConfigError(
+            f"{where}: 'predicted_move_alternatives_s' is {alternatives!r}; "
+            "expected a list of seconds (numbers > 0)"
+        )
     window = get("throttle_window_s", (int,), None, "whole seconds (an integer >= 1) or null")
     if window is not None and window < 1:
         raise ConfigError(f"{where}: 'throttle_window_s' is {window!r}; expected an integer >= 1")
@@ -300,6 +312,7 @@ def _case_fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         "bytes_to_move": _int(get("bytes_to_move", (int, float), 0, "bytes (a number)")),
         "produce_bytes_per_s": float(get("produce_bytes_per_s", (int, float), 0.0, "B/s")),
         "predicted_move_s": float(predicted) if predicted is not None else None,
+        "predicted_move_alternatives_s": tuple(float(a) for a in alternatives),
         "throttle_window_s": window,
         "throttle_bound_bytes_per_s": float(bound) if bound is not None else None,
         "throttle_window_past_end": flag("throttle_window_past_end", False),

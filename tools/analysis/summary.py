@@ -6,7 +6,9 @@ case's bound (the largest rate over sliding windows of the case's span, 1 s slid
 frames.judged_windows computes it; span and bound from case.json, else `Params.window_s` and
 `violation_factor` x the throttle: `ThrottleCheck`), or when a prediction exists and the move
 took less than `duration_ratio_min` or more than `duration_ratio_max` of it (or was not found at
-all). Each case reports the window span, bound and rules it was judged with.
+all); a case.json with alternatives across a step of the quota algorithm is judged against the
+first prediction whose accepted ratios hold the move (`judged_prediction`). Each case reports
+the window span, bound, prediction and rules it was judged with.
 """
 
 from __future__ import annotations
@@ -104,7 +106,9 @@ def build_case(run: RunCase, case_id: str, data: Collected, params: Params) -> d
     check = run.throttle_check(params)
     start, end, source = case_move(check, mine[0] if mine else {})
     duration = end - start if start is not None and end is not None else None
-    predicted = run.predicted_move_s
+    predicted = judged_prediction(
+        duration, (run.predicted_move_s, *run.predicted_move_alternatives_s), params
+    )
     ratio = duration / predicted if duration is not None and predicted else None
     brokers = [
         broker_figures(w, run.throttle_bytes_per_s, check.bound_bytes_per_s, duration)
@@ -123,6 +127,7 @@ def build_case(run: RunCase, case_id: str, data: Collected, params: Params) -> d
         "move_start_ts": _round(start, 3),
         "move_end_ts": _round(end, 3),
         "move_duration_s": _round(duration, 3),
+        "move_judged_against_s": predicted,
         "move_duration_ratio": _round(ratio, 4),
         "moved_bytes": _round(moved, 0),
         "max_window_bytes_per_s": top["max_window_bytes_per_s"] if top else None,
@@ -262,14 +267,29 @@ def verdict_failures(case: Mapping[str, Any], params: Params) -> list[str]:
     if predicted:
         ratio = case["move_duration_ratio"]
         lo, hi = params.duration_ratio_min, params.duration_ratio_max
+        others = case.get("predicted_move_alternatives_s") or []
+        across = f" of it or of {', '.join(f'{a} s' for a in others)} across a step" if others else ""
         if ratio is None:
             failures.append(f"no move found, {predicted} s predicted")
         elif not lo <= ratio <= hi:
             failures.append(
                 f"move took {case['move_duration_s']} s, {ratio:.2f}x the predicted "
-                f"{predicted} s (accepted {lo}-{hi}x)"
+                f"{predicted} s (accepted {lo}-{hi}x{across})"
             )
     return failures
+
+
+def judged_prediction(
+    duration: float | None, predictions: Sequence[float | None], params: Params
+) -> float | None:
+    """The prediction a move is judged against: the first of `predictions` (case.json's, then
+    its alternatives across a step of the quota algorithm) whose accepted ratios hold
+    `duration`, else the first (so a failure names case.json's own prediction)."""
+    lo, hi = params.duration_ratio_min, params.duration_ratio_max
+    for p in predictions:
+        if p and duration is not None and lo <= duration / p <= hi:
+            return p
+    return predictions[0] if predictions else None
 
 
 def summarize(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
