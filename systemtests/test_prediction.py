@@ -128,7 +128,10 @@ def test_kafka_mode_predicts_both_sides_of_a_step_of_its_algorithm():
     assert j.alternatives_s and all(a > 1.2 * j.predicted_s for a in j.alternatives_s)
     assert min(j.alternatives_s) == pytest.approx(23.2, abs=0.5)
     # The precise mode's traffic model has no steps.
-    assert judging("precise", moving, throttle=8 * MB, mode="lists", judged=judged).alternatives_s == ()
+    assert (
+        judging("precise", moving, throttle=8 * MB, mode="lists", judged=judged).alternatives_s
+        == ()
+    )
 
 
 def test_precise_mode_is_the_traffic_model_with_the_default_windows():

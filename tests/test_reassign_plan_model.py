@@ -383,6 +383,33 @@ def test_simulation_runs_and_says_why_it_is_sooner():
     assert sim.lines()[1].startswith("  sooner than the model: Kafka checks the quota before")
     doc = sim.to_json()
     assert doc["ran"] and doc["settings"]["replica.fetch.response.max.bytes"] == 10 * 1024 * 1024
+    # Off a step: charges 5 % off move it by less than 10 %, and no third line.
+    assert sim.alternatives_s == () and doc["alternatives_s"] == [] and len(sim.lines()) == 2
+
+
+def test_simulation_names_the_other_side_of_a_step():
+    # Decommissioning broker 1 (100 partitions of 1.65 MB to brokers 2 and 3 at 8 MB/s under
+    # 1.6 MB/s of load, replica lists): its first four rounds of two 10 MiB responses leave the
+    # leader's rate within 1 % of T, so a fifth round passes at ~5.5 s or waits for the first to
+    # leave the 12 s window. The KIP-73 system test's runs took 17.7-18.4 s or 21.9-23.4 s.
+    moving = [
+        MovingPartition(
+            partition=p, leader=1, replicas=(2, 3, 1) if p % 2 == 0 else (3, 2, 1),
+            destinations=(3,) if p % 2 == 0 else (2,), size_bytes=1_649_434,
+            inbound_bytes_per_s=16_000, final_leader=2 if p % 2 == 0 else 3,
+        )
+        for p in range(100)
+    ]  # fmt: skip
+    sim = plan_model.simulate(
+        moving, throttle=8 * MB, throttle_mode="replication", settings=KafkaSettings(), model_s=34
+    )
+    assert sim.seconds == pytest.approx(17.2, abs=0.3)
+    assert sim.alternatives_s and min(sim.alternatives_s) == pytest.approx(23.2, abs=0.5)
+    assert sim.lines()[2].startswith(
+        f"  or {sim.alternatives_s[0]:.1f} s or {sim.alternatives_s[1]:.1f} s: the move sits on "
+        "a step of the algorithm (with every charge 2.5-5 % lighter or heavier"
+    )
+    assert sim.to_json()["alternatives_s"] == list(sim.alternatives_s)
 
 
 def test_simulation_says_when_it_ran_out_of_time_or_was_not_run():
@@ -391,7 +418,7 @@ def test_simulation_says_when_it_ran_out_of_time_or_was_not_run():
     sim = plan_model.simulate(
         moving, throttle=6 * MB, throttle_mode="replication", settings=short, model_s=1.9
     )
-    assert sim.ran and sim.seconds is None
+    assert sim.ran and sim.seconds is None and sim.to_json()["alternatives_s"] is None
     assert sim.lines() == ["Kafka's algorithm (simulated): not done within the simulation's "
                            "limit of 1.0 s"]  # fmt: skip
     skipped = plan_model.simulate(

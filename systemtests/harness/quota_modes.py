@@ -30,9 +30,10 @@ Kafka's algorithm has steps of its own, too: whether one more whole response pas
 can turn on a per cent of the bytes charged before it, and the move then ends a response's
 worth of the throttle earlier or later. The simulation matches a run's charges to a few per cent,
 not better (Kafka-mode moves without a step ran 0.96-1.10 x it), so near a step it cannot say
-which side a run lands on. `step_alternatives` simulates the move again with the charges
-`CHARGE_ERROR` (5 %) lighter and heavier; a duration the accepted ratios of the prediction
-cannot hold is the prediction across a step, and a run may match either. Measured,
+which side a run lands on. `step_alternatives` (tools/reassign/kafka_algorithm.py) simulates
+the move again with the charges `CHARGE_ERROR` (5 %) lighter and heavier; a duration the
+accepted ratios of the prediction cannot hold is the prediction across a step, and a run may
+match either. Measured,
 3n-one-to-two-reassign-lists-load-kafka: predicted 17.2 s, 23.2 s with charges 2.5 % heavier;
 seven runs took 18.3, 18.4 s (1.07 x) and 21.9-23.4 s (0.94-1.01 x the alternative): the
 leader's rate after the first four rounds of two 10 MiB responses sat within 1 % of T through
@@ -50,18 +51,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from minikafka.tools.reassign.kafka_algorithm import (
-    KafkaSettings,
     aged_sensors,
     kafka_prediction,
     overshoot_bound,
     sensor_fetchers,
     settings_from_configs,
+    step_alternatives,
 )
 from minikafka.tools.reassign.model import MovingPartition, traffic_prediction
 
 QUOTA_MODES = ("precise", "kafka")
 DURATION_RATIO = (0.9, 1.2)  # accepted move duration / prediction (module docstring)
-CHARGE_ERROR = 0.05  # how far the simulation's charges may be from a run's (module docstring)
 
 # Both modes:
 COMMON = {
@@ -173,7 +173,13 @@ def judging(
     return Judging(
         predicted_s=sim.seconds,
         alternatives_s=step_alternatives(
-            moving, throttle=throttle, mode=mode, settings=settings, ages=ages, nominal=sim.seconds
+            moving,
+            throttle=throttle,
+            mode=mode,
+            settings=settings,
+            sensor_age_s=ages,
+            nominal=sim.seconds,
+            accepted=DURATION_RATIO,
         ),
         window_s=span,
         bound_bytes_per_s=round(bound, 1),
@@ -190,29 +196,3 @@ def judging(
             },
         },
     )
-
-
-def step_alternatives(
-    moving: Sequence[MovingPartition],
-    *,
-    throttle: float,
-    mode: str,
-    settings: KafkaSettings,
-    ages: Mapping[tuple[int, str], float],
-    nominal: float | None,
-) -> tuple[float, ...]:
-    """The move's durations across a step of Kafka's algorithm (module docstring): simulated
-    with every charge `CHARGE_ERROR` and half of it lighter and heavier (charges c x as heavy
-    against T are T / c against the same charges), those the accepted ratios of `nominal`
-    cannot hold, in order. Empty when the case is off a step."""
-    if nominal is None:
-        return ()
-    lo, hi = DURATION_RATIO
-    found = set()
-    for c in (1 - CHARGE_ERROR, 1 - CHARGE_ERROR / 2, 1 + CHARGE_ERROR / 2, 1 + CHARGE_ERROR):
-        sim = kafka_prediction(
-            moving, throttle=throttle / c, mode=mode, settings=settings, sensor_age_s=ages
-        )
-        if sim.seconds is not None and not lo * nominal <= sim.seconds <= hi * nominal:
-            found.add(round(sim.seconds, 3))
-    return tuple(sorted(found))

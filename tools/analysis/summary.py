@@ -268,7 +268,9 @@ def verdict_failures(case: Mapping[str, Any], params: Params) -> list[str]:
         ratio = case["move_duration_ratio"]
         lo, hi = params.duration_ratio_min, params.duration_ratio_max
         others = case.get("predicted_move_alternatives_s") or []
-        across = f" of it or of {', '.join(f'{a} s' for a in others)} across a step" if others else ""
+        across = (
+            f" of it or of {', '.join(f'{a} s' for a in others)} across a step" if others else ""
+        )
         if ratio is None:
             failures.append(f"no move found, {predicted} s predicted")
         elif not lo <= ratio <= hi:

@@ -9,7 +9,9 @@ The output:
   K against the largest BytesInPerSec that KIP-73 subtracts from every throttle, taken apart;
 - `simulate`: Kafka's own algorithm (`kafka_algorithm.kafka_prediction`), for clusters that run it
   (`replication.quota.precise=false`, minikafka's default), with settings from the node configs
-  (`kafka_algorithm.settings_from_configs`, as the system tests build theirs);
+  (`kafka_algorithm.settings_from_configs`, as the system tests build theirs), and what the move
+  may take instead when it sits on a step of the algorithm (`kafka_algorithm.step_alternatives`:
+  a time more than `STEP` away with the charges a few per cent off);
 - `required_throttle`: the model inverted, the T that finishes within Y seconds:
   max over sensors of K + C / Y.
 """
@@ -21,7 +23,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.tools.reassign.kafka_algorithm import KafkaSettings, aged_sensors, kafka_prediction
+from minikafka.tools.reassign.kafka_algorithm import (
+    CHARGE_ERROR,
+    KafkaSettings,
+    aged_sensors,
+    kafka_prediction,
+    step_alternatives,
+)
 from minikafka.tools.reassign.model import (
     MovingPartition,
     SensorLoad,
@@ -41,6 +49,13 @@ TOLERANCE = 0.02  # figures within 2 % are the same figure (timer and size estim
 # The simulation is not run when the model already says the move lasts beyond twice its limit:
 # it would spend seconds of CPU (~4 ms per simulated second under load) only to say "not done".
 SIMULATE_UP_TO = 2.0
+# Across a step of Kafka's algorithm: a time this far from the simulated one (a fraction of it).
+STEP = 0.1
+# The four more simulations that look for a step run only for a simulated move this short (at
+# ~4 ms per simulated second, at most ~5 s of CPU); a step is one round of responses or one wait
+# for a round to leave the quota's window (12 s at Kafka's defaults), so on a longer move it is
+# a small part of the time.
+STEPS_UP_TO_S = 300.0
 
 
 def _seconds(s: float | None) -> str:
@@ -292,6 +307,9 @@ class SimulationFigure:
     ran: bool
     model_s: float | None
     settings: KafkaSettings
+    # What the move may take instead, across a step (`step_alternatives`); None: not looked for
+    # (not run, not done, or longer than STEPS_UP_TO_S).
+    alternatives_s: tuple[float, ...] | None = None
 
     def lines(self) -> list[str]:
         head = "Kafka's algorithm (simulated)"
@@ -305,7 +323,15 @@ class SimulationFigure:
             ]
         if self.seconds is None:
             return [f"{head}: not done within the simulation's limit of {limit}"]
-        return [f"{head}: {_seconds(self.seconds)}", f"  {self.why()}"]
+        lines = [f"{head}: {_seconds(self.seconds)}", f"  {self.why()}"]
+        if self.alternatives_s:
+            others = " or ".join(_seconds(a) for a in self.alternatives_s)
+            lines.append(
+                f"  or {others}: the move sits on a step of the algorithm (with every charge "
+                f"{CHARGE_ERROR * 50:g}-{CHARGE_ERROR * 100:g} % lighter or heavier, one more "
+                "or one fewer whole response passes a check in time), so either may happen"
+            )
+        return lines
 
     def why(self) -> str:
         s = self.settings
@@ -335,6 +361,7 @@ class SimulationFigure:
             "responses": self.responses,
             "time_limit_s": s.time_limit_s,
             "why": self.why() if self.ran and self.seconds is not None else None,
+            "alternatives_s": None if self.alternatives_s is None else list(self.alternatives_s),
             "settings": {
                 "replica.fetch.response.max.bytes": s.response_max_bytes,
                 "replica.fetch.max.bytes": s.partition_max_bytes,
@@ -361,15 +388,28 @@ def simulate(
             seconds=None, responses=0, ran=False, model_s=model_s, settings=settings
         )
     mode = MODEL_MODES[throttle_mode]
+    # Brokers up for longer than the quota's span: a lists-mode leader sensor holds a full span
+    # of (nearly empty) samples and admits a burst of up to T x span at the start.
+    ages = aged_sensors(partitions, mode, settings.span_s)
     sim = kafka_prediction(
-        partitions,
-        throttle=throttle,
-        mode=mode,
-        settings=settings,
-        # Brokers up for longer than the quota's span: a lists-mode leader sensor holds a full
-        # span of (nearly empty) samples and admits a burst of up to T x span at the start.
-        sensor_age_s=aged_sensors(partitions, mode, settings.span_s),
+        partitions, throttle=throttle, mode=mode, settings=settings, sensor_age_s=ages
     )
+    alternatives = None
+    if sim.seconds is not None and sim.seconds <= STEPS_UP_TO_S:
+        alternatives = step_alternatives(
+            partitions,
+            throttle=throttle,
+            mode=mode,
+            settings=settings,
+            sensor_age_s=ages,
+            nominal=sim.seconds,
+            accepted=(1 - STEP, 1 + STEP),
+        )
     return SimulationFigure(
-        seconds=sim.seconds, responses=sim.responses, ran=True, model_s=model_s, settings=settings
+        seconds=sim.seconds,
+        responses=sim.responses,
+        ran=True,
+        model_s=model_s,
+        settings=settings,
+        alternatives_s=alternatives,
     )
