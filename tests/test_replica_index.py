@@ -13,8 +13,9 @@ import trio
 from minikafka.core.types import TopicPartition
 from minikafka.server.clock import now_ms
 from minikafka.server.local_partition import LocalPartition
+from minikafka.server.partition_changes import PartitionChanges, drain
 from minikafka.server.replica_gauges import partition_bytes_in_rates
-from minikafka.server.replica_index import PartitionChanges, ReplicaIndex, drain
+from minikafka.server.replica_index import ReplicaIndex
 from minikafka.server.replica_state_log import replica_row
 from minikafka.storage.log_store import LoadedPartition
 from minikafka.testing.memory_node import partition_state

@@ -15,7 +15,7 @@ from minikafka.experiment import node_logs
 from minikafka.experiment.invariants import find_hw_past_isr_leo, parse_samples
 from minikafka.server.jsonl import Rotation, jsonl_parts
 from minikafka.server.local_partition import LocalPartition
-from minikafka.server.replica_index import PartitionChanges
+from minikafka.server.partition_changes import PartitionChanges
 from minikafka.server.replica_state_log import (
     HeldRow,
     ReplicaStateLines,

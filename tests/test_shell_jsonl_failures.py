@@ -15,8 +15,8 @@ from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.metrics import Metrics, run_metrics_log
+from minikafka.server.partition_changes import PartitionChanges
 from minikafka.server.produce import handle_produce
-from minikafka.server.replica_index import PartitionChanges
 from minikafka.server.replica_state_log import run_replica_state_log
 from minikafka.storage import StorageError
 from minikafka.testing.memory_node import MemoryBroker, partition_state

@@ -6,12 +6,14 @@ checks, one KIP-74-capped read in a worker thread, and the leader side of KIP-73
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import Protocol
 
 import trio
 
 from minikafka.core.log import check_follower_fetch
 from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_size
+from minikafka.core.replica_effects import Effect
 from minikafka.core.replication_quota import (
     QuotaSide,
     ThrottleClass,
@@ -21,17 +23,33 @@ from minikafka.core.replication_quota import (
 )
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
+from minikafka.server.clock import RunSync, now_ms
+from minikafka.server.config import NodeConfig
+from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.local_partition import LocalPartition, leader_error
-from minikafka.storage import ReadSpec
+from minikafka.server.metrics import Metrics
+from minikafka.server.quotas import ReplicationQuotas
+from minikafka.storage import LogStore, ReadSpec
 from minikafka.wire.messages import EpochEndOffset, FetchPartition, FetchPartitionResponse
 
-if TYPE_CHECKING:
-    from minikafka.server.replica_manager import ReplicaManager
+
+class FetchHost(Protocol):
+    """What a fetch reads of the broker's replica manager (server/replica_manager.py, which
+    builds the fetch sessions: a Protocol keeps the fetch paths from importing it back)."""
+
+    config: NodeConfig
+    store: LogStore
+    metrics: Metrics
+    dynamic: DynamicConfigs
+    run_sync: RunSync
+    partitions: dict[TopicPartition, LocalPartition]
+    replication_quotas: ReplicationQuotas
+
+    def execute(self, p: LocalPartition, effects: Iterable[Effect]) -> None: ...
 
 
 def check_partition(
-    rm: ReplicaManager,
+    rm: FetchHost,
     fp: FetchPartition,
     replica_id: int,
     known_topic: frozenset[str] | set[str],
@@ -88,7 +106,7 @@ def answer(fp: FetchPartition, p: LocalPartition, records: bytes) -> FetchPartit
 
 
 async def read_once(
-    rm: ReplicaManager,
+    rm: FetchHost,
     readable: list[tuple[int, FetchPartition, LocalPartition]],
     limits: list[int | None],
     *,
@@ -156,7 +174,7 @@ class LeaderThrottle:
 
     def __init__(
         self,
-        rm: ReplicaManager,
+        rm: FetchHost,
         replica_id: int,
         partitions: list[FetchPartition],
         readable: list[tuple[int, FetchPartition, LocalPartition]],

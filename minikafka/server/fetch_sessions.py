@@ -25,7 +25,7 @@ from __future__ import annotations
 import random
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
@@ -44,6 +44,7 @@ from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import now_ms
 from minikafka.server.fetch_read import (
+    FetchHost,
     LeaderThrottle,
     answer,
     check_partition,
@@ -53,9 +54,6 @@ from minikafka.server.fetch_read import (
 from minikafka.server.listener import Reply
 from minikafka.server.local_partition import LocalPartition
 from minikafka.wire.messages import FetchPartitionResponse, FetchRequest, FetchResponse
-
-if TYPE_CHECKING:
-    from minikafka.server.replica_manager import ReplicaManager
 
 
 class FetchSessions:
@@ -125,13 +123,17 @@ class FetchSessions:
             session.watched.add(tp)
 
 
-FullFetch = Callable[
-    ["ReplicaManager", FetchRequest, "frozenset[str] | set[str]"], Awaitable[Reply]
-]
+class SessionHost(FetchHost, Protocol):
+    """What a session fetch reads of the replica manager: a fetch's, and the sessions."""
+
+    fetch_sessions: FetchSessions
+
+
+FullFetch = Callable[[SessionHost, FetchRequest, "frozenset[str] | set[str]"], Awaitable[Reply]]
 
 
 async def handle_session_fetch(
-    rm: ReplicaManager,
+    rm: SessionHost,
     req: FetchRequest,
     known_topic: frozenset[str] | set[str],
     *,
@@ -166,7 +168,7 @@ async def handle_session_fetch(
 
 
 async def _incremental(
-    rm: ReplicaManager,
+    rm: SessionHost,
     session: FetchSession,
     req: FetchRequest,
     known_topic: frozenset[str] | set[str],
@@ -213,7 +215,7 @@ async def _incremental(
 
 
 def _respond(
-    rm: ReplicaManager,
+    rm: SessionHost,
     session: FetchSession,
     order: list[TopicPartition],
     looked: dict[TopicPartition, FetchPartitionResponse | LocalPartition],

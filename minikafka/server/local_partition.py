@@ -10,7 +10,7 @@ register an event and are woken whenever the machine returns WakeWaiters (the lo
 high watermark or the role changed), then re-check their own condition (Kafka's
 DelayedOperationPurgatory keyed by partition).
 
-The machine tells the broker's `PartitionChanges` (server/replica_index.py) when what it reports
+The machine tells the broker's `PartitionChanges` (server/partition_changes.py) when what it reports
 changed (its `on_change`), and recording into `bytes_in` marks the rate active, so the periodic
 tasks visit only partitions that moved.
 """
@@ -28,7 +28,7 @@ from minikafka.core.replica import LocalReplica
 from minikafka.core.stats import MetricConfig, Rate
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.errors import ErrorCode
-from minikafka.server.replica_index import PartitionChanges
+from minikafka.server.partition_changes import PartitionChanges
 from minikafka.storage import LoadedPartition
 from minikafka.wire.messages import PartitionState
 

@@ -24,8 +24,9 @@ from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
+from minikafka.server.partition_changes import PartitionChanges
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
-from minikafka.server.replica_index import PartitionChanges, ReplicaIndex
+from minikafka.server.replica_index import ReplicaIndex
 
 
 class ReplicaGaugeSource(Protocol):

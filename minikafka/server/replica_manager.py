@@ -54,9 +54,10 @@ from minikafka.server.local_partition import LocalPartition
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
+from minikafka.server.partition_changes import PartitionChanges, drain
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
 from minikafka.server.replica_gauges import register_replica_gauges
-from minikafka.server.replica_index import PartitionChanges, ReplicaIndex, drain
+from minikafka.server.replica_index import ReplicaIndex
 from minikafka.storage import AppendWrite, LoadedPartition, LogDirError, LogStore, StorageError
 from minikafka.wire.messages import (
     BrokerInfo,
@@ -94,7 +95,7 @@ class ReplicaManager:
         self.offline = offline  # shared with the controller link, which reports it
         self.run_sync = run_sync  # every LMDB read of the shell (fetches, the startup load)
         self.partitions: dict[TopicPartition, LocalPartition] = {}
-        self.changes = PartitionChanges()  # every partition's touches (server/replica_index.py)
+        self.changes = PartitionChanges()  # every partition's touches (server/partition_changes.py)
         self.index = ReplicaIndex(self.partitions, self.changes, local_id=config.node_id)
         self._hw_touched = self.changes.subscribe()  # from the start: nothing moved is missed
         self.writer = LogWriter(

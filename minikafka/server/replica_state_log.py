@@ -44,7 +44,7 @@ from minikafka.core.types import TopicPartition
 from minikafka.server.jsonl import DEFAULT_ROTATION, JsonlFile, Rotation
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.metrics import Metrics
-from minikafka.server.replica_index import PartitionChanges, drain
+from minikafka.server.partition_changes import PartitionChanges, drain
 
 Key = tuple[str, int]  # (topic, partition), as the rows spell it
 
@@ -129,7 +129,7 @@ async def run_replica_state_log(
 ) -> None:
     """Append one line per interval (module docstring); `ts` is `wall_clock()` (injected: the
     tests' lines must differ in time under a MockClock, DESIGN.md rule 2); a delta looks only at the partitions
-    touched since the last line (`changes`, the replica manager's: server/replica_index.py)."""
+    touched since the last line (`changes`, the replica manager's: server/partition_changes.py)."""
     # A failed write never stops the node, and the file rolls over at its cap (server/jsonl.py).
     out = JsonlFile(path, metrics=metrics, rotation=rotation)
     touched = changes.subscribe()
