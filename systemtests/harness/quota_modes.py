@@ -27,13 +27,13 @@ passed by the luck of how long its fill took. A sensor older than the span is th
 production broker has, and there the prediction no longer depends on the age.
 
 Kafka's algorithm has steps of its own, too: whether one more whole response passes a check
-can turn on a per cent of the bytes charged before it, and the move then ends a response's
-worth of the throttle earlier or later. The simulation matches a run's charges to a few per cent,
-not better (Kafka-mode moves without a step ran 0.96-1.10 x it), so near a step it cannot say
-which side a run lands on. `step_alternatives` (tools/reassign/kafka_algorithm.py) simulates
-the move again with the charges `CHARGE_ERROR` (5 %) lighter and heavier; a duration the
-accepted ratios of the prediction cannot hold is the prediction across a step, and a run may
-match either. Measured,
+can turn on a per cent of the bytes charged before it, and the move then ends a round of
+responses (or a wait for one to leave the quota's window) earlier or later. The simulation
+matches a run's charges to a few per cent, not better (Kafka-mode moves without a step ran
+0.96-1.10 x it), so near a step it cannot say which side a run lands on. `step_alternatives`
+(tools/reassign/kafka_algorithm.py) simulates the move again with the charges 2.5 % and 5 %
+lighter and heavier (`CHARGE_ERROR`); a duration the accepted ratios of the prediction cannot
+hold is the prediction across a step, and a run may match either. Measured on
 3n-one-to-two-reassign-lists-load-kafka: predicted 17.2 s, 23.2 s with charges 2.5 % heavier;
 seven runs took 18.3, 18.4 s (1.07 x) and 21.9-23.4 s (0.94-1.01 x the alternative): the
 leader's rate after the first four rounds of two 10 MiB responses sat within 1 % of T through
