@@ -103,6 +103,7 @@ def test_confluent_kafka_alters_and_describes_configs(cluster) -> None:
         AlterConfigOpType,
         ConfigEntry,
         ConfigResource,
+        ConfigSource,
         ResourceType,
     )
 
@@ -124,12 +125,19 @@ def test_confluent_kafka_alters_and_describes_configs(cluster) -> None:
     described = admin.describe_configs(
         [ConfigResource(ResourceType.BROKER, "1"), ConfigResource(ResourceType.TOPIC, CF_TOPIC)]
     )
-    got = {
-        r.name: {k: e.value for k, e in f.result(timeout=30).items()} for r, f in described.items()
-    }
+    results = {r.name: f.result(timeout=30) for r, f in described.items()}
+    got = {name: {k: e.value for k, e in entries.items()} for name, entries in results.items()}
     assert got["1"][LEADER_RATE] == "10000000"
     assert got["1"][FOLLOWER_RATE] == "20000000"
     assert got[CF_TOPIC][LEADER_REPLICAS] == "*"
+    # As Kafka, the topic also lists what it does not set, with the broker's value.
+    topic = results[CF_TOPIC]
+    assert topic[LEADER_REPLICAS].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert (topic["min.insync.replicas"].value, topic["min.insync.replicas"].source) == (
+        "1",
+        ConfigSource.DEFAULT_CONFIG.value,
+    )
+    assert topic["min.insync.replicas"].is_default
 
     assert {LEADER_RATE: "10000000", FOLLOWER_RATE: "20000000"}.items() <= native_configs(
         cluster, "brokers", "1"
@@ -185,6 +193,12 @@ def test_kafka_python_creates_describes_and_moves_a_partition(cluster) -> None:
             [ConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all"
         )
         assert described["broker"]["1"][LEADER_RATE]["value"] == "10000000"
+        topic = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, KP_TOPIC)], config_filter="all"
+        )
+        (entries,) = topic.values()
+        assert entries[KP_TOPIC]["max.message.bytes"]["value"] == "1048588"
+        assert entries[KP_TOPIC]["unclean.leader.election.enable"]["value"] == "false"
 
         current = native_partitions(cluster, KP_TOPIC)[0]
         target = [b for b in (1, 2, 3) if b not in current] + [current[0]]

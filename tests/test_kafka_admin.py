@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import io
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 import pytest
@@ -267,6 +268,43 @@ def test_describe_configs_round_trip(version: int) -> None:
     assert "only TOPIC (2) and BROKER (4)" in back.results[2].error_message
     entry = back.results[0].configs[0]
     assert (entry.read_only, entry.is_sensitive, entry.synonyms) == (False, False, ())
+
+
+def test_a_topic_lists_the_configs_it_does_not_set_with_the_brokers_defaults() -> None:
+    # Kafka's ConfigHelper.describeConfigs lists every topic config, its own ones as
+    # DYNAMIC_TOPIC_CONFIG and the rest with the value the broker applies.
+    body = _describe(2, (2, "t", None), (2, "m", ("min.insync.replicas",)), (2, "gone", None),
+                     (4, "1", None))  # fmt: skip
+    t = admin.describe_configs_request(body)
+    own = am.DescribeConfigsEntry(
+        name="leader.replication.throttled.replicas", value="*", source="dynamic_entity"
+    )
+    result = partial(am.DescribeConfigsResult, resource_type="topics", error_code=0)
+    native = am.DescribeConfigsResponse(
+        results=[
+            result(resource_name="t", entries=[own]),
+            result(resource_name="m", entries=[]),
+            am.DescribeConfigsResult(resource_type="topics", resource_name="gone", error_code=3),
+            am.DescribeConfigsResult(resource_type="brokers", resource_name="1", error_code=0),
+        ]
+    )
+    defaults = {
+        "leader.replication.throttled.replicas": ("", admin.DEFAULT_CONFIG),
+        "min.insync.replicas": ("2", admin.STATIC_BROKER_CONFIG),
+        "max.message.bytes": ("1048588", admin.DEFAULT_CONFIG),
+    }
+    back = _round_trip(admin.describe_configs_response(2, body, t, native, defaults))
+    got = [[(c.name, c.value, c.config_source) for c in r.configs] for r in back.results]
+    assert got == [
+        [
+            ("leader.replication.throttled.replicas", "*", admin.TOPIC_CONFIG),  # its own wins
+            ("max.message.bytes", "1048588", admin.DEFAULT_CONFIG),
+            ("min.insync.replicas", "2", admin.STATIC_BROKER_CONFIG),
+        ],
+        [("min.insync.replicas", "2", admin.STATIC_BROKER_CONFIG)],  # configuration_keys
+        [],  # an unknown topic: its error, nothing listed
+        [],  # a broker: its dynamic configs only
+    ]
 
 
 def test_describe_configs_top_level_error_is_every_resources_error() -> None:

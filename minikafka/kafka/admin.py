@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
@@ -38,6 +38,9 @@ OPS = {0: "set", 1: "delete"}
 
 # Kafka's DescribeConfigsResponse.ConfigSource.
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 4, 5
+# A topic config the broker applies when the topic sets none: name -> (value, ConfigSource).
+TopicDefaults = Mapping[str, tuple[str, int]]
 
 Refusals = dict[int, tuple[KafkaErrorCode, str]]  # request entity index -> its error
 
@@ -205,13 +208,17 @@ def describe_configs_response(
     request: Any,
     translated: Translated,
     native: am.DescribeConfigsResponse | None,
+    topic_defaults: TopicDefaults | None = None,
 ) -> Any:
     """native DescribeConfigsResponse -> kio DescribeConfigsResponse.
 
-    Only dynamic configs are described (an entity's own, and for a broker the dynamic defaults
-    it inherits): Kafka also lists static and default configs (ConfigHelper.describeConfigs),
-    which minikafka's controller does not know. `configuration_keys` filters them; null or
-    empty means all (ConfigHelper). Entries are not read-only, not sensitive, no synonyms.
+    The controller describes the dynamic configs (an entity's own, and for a broker the dynamic
+    defaults it inherits). A topic also lists, as Kafka's ConfigHelper.describeConfigs does,
+    every topic config minikafka honours that it does not set, with the value the broker
+    applies (`topic_defaults`, from the answering broker's own configs: STATIC_BROKER_CONFIG
+    or DEFAULT_CONFIG), in name order. A broker lists only its dynamic configs: Kafka also lists
+    its static ones. `configuration_keys` filters them; null or empty means all (ConfigHelper).
+    Entries are not read-only, not sensitive, no synonyms.
     """
     mod = _module("describe_configs", version)
     entry_cls, result_cls = mod.DescribeConfigsResourceResult, mod.DescribeConfigsResult
@@ -224,10 +231,19 @@ def describe_configs_response(
         else:
             code, message, native_entries = next(answers)
             keys = set(r.configuration_keys or ())
+            rows = [
+                (e.name, e.value, _source(int(r.resource_type), e.source)) for e in native_entries
+            ]
+            if int(r.resource_type) == TOPIC and code == KafkaErrorCode.none:
+                own = {name for name, _v, _s in rows}
+                rows += [
+                    (n, v, src) for n, (v, src) in (topic_defaults or {}).items() if n not in own
+                ]
+                rows.sort()
             entries = tuple(
-                _entry(entry_cls, int(r.resource_type), e)
-                for e in native_entries
-                if not keys or e.name in keys
+                _entry(entry_cls, name, value, source)
+                for name, value, source in rows
+                if not keys or name in keys
             )
         results.append(
             result_cls(
@@ -254,12 +270,12 @@ def _native_results(
     return [(kafka_error(r.error_code), r.error_message, r.entries) for r in got]
 
 
-def _entry(cls: type, resource_type: int, e: am.DescribeConfigsEntry) -> Any:
+def _entry(cls: type, name: str, value: str | None, source: int) -> Any:
     fields: dict[str, Any] = {
-        "name": e.name,
-        "value": e.value,
+        "name": name,
+        "value": value,
         "read_only": False,
-        "config_source": i8(_source(resource_type, e.source)),
+        "config_source": i8(source),
         "is_sensitive": False,
         "synonyms": (),
     }

@@ -26,6 +26,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaErrorCode
 
+from minikafka.core.dynamic_config import (
+    FOLLOWER_REPLICAS,
+    LEADER_REPLICAS,
+    MAX_MESSAGE_BYTES,
+    MIN_INSYNC_REPLICAS,
+    UNCLEAN_LEADER_ELECTION,
+)
 from minikafka.core.group import OffsetFetch
 from minikafka.core.group.messages import LeaveOutcome
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, RemoteProtocolError
@@ -66,6 +73,7 @@ from minikafka.kafka.codec import (
     decode_request,
     encode_response,
 )
+from minikafka.server.config import NodeConfig
 from minikafka.server.groups import GroupService
 from minikafka.server.listener import Reply, WireCodec
 from minikafka.server.metadata_cache import MetadataCache
@@ -119,6 +127,29 @@ _NO_COORDINATOR = int(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 _GROUP_KEY = 0
 
 
+def topic_config_defaults(config: NodeConfig) -> admin.TopicDefaults:
+    """The topic configs minikafka honours (core/dynamic_config.py, KNOWN_CONFIGS) as this
+    broker applies them to a topic that sets none, for DescribeConfigs (Kafka's LogConfig
+    defaults, taken from the broker's own configs: KafkaConfig.extractLogConfigMap). Source
+    STATIC_BROKER_CONFIG where the node's config differs from Kafka's default, else
+    DEFAULT_CONFIG. unclean.leader.election.enable is decided by the controller, from its own
+    config; a cluster started by `cluster up` gives every node the same."""
+    default = NodeConfig(node_id=config.node_id)
+
+    def static(value: object, attr: str) -> tuple[str, int]:
+        changed = getattr(config, attr) != getattr(default, attr)
+        return str(value), admin.STATIC_BROKER_CONFIG if changed else admin.DEFAULT_CONFIG
+
+    unclean = "true" if config.unclean_leader_election_enable else "false"
+    return {
+        LEADER_REPLICAS: ("", admin.DEFAULT_CONFIG),
+        FOLLOWER_REPLICAS: ("", admin.DEFAULT_CONFIG),
+        MIN_INSYNC_REPLICAS: static(config.min_insync_replicas, "min_insync_replicas"),
+        MAX_MESSAGE_BYTES: static(config.message_max_bytes, "message_max_bytes"),
+        UNCLEAN_LEADER_ELECTION: static(unclean, "unclean_leader_election_enable"),
+    }
+
+
 class KafkaApis:
     """The handlers of the Kafka listener (Kafka's KafkaApis), over the broker's own state."""
 
@@ -129,16 +160,19 @@ class KafkaApis:
         cluster_id: str,
         broker: Callable[..., Awaitable[object]] | None = None,
         groups: GroupService | None = None,
+        topic_defaults: admin.TopicDefaults | None = None,
     ) -> None:
         """`broker` is the broker's native dispatch (Broker.dispatch: `(body, client_id=...)`),
         which serves the data APIs and forwards the admin ones to the controller; without it
         those answer NETWORK_EXCEPTION (the admin APIs) or close the connection. `groups` is
         the broker's group coordinator (server/groups.py); without it the group APIs answer
-        COORDINATOR_NOT_AVAILABLE."""
+        COORDINATOR_NOT_AVAILABLE. `topic_defaults`: what DescribeConfigs lists for a topic
+        config the topic does not set (`topic_config_defaults`)."""
         self.cache = cache
         self.cluster_id = cluster_id
         self.broker = broker
         self.groups = groups
+        self.topic_defaults = topic_defaults or {}
 
     async def dispatch(self, header: KafkaRequest, body: object) -> Any:
         if isinstance(body, UnsupportedApiVersions):
@@ -279,7 +313,9 @@ class KafkaApis:
     async def describe_configs(self, version: int, body: Any) -> Any:
         translated = admin.describe_configs_request(body)
         native = await self._forwarded(translated, am.DescribeConfigsResponse)
-        return admin.describe_configs_response(version, body, translated, native)
+        return admin.describe_configs_response(
+            version, body, translated, native, self.topic_defaults
+        )
 
     async def incremental_alter_configs(self, version: int, body: Any) -> Any:
         translated = admin.incremental_alter_configs_request(body)

@@ -29,7 +29,7 @@ from minikafka.server.eventlog import EventLog
 from minikafka.server.group_offsets_api import dispatch_group_offsets
 from minikafka.server.groups import GroupService
 from minikafka.server.jsonl import Rotation
-from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis
+from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis, topic_config_defaults
 from minikafka.server.listener import bound_port, open_listeners, run_listener
 from minikafka.server.metrics import Metrics, run_metrics_log
 from minikafka.server.offline_replicas import OfflineReplicas
@@ -207,6 +207,7 @@ class Node:
                 cluster_id=c.cluster_id,
                 broker=self.broker.dispatch,
                 groups=group_service,
+                topic_defaults=topic_config_defaults(c),
             )
             await nursery.start(
                 partial(
