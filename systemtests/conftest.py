@@ -42,11 +42,19 @@ from systemtests.harness.matrix import seed_offset
 from systemtests.harness.profiles import PROFILES, get_profile
 from systemtests.harness.quota_modes import QUOTA_MODES
 from systemtests.harness.runner import CaseRun, CaseSpec, run_case
-from systemtests.harness.verdicts import case_of, results, run_analysis, summary_line
+from systemtests.harness.verdicts import (
+    STEP_LEGEND,
+    across_step,
+    case_of,
+    results,
+    run_analysis,
+    summary_line,
+)
 
 CALIBRATED_SEED = 73
 RUN_KEY = pytest.StashKey[Path]()
 SUMMARY_KEY = pytest.StashKey[list]()
+STEP_KEY = pytest.StashKey[bool]()  # a case was judged across a step (verdicts.STEP_LEGEND)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -179,6 +187,8 @@ class Matrix:
             res["seed"] = seed
             RunFolder(run.path).write_results(res)
             self.config.stash[SUMMARY_KEY].append(summary_line(res) + f"  seed {seed}")
+            if across_step(res):
+                self.config.stash[STEP_KEY] = True
             if res["verdict"] == "pass":
                 shutil.rmtree(cluster_dir, ignore_errors=True)
             self.results[run.spec.name] = res
@@ -219,8 +229,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.section("KIP-73 system tests")
         for line in lines:
             terminalreporter.write_line(line)
-        if any(" s* actual" in line for line in lines):
-            terminalreporter.write_line(
-                "*: judged against the prediction across a step of Kafka's algorithm "
-                "(case.json predicted_move_alternatives_s)"
-            )
+        if config.stash.get(STEP_KEY, False):
+            terminalreporter.write_line(STEP_LEGEND)

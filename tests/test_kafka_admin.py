@@ -20,7 +20,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i8, i16, i32
 
 from minikafka.errors import BrokerError, ErrorCode
-from minikafka.kafka import admin
+from minikafka.kafka import admin, reassignments
 from minikafka.kafka.codec import SUPPORTED, decode_request, encode_response
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.metadata_cache import MetadataCache
@@ -436,7 +436,7 @@ def _reassign(moves: dict[tuple[str, int], list[int] | None]) -> Any:
 
 def test_alter_partition_reassignments_round_trip() -> None:
     body = _reassign({("t", 0): [2, 3], ("t", 1): None, ("u", 0): [1]})
-    t = admin.alter_partition_reassignments_request(body)
+    t = reassignments.alter_partition_reassignments_request(body)
     assert t.native == am.AlterPartitionReassignmentsRequest(
         partitions=[
             am.ReassignablePartition(topic="t", partition=0, replicas=[2, 3]),
@@ -454,7 +454,7 @@ def test_alter_partition_reassignments_round_trip() -> None:
             ),
         ]
     )
-    back = _round_trip(admin.alter_partition_reassignments_response(0, body, native))
+    back = _round_trip(reassignments.alter_partition_reassignments_response(0, body, native))
     assert back.error_code is K.none
     got = [(r.name, p.partition_index, p.error_code) for r in back.responses for p in r.partitions]
     assert got == [("t", 0, K.none), ("t", 1, K.no_reassignment_in_progress), ("u", 0, K.none)]
@@ -465,7 +465,7 @@ def test_alter_partition_reassignments_top_level_error() -> None:
     native = am.AlterPartitionReassignmentsResponse(
         error_code=ErrorCode.NETWORK_EXCEPTION, error_message="controller unreachable"
     )
-    back = _round_trip(admin.alter_partition_reassignments_response(0, body, native))
+    back = _round_trip(reassignments.alter_partition_reassignments_response(0, body, native))
     assert (back.error_code, back.error_message) == (K.network_exception, "controller unreachable")
     assert back.responses[0].partitions[0].error_code is K.network_exception
 
@@ -500,9 +500,9 @@ ONGOING = am.ListPartitionReassignmentsResponse(
 
 def test_list_partition_reassignments_all() -> None:
     body = _list(None)
-    t = admin.list_partition_reassignments_request(body)
+    t = reassignments.list_partition_reassignments_request(body)
     assert t.native == am.ListPartitionReassignmentsRequest(topics=None, timeout_ms=3000)
-    back = _round_trip(admin.list_partition_reassignments_response(0, body, ONGOING))
+    back = _round_trip(reassignments.list_partition_reassignments_response(0, body, ONGOING))
     got = {
         (r.name, p.partition_index): (p.replicas, p.adding_replicas, p.removing_replicas)
         for r in back.topics
@@ -517,9 +517,9 @@ def test_list_partition_reassignments_all() -> None:
 
 def test_list_partition_reassignments_keeps_only_the_requested_partitions() -> None:
     body = _list({"t": [0]})
-    t = admin.list_partition_reassignments_request(body)
+    t = reassignments.list_partition_reassignments_request(body)
     assert t.native.topics == ["t"]
-    back = _round_trip(admin.list_partition_reassignments_response(0, body, ONGOING))
+    back = _round_trip(reassignments.list_partition_reassignments_response(0, body, ONGOING))
     assert [(r.name, [p.partition_index for p in r.partitions]) for r in back.topics] == [
         ("t", [0])
     ]
@@ -528,7 +528,7 @@ def test_list_partition_reassignments_keeps_only_the_requested_partitions() -> N
 def test_list_partition_reassignments_top_level_error() -> None:
     body = _list(None)
     native = am.ListPartitionReassignmentsResponse(error_code=ErrorCode.NETWORK_EXCEPTION)
-    back = _round_trip(admin.list_partition_reassignments_response(0, body, native))
+    back = _round_trip(reassignments.list_partition_reassignments_response(0, body, native))
     assert (back.error_code, back.topics) == (K.network_exception, ())
 
 

@@ -3,7 +3,8 @@ and back. Pure: the shell (server/kafka_apis.py) hands the native request to the
 forwards it to the controller (KIP-590 style, server/broker.py).
 
 Served: CreateTopics (19) v2-4, DescribeConfigs (32) v1-3, IncrementalAlterConfigs (44) v0-1
-(KIP-339), AlterPartitionReassignments (45) v0 and ListPartitionReassignments (46) v0 (KIP-455).
+(KIP-339), CreatePartitions and DeleteTopics; AlterPartitionReassignments (45) v0 and
+ListPartitionReassignments (46) v0 (KIP-455) are in kafka/reassignments.py, on these helpers.
 What cannot be said natively (a resource type other than TOPIC and BROKER, APPEND and SUBTRACT
 config ops, a non-consecutive replica assignment) is refused here per entity and never reaches
 the broker; everything else is the controller's to judge, with Kafka's codes and messages.
@@ -23,8 +24,8 @@ from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaErrorCode
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32
+from kio.schema.types import TopicName
+from kio.static.primitive import i8
 
 from minikafka.wire import admin_messages as am
 from minikafka.wire import messages
@@ -54,7 +55,7 @@ class Translated:
     refused: Refusals = dataclasses.field(default_factory=dict)
 
 
-def _module(api: str, version: int) -> ModuleType:
+def response_module(api: str, version: int) -> ModuleType:
     return importlib.import_module(f"kio.schema.{api}.v{version}.response")
 
 
@@ -76,7 +77,7 @@ def kafka_error(code: int) -> KafkaErrorCode:
         return KafkaErrorCode.unknown_server_error
 
 
-def _ms(timeout: timedelta) -> int:
+def timeout_ms(timeout: timedelta) -> int:
     return int(timeout.total_seconds() * 1000)
 
 
@@ -123,7 +124,7 @@ def create_topics_request(request: Any) -> Translated:
     if topics:
         native = messages.CreateTopicsRequest(
             topics=topics,
-            timeout_ms=max(0, _ms(request.timeout)),
+            timeout_ms=max(0, timeout_ms(request.timeout)),
             validate_only=bool(request.validate_only),
         )
     return Translated(native=native, refused=refused)
@@ -156,7 +157,7 @@ def create_topics_response(
     native: messages.CreateTopicsResponse | None,
 ) -> Any:
     """native CreateTopicsResponse -> kio CreateTopicsResponse, one result per requested topic."""
-    mod = _module("create_topics", version)
+    mod = response_module("create_topics", version)
     by_name = {r.name: r for r in native.topics} if native is not None else {}
     results = []
     for i, t in enumerate(request.topics):
@@ -220,7 +221,7 @@ def describe_configs_response(
     its static ones. `configuration_keys` filters them; null or empty means all (ConfigHelper).
     Entries are not read-only, not sensitive, no synonyms.
     """
-    mod = _module("describe_configs", version)
+    mod = response_module("describe_configs", version)
     entry_cls, result_cls = mod.DescribeConfigsResourceResult, mod.DescribeConfigsResult
     answers = iter(_native_results(native, len(request.resources) - len(translated.refused)))
     results = []
@@ -239,7 +240,7 @@ def describe_configs_response(
                 rows += [
                     (n, v, src) for n, (v, src) in (topic_defaults or {}).items() if n not in own
                 ]
-                rows.sort()
+                rows.sort(key=lambda row: row[0])  # names are unique
             entries = tuple(
                 _entry(entry_cls, name, value, source)
                 for name, value, source in rows
@@ -333,7 +334,7 @@ def incremental_alter_configs_response(
     native: am.IncrementalAlterConfigsResponse | None,
 ) -> Any:
     """native IncrementalAlterConfigsResponse -> kio, one answer per requested resource."""
-    mod = _module("incremental_alter_configs", version)
+    mod = response_module("incremental_alter_configs", version)
     n = len(request.resources) - len(translated.refused)
     got = list(native.responses) if native is not None else []
     if native is not None and native.error_code:
@@ -359,113 +360,6 @@ def incremental_alter_configs_response(
     )
 
 
-# ---------------------------------------------------------------------------- reassignments
-
-
-def alter_partition_reassignments_request(request: Any) -> Translated:
-    """kio AlterPartitionReassignmentsRequest v0 (KIP-455) -> native, flattened per partition;
-    null replicas cancel that partition's move."""
-    partitions = [
-        am.ReassignablePartition(
-            topic=str(t.name),
-            partition=int(p.partition_index),
-            replicas=None if p.replicas is None else [int(b) for b in p.replicas],
-        )
-        for t in request.topics
-        for p in t.partitions
-    ]
-    return Translated(
-        native=am.AlterPartitionReassignmentsRequest(
-            partitions=partitions, timeout_ms=max(0, _ms(request.timeout))
-        )
-    )
-
-
-def alter_partition_reassignments_response(
-    version: int, request: Any, native: am.AlterPartitionReassignmentsResponse
-) -> Any:
-    """native -> kio AlterPartitionReassignmentsResponse, grouped by topic as requested.
-
-    A top-level error (controller unreachable, the request refused as a whole) is kept at the
-    top, where Kafka puts it, and repeated on every partition, which is where clients that
-    report per partition look."""
-    mod = _module("alter_partition_reassignments", version)
-    top = kafka_error(native.error_code)
-    by_tp = {(r.topic, r.partition): r for r in native.responses}
-    topics = []
-    for t in request.topics:
-        parts = []
-        for p in t.partitions:
-            r = by_tp.get((str(t.name), int(p.partition_index)))
-            if top is not KafkaErrorCode.none:
-                code, message = top, native.error_message
-            elif r is None:
-                code, message = KafkaErrorCode.unknown_server_error, "no answer for this partition"
-            else:
-                code, message = kafka_error(r.error_code), r.error_message
-            parts.append(
-                mod.ReassignablePartitionResponse(
-                    partition_index=i32(int(p.partition_index)),
-                    error_code=code,
-                    error_message=message,
-                )
-            )
-        topics.append(mod.ReassignableTopicResponse(name=t.name, partitions=tuple(parts)))
-    return mod.AlterPartitionReassignmentsResponse(
-        throttle_time=timedelta(0),
-        error_code=top,
-        error_message=native.error_message,
-        responses=tuple(topics),
-    )
-
-
-def list_partition_reassignments_request(request: Any) -> Translated:
-    """kio ListPartitionReassignmentsRequest v0 -> native: null topics lists every partition
-    being moved; otherwise the native request names the topics and the response keeps only the
-    requested partitions (Kafka lists exactly those)."""
-    topics = None if request.topics is None else [str(t.name) for t in request.topics]
-    return Translated(
-        native=am.ListPartitionReassignmentsRequest(
-            topics=topics, timeout_ms=max(0, _ms(request.timeout))
-        )
-    )
-
-
-def list_partition_reassignments_response(
-    version: int, request: Any, native: am.ListPartitionReassignmentsResponse
-) -> Any:
-    """native -> kio ListPartitionReassignmentsResponse, one entry per topic being moved."""
-    mod = _module("list_partition_reassignments", version)
-    wanted: set[tuple[str, int]] | None = None
-    if request.topics is not None:
-        wanted = {(str(t.name), int(p)) for t in request.topics for p in t.partition_indexes}
-    by_topic: dict[str, list[Any]] = {}
-    for r in native.reassignments:
-        if wanted is not None and (r.topic, r.partition) not in wanted:
-            continue
-        by_topic.setdefault(r.topic, []).append(
-            mod.OngoingPartitionReassignment(
-                partition_index=i32(r.partition),
-                replicas=_ids(r.replicas),
-                adding_replicas=_ids(r.adding_replicas),
-                removing_replicas=_ids(r.removing_replicas),
-            )
-        )
-    return mod.ListPartitionReassignmentsResponse(
-        throttle_time=timedelta(0),
-        error_code=kafka_error(native.error_code),
-        error_message=native.error_message,
-        topics=tuple(
-            mod.OngoingTopicReassignment(name=TopicName(name), partitions=tuple(parts))
-            for name, parts in by_topic.items()
-        ),
-    )
-
-
-def _ids(brokers: Sequence[int]) -> tuple[BrokerId, ...]:
-    return tuple(BrokerId(b) for b in brokers)
-
-
 # ---------------------------------------------------------------------------- CreatePartitions
 
 
@@ -483,7 +377,7 @@ def create_partitions_request(request: Any) -> messages.CreatePartitionsRequest:
             )
             for t in request.topics
         ],
-        timeout_ms=_ms(request.timeout),
+        timeout_ms=timeout_ms(request.timeout),
         validate_only=bool(request.validate_only),
     )
 
@@ -498,7 +392,7 @@ def create_partitions_failed(
 
 
 def create_partitions_response(version: int, native: messages.CreatePartitionsResponse) -> Any:
-    mod = _module("create_partitions", version)
+    mod = response_module("create_partitions", version)
     return mod.CreatePartitionsResponse(
         throttle_time=timedelta(milliseconds=native.throttle_time_ms),
         results=tuple(
@@ -518,7 +412,7 @@ def create_partitions_response(version: int, native: messages.CreatePartitionsRe
 def delete_topics_request(request: Any) -> messages.DeleteTopicsRequest:
     """kio DeleteTopicsRequest (v1-3: topic names only; topic ids come with v6) -> native."""
     return messages.DeleteTopicsRequest(
-        topics=[str(name) for name in request.topic_names], timeout_ms=_ms(request.timeout)
+        topics=[str(name) for name in request.topic_names], timeout_ms=timeout_ms(request.timeout)
     )
 
 
@@ -530,7 +424,7 @@ def delete_topics_failed(
 
 def delete_topics_response(version: int, native: messages.DeleteTopicsResponse) -> Any:
     """Error messages travel from v5 on: before, the code alone."""
-    mod = _module("delete_topics", version)
+    mod = response_module("delete_topics", version)
     return mod.DeleteTopicsResponse(
         throttle_time=timedelta(milliseconds=native.throttle_time_ms),
         responses=tuple(

@@ -36,7 +36,7 @@ from minikafka.core.dynamic_config import (
 from minikafka.core.group import OffsetFetch
 from minikafka.core.group.messages import LeaveOutcome
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, RemoteProtocolError
-from minikafka.kafka import admin, fetch, groups, list_offsets, produce
+from minikafka.kafka import admin, fetch, groups, list_offsets, produce, reassignments
 from minikafka.kafka.apis import (
     api_versions_response,
     describe_cluster_response,
@@ -323,14 +323,14 @@ class KafkaApis:
         return admin.incremental_alter_configs_response(version, body, translated, native)
 
     async def alter_partition_reassignments(self, version: int, body: Any) -> Any:
-        translated = admin.alter_partition_reassignments_request(body)
+        translated = reassignments.alter_partition_reassignments_request(body)
         native = await self._forwarded(translated, am.AlterPartitionReassignmentsResponse)
-        return admin.alter_partition_reassignments_response(version, body, native)
+        return reassignments.alter_partition_reassignments_response(version, body, native)
 
     async def list_partition_reassignments(self, version: int, body: Any) -> Any:
-        translated = admin.list_partition_reassignments_request(body)
+        translated = reassignments.list_partition_reassignments_request(body)
         native = await self._forwarded(translated, am.ListPartitionReassignmentsResponse)
-        return admin.list_partition_reassignments_response(version, body, native)
+        return reassignments.list_partition_reassignments_response(version, body, native)
 
     async def _forwarded(self, translated: admin.Translated, response_type: type) -> Any:
         """The native response (None when everything was refused before forwarding); a failed

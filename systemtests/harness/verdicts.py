@@ -203,6 +203,18 @@ def _binding_side(run: CaseRun) -> set[tuple[int, str]]:
     }
 
 
+STEP_LEGEND = (
+    "*: judged against the prediction across a step of Kafka's algorithm "
+    "(case.json predicted_move_alternatives_s)"
+)
+
+
+def across_step(res: dict[str, Any]) -> bool:
+    """Whether the move was judged against an alternative across a step (`*` in its line)."""
+    a = res.get("analysis") or {}
+    return a.get("move_judged_against_s") != a.get("predicted_move_s")
+
+
 def summary_line(res: dict[str, Any]) -> str:
     a = res.get("analysis") or {}
 
@@ -210,7 +222,7 @@ def summary_line(res: dict[str, Any]) -> str:
         return "-" if v is None else format(v, fmt)
 
     against = a.get("move_judged_against_s")
-    step = "*" if against != a.get("predicted_move_s") else " "  # an alternative across a step
+    step = "*" if across_step(res) else " "
     return (
         f"{res['case']:<36} {res['verdict']:<4} predicted {f(against, '6.2f')} s{step}"
         f" actual {f(a.get('move_duration_s'), '6.2f')} s"
