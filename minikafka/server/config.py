@@ -159,6 +159,9 @@ OPTIONS: dict[str, _Option] = {
         _Option("request.max.in.flight", "request_max_in_flight", _parse_int(1, 1024)),
         _Option("max.connections", "max_connections", _parse_int(1, 1 << 20)),
         _Option("connections.max.idle.ms", "connections_max_idle_ms", _parse_int(1, 1 << 40)),
+        # Connections as Kafka's ConnectionQuotas limits them (issue 25, server/connection_quotas.py).
+        _Option("max.connections.per.ip", "max_connections_per_ip", _parse_int(1, 1 << 20)),
+        _Option("queued.max.request.bytes", "queued_max_request_bytes", _parse_int(-1, 1 << 40)),
         _Option(
             "replication.quota.window.num", "replication_quota_window_num", _parse_int(1, 1000)
         ),
@@ -215,6 +218,22 @@ OPTIONS: dict[str, _Option] = {
             "group.max.session.timeout.ms", "group_max_session_timeout_ms", _parse_int(1, 1 << 31)
         ),
         _Option("group.max.size", "group_max_size", _parse_int(1, (1 << 31) - 1)),
+        # State that expires (issue 25): empty groups and their offsets (KIP-211), and idle
+        # producer ids (KIP-854), checked every so often as Kafka's schedulers do.
+        _Option(
+            "offsets.retention.minutes", "offsets_retention_minutes", _parse_int(1, 1 << 31)
+        ),
+        _Option(
+            "offsets.retention.check.interval.ms",
+            "offsets_retention_check_interval_ms",
+            _parse_int(1, 1 << 40),
+        ),
+        _Option("producer.id.expiration.ms", "producer_id_expiration_ms", _parse_int(1, 1 << 40)),
+        _Option(
+            "producer.id.expiration.check.interval.ms",
+            "producer_id_expiration_check_interval_ms",
+            _parse_int(1, 1 << 31),
+        ),
         # KIP-578's proposed name; also the LMDB databases a broker's store may open.
         _Option("max.broker.partitions", "max_broker_partitions", _parse_int(1, 100_000)),
         _Option("max.topic.partitions", "max_topic_partitions", _parse_int(1, 1_000_000)),
@@ -262,6 +281,12 @@ class NodeConfig:
     # max.connections is unbounded by default and makes the Acceptor wait instead).
     max_connections: int = 1000
     connections_max_idle_ms: int = 600_000  # Kafka's name and default
+    # Per listener and client IP (Kafka's default is unbounded; ours keeps one host from taking
+    # every slot of max.connections).
+    max_connections_per_ip: int = 200
+    # What the requests read from all connections and not yet answered may hold, in bytes;
+    # -1: unbounded (Kafka's default). Ours is bounded: see server/listener.py.
+    queued_max_request_bytes: int = 512 * MiB
     # Quotas (REFERENCE.md sections 1 and 3).
     replication_quota_window_num: int = 11
     replication_quota_window_size_seconds: int = 1
@@ -293,6 +318,12 @@ class NodeConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
     group_max_size: int = (1 << 31) - 1
+    # Kafka's names and defaults (KIP-211: 7 days after a group empties; KIP-854: a day after a
+    # producer id's last write).
+    offsets_retention_minutes: int = 10_080
+    offsets_retention_check_interval_ms: int = 600_000
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_interval_ms: int = 600_000
     # Bounded work (issue 11): the replicas one broker may host (its store opens that many LMDB
     # databases; more makes every read transaction slower) and the partitions of one topic.
     max_broker_partitions: int = 8192
