@@ -20,6 +20,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
 from minikafka.errors import RemoteProtocolError
+from minikafka.kafka.bounds import check_request
 
 PRODUCE = 0
 FETCH = 1
@@ -127,11 +128,22 @@ def decode_request(payload: bytes) -> KafkaRequest:
         raise UnsupportedVersion(api_key, api_version, correlation_id)
     schema = load_request_schema(api_key, api_version)
     header_schema = schema.__header_schema__
+    # Every length against the bytes left, before kio's native readers size anything from it:
+    # a length they trust can abort the process (issue 25; kafka/bounds.py).
+    check_request(schema, header_schema, payload, 0)
     try:
         # kio readers return (entity, bytes consumed), not the absolute end offset.
         header, used = entity_reader(header_schema)(payload, 0)
         body, body_used = entity_reader(schema)(payload, used)
     except Exception as exc:  # kio raises SerialError, ValueError, UnicodeDecodeError...
+        raise RemoteProtocolError(
+            f"undecodable kafka {schema.__name__} v{api_version}: {exc}"
+        ) from exc
+    except BaseException as exc:
+        # A panic in kio's native code arrives as pyo3's PanicException, a BaseException: the
+        # peer's bytes found a bug there, and it is still that connection's fault alone.
+        if type(exc).__name__ != "PanicException":
+            raise
         raise RemoteProtocolError(
             f"undecodable kafka {schema.__name__} v{api_version}: {exc}"
         ) from exc

@@ -1,0 +1,278 @@
+"""Every length in a Kafka request, checked against the bytes left before anything is allocated.
+
+kio's native readers size a collection from its length prefix before reading an element: a
+20-byte ListPartitionReassignments request whose array length is the varint `FF FF FF FF 7F`
+asks the allocator for 256 GiB, and a failed allocation in native code aborts the process, no
+handler runs (issue 25). Kafka's generated readers refuse such a request first: every array,
+string and bytes length is compared with `remainingBytes()` of the frame (`MessageUtil`,
+`ByteBufferAccessor`; "Tried to allocate a collection of size N, but there are only M bytes
+remaining").
+
+`check_request(schema, payload, pos)` does the same walk over a payload before kio reads it: it
+follows the schema (the same kio dataclasses kio decodes with: field types from their
+`kafka_type`, flexible or not per entity, tagged fields by tag), allocates nothing, and raises
+RemoteProtocolError at the first length that runs past the frame, or a varint longer than 5
+bytes. An array of n elements must fit n times its elements' smallest encoding, which is
+stricter than Kafka's "n bytes" and as cheap. Runs of fixed-size fields are skipped in one
+step, and so are arrays of fixed-size elements (Fetch's partitions, Metadata v1's int32
+arrays), so a walk costs O(variable-size elements), not O(bytes).
+
+Pure: no I/O; a walker per schema is built once and cached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields
+from functools import cache
+from typing import Any
+
+from kio.serial._introspect import (
+    EntityField,
+    EntityTupleField,
+    PrimitiveTupleField,
+    classify_field,
+    get_field_tag,
+    get_schema_field_type,
+    is_optional,
+)
+from kio.static.constants import EntityType
+
+from minikafka.errors import RemoteProtocolError
+
+# Encoded sizes of Kafka's fixed-size types (Kafka's `Type` and kio's `kafka_type` names).
+FIXED_BYTES: dict[str, int] = {
+    "bool": 1,
+    "int8": 1,
+    "int16": 2,
+    "error_code": 2,
+    "uint16": 2,
+    "int32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
+VARIABLE = frozenset({"string", "bytes", "records"})
+
+# walk(buf, pos, end) -> the position after the value; RemoteProtocolError past `end`.
+Walk = Callable[[Any, int, int], int]
+
+
+class Oversized(RemoteProtocolError):
+    """A length prefix claims more than the frame has left (the peer's fault)."""
+
+
+def _past(what: str, need: int, pos: int, end: int) -> Oversized:
+    return Oversized(f"{what} of {need} bytes at byte {pos}, only {max(end - pos, 0)} left")
+
+
+def uvarint(buf: Any, pos: int, end: int) -> tuple[int, int]:
+    """An unsigned varint of at most 5 bytes (Kafka's ByteUtils.readUnsignedVarint)."""
+    value = shift = 0
+    for _ in range(5):
+        if pos >= end:
+            raise Oversized(f"varint runs past the frame at byte {pos}")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+    raise Oversized(f"varint longer than 5 bytes at byte {pos - 5}")
+
+
+def _int16(buf: Any, pos: int, end: int) -> int:
+    if pos + 2 > end:
+        raise _past("an int16 length", 2, pos, end)
+    return int.from_bytes(buf[pos : pos + 2], "big", signed=True)
+
+
+def _int32(buf: Any, pos: int, end: int) -> int:
+    if pos + 4 > end:
+        raise _past("an int32 length", 4, pos, end)
+    return int.from_bytes(buf[pos : pos + 4], "big", signed=True)
+
+
+def _fixed(size: int) -> Walk:
+    def walk(buf: Any, pos: int, end: int) -> int:
+        if pos + size > end:
+            raise _past("a field", size, pos, end)
+        return pos + size
+
+    return walk
+
+
+def _sized(kind: str, *, flexible: bool) -> Walk:
+    """A string, bytes or records field: a length, then that many bytes (-1 / 0: null)."""
+    if flexible:
+
+        def walk(buf: Any, pos: int, end: int) -> int:
+            n, pos = uvarint(buf, pos, end)
+            n -= 1  # compact: length + 1, 0 for null
+            if n > end - pos:
+                raise _past(f"a {kind}", n, pos, end)
+            return pos + max(n, 0)
+
+    elif kind == "string":
+
+        def walk(buf: Any, pos: int, end: int) -> int:
+            n = _int16(buf, pos, end)
+            pos += 2
+            if n > end - pos:
+                raise _past("a string", n, pos, end)
+            return pos + max(n, 0)
+
+    else:
+
+        def walk(buf: Any, pos: int, end: int) -> int:
+            n = _int32(buf, pos, end)
+            pos += 4
+            if n > end - pos:
+                raise _past(f"a {kind}", n, pos, end)
+            return pos + max(n, 0)
+
+    return walk
+
+
+def _array(element: Walk | None, min_bytes: int, fixed: int | None, *, flexible: bool) -> Walk:
+    """An array: its count (compact uvarint n+1 or int32; null allowed), then its elements.
+    Elements of one fixed size are skipped in one step."""
+
+    def walk(buf: Any, pos: int, end: int) -> int:
+        if flexible:
+            n, pos = uvarint(buf, pos, end)
+            n -= 1
+        else:
+            n = _int32(buf, pos, end)
+            pos += 4
+        if n <= 0:
+            return pos
+        if n * min_bytes > end - pos:
+            raise Oversized(
+                f"an array of {n} elements of at least {min_bytes} bytes at byte {pos}, "
+                f"only {end - pos} bytes left"
+            )
+        if fixed is not None:
+            return pos + n * fixed
+        assert element is not None
+        for _ in range(n):
+            pos = element(buf, pos, end)
+        return pos
+
+    return walk
+
+
+def _tagged(known: dict[int, Walk]) -> Walk:
+    """The tagged-fields section of a flexible entity: a count, then (tag, size, bytes) each.
+    A known tag's value is walked within its own size; unknown ones are skipped."""
+
+    def walk(buf: Any, pos: int, end: int) -> int:
+        count, pos = uvarint(buf, pos, end)
+        if count > end - pos:
+            raise _past("tagged fields", count, pos, end)
+        for _ in range(count):
+            tag, pos = uvarint(buf, pos, end)
+            size, pos = uvarint(buf, pos, end)
+            if size > end - pos:
+                raise _past(f"tagged field {tag}", size, pos, end)
+            inner = known.get(tag)
+            if inner is not None and inner(buf, pos, pos + size) != pos + size:
+                raise RemoteProtocolError(f"tagged field {tag} at byte {pos} is not {size} bytes")
+            pos += size
+        return pos
+
+    return walk
+
+
+@cache
+def entity_shape(entity: type) -> tuple[Walk, int, int | None]:
+    """(walk, smallest encoding in bytes, fixed size or None) of one kio entity class."""
+    flexible = bool(getattr(entity, "__flexible__", False))
+    # RequestHeader v2 is flexible (it ends with tagged fields) but its client_id keeps the
+    # legacy int16-prefixed string, so that any broker can read who is asking (KIP-482).
+    compact = flexible and getattr(entity, "__type__", None) is not EntityType.header
+    steps: list[Walk] = []
+    tagged: dict[int, Walk] = {}
+    min_total, fixed_run, all_fixed = 0, 0, True
+    for f in fields(entity):
+        walk, min_bytes, fixed = _field_shape(f, flexible=compact)
+        tag = get_field_tag(f)
+        if tag is not None:
+            tagged[int(tag)] = walk
+            continue
+        min_total += min_bytes
+        if fixed is not None:
+            fixed_run += fixed  # consecutive fixed fields become one step
+            continue
+        all_fixed = False
+        if fixed_run:
+            steps.append(_fixed(fixed_run))
+            fixed_run = 0
+        steps.append(walk)
+    if flexible:
+        all_fixed = False
+        min_total += 1
+    if all_fixed:
+        return _fixed(fixed_run), fixed_run, fixed_run
+    if fixed_run:
+        steps.append(_fixed(fixed_run))
+    if flexible:
+        steps.append(_tagged(tagged))
+
+    def walk_entity(buf: Any, pos: int, end: int) -> int:
+        for step in steps:
+            pos = step(buf, pos, end)
+        return pos
+
+    return walk_entity, min_total, None
+
+
+def _field_shape(f: Any, *, flexible: bool) -> tuple[Walk, int, int | None]:
+    kind = classify_field(f)
+    if isinstance(kind, EntityField):
+        walk, min_bytes, fixed = entity_shape(kind.type_)
+        if is_optional(f):  # a nullable struct: an int8 marker (-1 null, 1 present) first
+            return _nullable_struct(walk), 1, None
+        return walk, min_bytes, fixed
+    if isinstance(kind, EntityTupleField):
+        element, min_bytes, fixed = entity_shape(kind.type_)
+        return _array(element, max(min_bytes, 1), fixed, flexible=flexible), 1, None
+    kafka_type = get_schema_field_type(f)
+    if isinstance(kind, PrimitiveTupleField):
+        size = FIXED_BYTES.get(kafka_type)
+        element = None if size is not None else _sized(kafka_type, flexible=flexible)
+        return _array(element, size or 1, size, flexible=flexible), 1, None
+    if kafka_type in FIXED_BYTES:
+        size = FIXED_BYTES[kafka_type]
+        return _fixed(size), size, size
+    if kafka_type in VARIABLE:
+        return _sized(kafka_type, flexible=flexible), 1 if flexible else 2, None
+    raise TypeError(f"{f.name}: kafka type {kafka_type!r} has no bounds rule")
+
+
+def _nullable_struct(walk: Walk) -> Walk:
+    def walk_nullable(buf: Any, pos: int, end: int) -> int:
+        if pos >= end:
+            raise _past("a struct marker", 1, pos, end)
+        present = buf[pos] != 0xFF
+        return walk(buf, pos + 1, end) if present else pos + 1
+
+    return walk_nullable
+
+
+def check_request(schema: type, header_schema: type, payload: Any, pos: int) -> None:
+    """RemoteProtocolError unless every length of the header (from `pos`) and the body of
+    `schema` fits in `payload`, and together they end exactly at its end."""
+    end = len(payload)
+    try:
+        pos = entity_shape(header_schema)[0](payload, pos, end)
+        stop = entity_shape(schema)[0](payload, pos, end)
+    except RemoteProtocolError as exc:
+        raise type(exc)(f"kafka {schema.__name__} v{schema.__version__}: {exc}") from None
+    if stop != end:
+        raise RemoteProtocolError(
+            f"kafka {schema.__name__} v{schema.__version__} has {end - stop} trailing bytes"
+        )

@@ -1,0 +1,106 @@
+"""Kafka requests' lengths checked before kio allocates (kafka/bounds.py, issue 25).
+
+The walker must accept every valid request of every served API and version, exactly to its
+end (hypothesis builds them from kio's own schema classes, which it encodes), refuse every
+strict prefix of one, and refuse a length that claims more than the frame holds, before kio's
+native reader sizes anything from it: the first test below aborts the whole interpreter
+(`memory allocation of 274877906928 bytes failed`) on a codec without the walk, which is why it
+runs the decode in a child process.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kio.index import load_request_schema
+from kio.serial import entity_writer
+from kio.static.primitive import Records, i16, i32
+
+from minikafka.errors import RemoteProtocolError
+from minikafka.kafka.bounds import check_request
+from minikafka.kafka.codec import SUPPORTED, decode_request
+
+# kio registers a strategy for each of its primitive types but the opaque record bytes.
+st.register_type_strategy(Records, st.binary(max_size=64).map(Records))
+
+SERVED = [(key, v) for key, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1)]
+
+# ListPartitionReassignments v0 (flexible): header v2 (api 46, v0, correlation 1, null
+# client id, no tags), timeout_ms 1000, then a topics array whose compact length is the
+# varint FF FF FF FF 7F: 2^35 - 2 elements in a 20-byte request.
+BOMB_46 = struct.pack(">hhih", 46, 0, 1, -1) + b"\x00" + struct.pack(">i", 1000) + b"\xff" * 4
+BOMB_46 += b"\x7f"
+
+
+def encode(body: object, *, client_id: str | None = "fuzz") -> bytes:
+    schema = type(body)
+    header_schema = schema.__header_schema__
+    out = io.BytesIO()
+    header = header_schema(
+        request_api_key=i16(schema.__api_key__),
+        request_api_version=i16(schema.__version__),
+        correlation_id=i32(7),
+        client_id=client_id,
+    )
+    entity_writer(header_schema)(out, header)
+    entity_writer(schema)(out, body)
+    return out.getvalue()
+
+
+def test_an_array_length_past_the_frame_is_refused_before_allocation() -> None:
+    """The issue's 20-byte request: a clean RemoteProtocolError, in a child process so that
+    an abort (the bug) fails this test instead of ending the test run."""
+    code = (
+        "from minikafka.kafka.codec import decode_request\n"
+        "from minikafka.errors import RemoteProtocolError\n"
+        f"try:\n    decode_request({BOMB_46!r})\n"
+        "except RemoteProtocolError as exc:\n    print('refused:', exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-400:]
+    assert "refused: kafka ListPartitionReassignmentsRequest v0: an array of 34359738366" in (
+        done.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "payload"),
+    [
+        # Metadata v1: topics is a legacy int32 array, 2^31 - 1 elements of a 2-byte string.
+        ("metadata int32 array", struct.pack(">hhihi", 3, 1, 1, -1, 0x7FFFFFFF)),
+        # ApiVersions v3 (flexible): client software name, compact length 2^32.
+        ("compact string", struct.pack(">hhih", 18, 3, 1, -1) + b"\x00\xff\xff\xff\xff\x0f"),
+        # A legacy client id of 30,000 bytes in a 10-byte header.
+        ("client id", struct.pack(">hhih", 3, 1, 1, 30_000)),
+        # A varint of six bytes (Kafka's readUnsignedVarint stops at five).
+        ("long varint", struct.pack(">hhih", 46, 0, 1, -1) + b"\x00" + b"\0\0\0\0" + b"\xff" * 6),
+    ],
+)
+def test_lengths_past_the_frame_are_refused(name: str, payload: bytes) -> None:
+    with pytest.raises(RemoteProtocolError):
+        decode_request(payload)
+
+
+@pytest.mark.parametrize(("api_key", "version"), SERVED)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_every_valid_request_walks_to_its_end(api_key: int, version: int, data) -> None:
+    """Each served API and version, built by hypothesis from kio's schema and encoded by kio:
+    the walk ends exactly at the end, decode_request agrees, and every strict prefix (cut at a
+    drawn point) is refused."""
+    schema = load_request_schema(api_key, version)
+    body = data.draw(st.from_type(schema))
+    payload = encode(body)
+    check_request(schema, schema.__header_schema__, payload, 0)
+    assert decode_request(payload).body == body
+    cut = data.draw(st.integers(min_value=0, max_value=len(payload) - 1))
+    with pytest.raises(RemoteProtocolError):
+        check_request(schema, schema.__header_schema__, payload[:cut], 0)
