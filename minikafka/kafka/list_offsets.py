@@ -2,8 +2,11 @@
 
 A consumer resets its position with it (auto.offset.reset): timestamp -1 is the latest offset
 (for a consumer the high watermark, which is also the last stable offset: no transactions),
--2 the earliest. Other timestamps (offsetsForTimes) are answered as the broker answers them
-natively. Leader epochs go out as -1, as in Metadata (minikafka/kafka/apis.py says why).
+-2 the earliest. Any other timestamp (KIP-79: `offsetsForTimes`, `kcat -Q`; -3 MAX_TIMESTAMP,
+KIP-734) is answered as the broker answers it natively (server/list_offsets.py): the offset and
+timestamp of the first record at or after it, or -1 and -1 when there is none. Both requests'
+isolation levels read up to the high watermark (no transactions: the last stable offset is
+the HW). Leader epochs go out as -1, as in Metadata (minikafka/kafka/apis.py says why).
 """
 
 from __future__ import annotations
@@ -22,8 +25,6 @@ from minikafka.wire.messages import (
     ListOffsetsRequest,
     ListOffsetsResponse,
 )
-
-NO_TIMESTAMP = -1
 
 
 def to_native(request: Any) -> ListOffsetsRequest:
@@ -49,7 +50,7 @@ def to_kafka(version: int, answer: ListOffsetsResponse) -> Any:
         fields: dict[str, Any] = {
             "partition_index": i32(p.partition),
             "error_code": KafkaErrorCode(int(p.error_code)),
-            "timestamp": i64(NO_TIMESTAMP),
+            "timestamp": i64(p.timestamp),
             "offset": i64(p.offset),
         }
         if "leader_epoch" in names:

@@ -221,7 +221,7 @@ class Broker:
             case FetchRequest():
                 return await handle_fetch(self.replica_manager, body, self.cache.topics, client_id)
             case ListOffsetsRequest():
-                return handle_list_offsets(self.replica_manager, body, self.cache.topics)
+                return await handle_list_offsets(self.replica_manager, body, self.cache.topics)
             case MetadataRequest():
                 return self.cache.response(body.topics)
             case LeaderAndIsrRequest():

@@ -1,4 +1,5 @@
-"""Fetch and ListOffsets on the leader (Kafka's ReplicaManager.fetchMessages + DelayedFetch).
+"""Fetch on the leader (Kafka's ReplicaManager.fetchMessages + DelayedFetch); ListOffsets is
+server/list_offsets.py, re-exported here for the dispatchers.
 
 - Each partition is checked first (leader here, epochs, divergence, offset range: core/log.py).
   For a follower (replica_id >= 0) the fetch offset is its log end offset: the leader records it
@@ -33,8 +34,6 @@ from __future__ import annotations
 import trio
 
 from minikafka.core.fetch_session import FINAL_EPOCH
-from minikafka.core.types import TopicPartition
-from minikafka.errors import ErrorCode
 from minikafka.server.clock import now_ms
 from minikafka.server.fetch_read import (
     LeaderThrottle,
@@ -44,20 +43,15 @@ from minikafka.server.fetch_read import (
     recheck_at,
 )
 from minikafka.server.fetch_sessions import handle_session_fetch
+from minikafka.server.list_offsets import handle_list_offsets  # noqa: F401 - re-exported
 from minikafka.server.listener import Reply
-from minikafka.server.local_partition import LocalPartition, leader_error, wait_for_change
+from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.wire.messages import (
-    CONSUMER_REPLICA_ID,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
     FetchPartition,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
-    ListOffsetsPartitionResponse,
-    ListOffsetsRequest,
-    ListOffsetsResponse,
 )
 
 
@@ -134,38 +128,3 @@ async def _read_until_enough(
         await wait_for_change(
             [p for _i, _fp, p in readable], recheck_at(throttle, limits, deadline)
         )
-
-
-def handle_list_offsets(
-    rm: ReplicaManager, req: ListOffsetsRequest, known_topic: frozenset[str] | set[str]
-) -> ListOffsetsResponse:
-    out = []
-    for lp in req.partitions:
-        p = rm.partitions.get(TopicPartition(lp.topic, lp.partition))
-        code = leader_error(p, lp.topic, known_topic)
-        if code == ErrorCode.NONE and lp.timestamp not in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP):
-            code = ErrorCode.INVALID_REQUEST
-        if code != ErrorCode.NONE:
-            out.append(
-                ListOffsetsPartitionResponse(
-                    topic=lp.topic, partition=lp.partition, error_code=code
-                )
-            )
-            continue
-        assert p is not None
-        if lp.timestamp == EARLIEST_TIMESTAMP:
-            offset = p.log_start_offset
-        else:  # consumers see up to the HW; replicas and debugging tools up to the LEO
-            # (Kafka's Partition.fetchOffsetForTimestamp: no isolation level but a consumer's)
-            consumer = req.replica_id == CONSUMER_REPLICA_ID
-            offset = p.high_watermark if consumer else p.log_end_offset
-        out.append(
-            ListOffsetsPartitionResponse(
-                topic=lp.topic,
-                partition=lp.partition,
-                error_code=ErrorCode.NONE,
-                offset=offset,
-                leader_epoch=p.leader_epoch,
-            )
-        )
-    return ListOffsetsResponse(partitions=out)

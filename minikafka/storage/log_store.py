@@ -11,7 +11,12 @@ the environment of the node's data dir (storage/env.py, shared with `MetadataSto
   idempotent producers' state as of an offset, written with the HW checkpoint. A load rebuilds
   the state from it plus the producer fields of the batches after it (only those: the scan is
   bounded by one checkpoint interval), or from the whole log if there is none; a truncation
-  below it deletes it.
+  below it deletes it;
+- the named database `time-index` (storage/time_index.py): per partition the entries (largest
+  timestamp so far, base offset) of the batches that raised it, written in the transaction
+  that appends them, cut by the one that truncates them, built from the log when the store
+  opens a partition that has none; `find_timestamp` answers ListOffsets by time (KIP-79) and
+  MAX_TIMESTAMP (KIP-734) with one B-tree descent and, as a rule, one batch read.
 
 Rules: every public method runs exactly ONE transaction and holds none across calls (the Trio
 shell calls them through `trio.to_thread.run_sync`). The log end offset is not stored: it is the
@@ -36,12 +41,13 @@ from typing import Any
 import lmdb
 import msgpack
 
+from minikafka.core import time_index as ti
 from minikafka.core.fetch_limits import ResponseBudget
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.records import peek_header, peek_shape
 from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.errors import CorruptRecordError
-from minikafka.storage import producer_snapshots
+from minikafka.storage import producer_snapshots, time_index
 from minikafka.storage.env import (  # noqa: F401 - importable from here too
     EnvLease,
     LogDirError,
@@ -50,9 +56,11 @@ from minikafka.storage.env import (  # noqa: F401 - importable from here too
 )
 
 _KEY = struct.Struct(">Q")
+_INDEXED = {time_index.TIME_INDEX_KEY: time_index.TIME_INDEX_VERSION}  # in a meta: indexed
 _META_DB = b"partition-meta"
 _LOG_PREFIX = "log/"
 _DEFAULT_CONFIG = StoreConfig()  # frozen: one shared default is safe
+MAX_TIMESTAMP = -3  # ListOffsetsRequest.MAX_TIMESTAMP (KIP-734)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +81,15 @@ class AppendWrite:
     batches: Sequence[bytes]  # whole batches, offsets already set, contiguous
     epochs: list[EpochEntry] | None = None  # replace the persisted epoch cache when not None
     high_watermark: int | None = None  # checkpoint when not None (clamped to the new LEO)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimeLookup:
+    """A `find_timestamp` answer, with what it read (the index's cost, observable in tests)."""
+
+    found: ti.TimestampAndOffset | None
+    index_entries_read: int
+    batches_read: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,6 +183,12 @@ def _read_partition(cur: lmdb.Cursor, spec: ReadSpec, budget: ResponseBudget) ->
     return b"".join(chunks[:taken])  # copies out of the map while the txn is still open
 
 
+def _counted(raws: Iterator[Any], reads: list[int]) -> Iterator[bytes]:
+    for raw in raws:
+        reads[0] += 1
+        yield bytes(raw)  # out of the map: decoded while the txn is open, never kept
+
+
 def _checked_pairs(
     tp: TopicPartition, batches: Sequence[bytes], leo: int
 ) -> tuple[list[tuple[bytes, bytes]], int]:
@@ -194,17 +217,21 @@ class LogStore:
         self._gate = _DropGate()
         self._dbs: dict[TopicPartition, Any] = {}  # opened handles (lmdb._Database)
         self._leo: dict[TopicPartition, int] = {}  # log end offsets as of the last commit
+        self._largest: dict[TopicPartition, int] = {}  # largest indexed timestamp, likewise
         try:
             with self._lease.txn(write=True) as txn:
                 self._meta_db = self._env.open_db(_META_DB, txn=txn, create=True)
                 self._producers_db = self._env.open_db(
                     producer_snapshots.DB_NAME, txn=txn, create=True
                 )
-                for name in txn.cursor(db=self._meta_db).iternext(keys=True, values=False):
-                    tp = _parse_db_name(bytes(name))
-                    db = self._env.open_db(bytes(name), txn=txn, create=True)
+                self._time_db = self._env.open_db(time_index.DB_NAME, txn=txn, create=True)
+                names = list(txn.cursor(db=self._meta_db).iternext(keys=True, values=False))
+                for name in map(bytes, names):
+                    tp = _parse_db_name(name)
+                    db = self._env.open_db(name, txn=txn, create=True)
                     self._dbs[tp] = db
                     self._leo[tp] = self._log_end_offset(txn, tp, db)
+                    self._largest[tp] = self._open_time_index(txn, tp, db)
         except BaseException:
             self._lease.close()
             raise
@@ -260,7 +287,9 @@ class LogStore:
                     # New (a deletion drops a log, its meta and its snapshot together): empty,
                     # nothing to read back (half the cost of a creation was that reading).
                     self._put_meta(
-                        txn, tp, {"log_start_offset": 0, "high_watermark": 0, "epochs": []}
+                        txn,
+                        tp,
+                        {"log_start_offset": 0, "high_watermark": 0, "epochs": [], **_INDEXED},
                     )
                     out[tp] = LoadedPartition(
                         tp=tp, log_start_offset=0, log_end_offset=0, high_watermark=0, epochs=[]
@@ -269,6 +298,7 @@ class LogStore:
             for tp, db in opened.items():
                 self._dbs[tp] = db
                 self._leo[tp] = out[tp].log_end_offset  # type: ignore[union-attr]
+                self._largest.setdefault(tp, ti.NO_TIMESTAMP)  # a new log; a loaded one kept
             return out
 
     def load_partition(self, tp: TopicPartition) -> LoadedPartition:
@@ -298,8 +328,10 @@ class LogStore:
                     txn.drop(db, delete=True)
                 txn.delete(_db_name(tp), db=self._meta_db)
                 txn.delete(_db_name(tp), db=self._producers_db)
+                time_index.drop(txn, self._time_db, time_index.prefix(_db_name(tp)))
             self._dbs.pop(tp, None)
             self._leo.pop(tp, None)
+            self._largest.pop(tp, None)
 
     # -- log operations --------------------------------------------------------------------------
 
@@ -311,6 +343,7 @@ class LogStore:
         """
         with self._write_lock:
             new_leo: dict[TopicPartition, int] = {}
+            largest: dict[TopicPartition, int] = {}
             with self._lease.txn(write=True) as txn:
                 for write in writes:
                     db = self._db(write.tp)
@@ -321,6 +354,13 @@ class LogStore:
                             _consumed, added = cur.putmulti(pairs, append=True)
                         if added != len(pairs):
                             raise StorageError(f"{write.tp}: append out of key order")
+                        largest[write.tp] = time_index.add(
+                            txn,
+                            self._time_db,
+                            time_index.prefix(_db_name(write.tp)),
+                            [raw for _key, raw in pairs],
+                            largest.get(write.tp, self._largest[write.tp]),
+                        )
                     new_leo[write.tp] = leo
                     if write.epochs is not None or write.high_watermark is not None:
                         meta = self._get_meta(txn, write.tp)
@@ -330,6 +370,7 @@ class LogStore:
                             meta["high_watermark"] = min(write.high_watermark, leo)
                         self._put_meta(txn, write.tp, meta)
             self._leo.update(new_leo)  # only once the commit succeeded
+            self._largest.update(largest)
 
     def read(self, specs: Sequence[ReadSpec], response_max_bytes: int) -> list[bytes]:
         """Whole batches per spec, in ONE read transaction, under the KIP-74 caps.
@@ -354,6 +395,36 @@ class LogStore:
                         out.append(_read_partition(cur, spec, budget))
                 return out
 
+    def find_timestamp(self, tp: TopicPartition, target: int, start_offset: int) -> TimeLookup:
+        """ListOffsets by time in ONE read transaction (Kafka's UnifiedLog.fetchOffsetByTimestamp):
+        for `target` >= 0 the first record whose timestamp is >= target and offset >=
+        `start_offset`; for MAX_TIMESTAMP (-3) the first record holding the largest timestamp;
+        for another negative target a scan from the log's first batch, as Kafka searches from
+        the log start. None when there is no such record. The caller bounds the answer by what
+        the asker may read (core/time_index.py `fetchable`). StorageError: no such partition."""
+        with self._gate.reading():
+            db = self._db(tp)  # taken before the txn begins, as `read` does
+            pre = time_index.prefix(_db_name(tp))
+            with self._lease.txn(write=False) as txn:
+                with txn.cursor(db=self._time_db) as icur, txn.cursor(db=db) as cur:
+                    reads = [0]
+                    if target == MAX_TIMESTAMP:
+                        entry = time_index.last(icur, pre)
+                        raw = None if entry is None else cur.get(_KEY.pack(entry.base_offset))
+                        found = None if raw is None else ti.max_timestamp_record(bytes(raw))
+                        return TimeLookup(found=found, index_entries_read=1, batches_read=1)
+                    if target < 0:  # below every indexed timestamp: from the first batch
+                        entries_read, start = 0, cur.first()
+                    else:
+                        entry = time_index.first_at_or_after(icur, pre, target)
+                        entries_read = 1
+                        start = entry is not None and cur.set_key(_KEY.pack(entry.base_offset))
+                    raws = cur.iternext(keys=False, values=True) if start else iter(())
+                    found = ti.search_batches(_counted(raws, reads), target, start_offset)
+                    return TimeLookup(
+                        found=found, index_entries_read=entries_read, batches_read=reads[0]
+                    )
+
     def truncate(self, tp: TopicPartition, offset: int, epochs: list[EpochEntry]) -> int:
         """Remove every batch whose last offset >= `offset`; persist `epochs`; return the new LEO.
 
@@ -376,7 +447,11 @@ class LogStore:
                 snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
                 if snapshot is not None and snapshot[0] > leo:
                     txn.delete(_db_name(tp), db=self._producers_db)
+                largest = time_index.truncate(
+                    txn, self._time_db, time_index.prefix(_db_name(tp)), leo
+                )
             self._leo[tp] = leo
+            self._largest[tp] = largest
             return leo
 
     def truncate_fully(self, tp: TopicPartition, new_start_offset: int) -> None:
@@ -389,10 +464,13 @@ class LogStore:
                     "log_start_offset": new_start_offset,
                     "high_watermark": new_start_offset,
                     "epochs": [],
+                    **_INDEXED,
                 }
                 self._put_meta(txn, tp, meta)
                 producer_snapshots.put(txn, self._producers_db, _db_name(tp), new_start_offset, [])
+                time_index.drop(txn, self._time_db, time_index.prefix(_db_name(tp)))
             self._leo[tp] = new_start_offset
+            self._largest[tp] = ti.NO_TIMESTAMP
 
     def checkpoint(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Persist high watermarks (each clamped to the LEO) in one transaction.
@@ -460,6 +538,17 @@ class LogStore:
             found = _seek_ending_at_or_after(cur, offset)
             raws = cur.iternext(keys=False, values=True) if found else ()
             return producer_snapshots.replay(doc, offset, raws, leo)
+
+    def _open_time_index(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> int:
+        """The largest indexed timestamp; the index is first built from the log if this
+        partition has none (a data dir from before the index)."""
+        pre = time_index.prefix(_db_name(tp))
+        meta = self._get_meta(txn, tp)
+        if meta.get(time_index.TIME_INDEX_KEY) != time_index.TIME_INDEX_VERSION:
+            with txn.cursor(db=db) as cur:
+                time_index.rebuild(txn, self._time_db, pre, cur.iternext(keys=False, values=True))
+            self._put_meta(txn, tp, {**meta, **_INDEXED})
+        return time_index.largest(txn, self._time_db, pre)
 
     def _log_end_offset(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> int:
         """The LEO alone (opening the store: no producer state rebuilt for nothing)."""

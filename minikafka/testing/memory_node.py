@@ -323,7 +323,7 @@ class MemoryBroker:
             case FetchRequest():
                 return await handle_fetch(self.replica_manager, body, self.topics, client_id)
             case ListOffsetsRequest():
-                return handle_list_offsets(self.replica_manager, body, self.topics)
+                return await handle_list_offsets(self.replica_manager, body, self.topics)
             case LeaderAndIsrRequest() | UpdateMetadataRequest() | StopReplicaRequest():
                 if isinstance(body, LeaderAndIsrRequest):
                     self.topics.update(st.topic for st in body.partitions)

@@ -128,6 +128,9 @@ CONSUMER_REPLICA_ID = -1  # FetchRequest.replica_id of a consumer
 DEBUGGING_REPLICA_ID = -2
 LATEST_TIMESTAMP = -1  # ListOffsets: the log end offset (or HW for consumers)
 EARLIEST_TIMESTAMP = -2  # ListOffsets: the log start offset
+MAX_TIMESTAMP = -3  # ListOffsets: the record with the largest timestamp (KIP-734)
+EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsets: the local log start (KIP-1005; no tiered storage)
+LATEST_TIERED_TIMESTAMP = -5  # ListOffsets: the last tiered offset (KIP-1005; none: -1)
 
 
 # ---------------------------------------------------------------------------- ApiVersions
@@ -295,7 +298,7 @@ class FetchResponse:
 class ListOffsetsPartition:
     topic: str
     partition: int
-    timestamp: int  # LATEST_TIMESTAMP or EARLIEST_TIMESTAMP
+    timestamp: int  # a record timestamp (KIP-79), or one of the *_TIMESTAMP sentinels
 
 
 @dataclass(**MSG)
@@ -311,6 +314,7 @@ class ListOffsetsPartitionResponse:
     error_code: int
     offset: int = -1
     leader_epoch: int = UNDEFINED_EPOCH
+    timestamp: int = -1  # the found record's timestamp (KIP-79), -1 for the other answers
 
 
 @dataclass(**MSG)
