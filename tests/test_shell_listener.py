@@ -18,10 +18,11 @@ import pytest
 import trio
 import trio.testing
 
+from minikafka.core.connection_quotas import ConnectionQuotas
 from minikafka.server.eventlog import EventLog
 from minikafka.server.listener import (
     NATIVE,
-    ConnectionSlots,
+    Door,
     Reply,
     WireCodec,
     release_order,
@@ -384,6 +385,12 @@ async def test_acks_zero_over_quota_mutes_without_an_answer(autojump_clock, even
 IDLE_MS = 10_000
 
 
+def door(max_connections: int) -> Door:
+    return Door(
+        quotas=ConnectionQuotas(max_connections=max_connections, max_connections_per_ip=1 << 20)
+    )
+
+
 def serve_limited(stream, dispatch, events, slots, *, max_in_flight=8, idle_ms=IDLE_MS):
     return partial(
         serve_admitted,
@@ -401,7 +408,7 @@ async def test_an_idle_connection_is_closed_after_connections_max_idle_ms(autoju
     client_stream, server_stream = trio.testing.memory_stream_pair()
     dispatch = FakeDispatcher()
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(serve_limited(server_stream, dispatch, events, ConnectionSlots(10)))
+        nursery.start_soon(serve_limited(server_stream, dispatch, events, door(10)))
         client = RawClient(client_stream)
         # Activity keeps it open: a request every 0.9 idle periods, for 5 periods.
         for corr_id in range(6):
@@ -424,7 +431,7 @@ async def test_a_client_that_never_reads_pins_in_flight_responses_only_then_is_c
     served = trio.Event()
 
     async def serve_it() -> None:
-        await serve_limited(server_stream, dispatch, events, ConnectionSlots(10), max_in_flight=4)()
+        await serve_limited(server_stream, dispatch, events, door(10), max_in_flight=4)()
         served.set()
 
     async def flood() -> None:
@@ -450,7 +457,7 @@ async def test_a_client_that_never_reads_pins_in_flight_responses_only_then_is_c
 async def test_connections_beyond_max_connections_are_closed_at_once_and_counted(
     autojump_clock, events
 ):
-    slots = ConnectionSlots(2)
+    slots = door(2)
     dispatch = FakeDispatcher()
     pairs = [trio.testing.memory_stream_pair() for _ in range(4)]
     ended = [trio.Event() for _ in pairs]
@@ -473,15 +480,15 @@ async def test_connections_beyond_max_connections_are_closed_at_once_and_counted
         assert await RawClient(pairs[2][0]).closed_by_server()
         await ended[2].wait()
         assert trio.current_time() == 0  # at once, not at the idle timeout
-        assert (slots.open, slots.refused) == (2, 1)
+        assert (slots.quotas.open, slots.quotas.refused) == (2, 1)
         assert events.counts == {"connection_refused": 1}
         # one closes: its slot is free again, and a fourth is served
         await pairs[1][0].aclose()
         await ended[1].wait()
-        assert slots.open == 1
+        assert slots.quotas.open == 1
         nursery.start_soon(serve_one, 3)
         await round_trip(3)
-        assert (slots.open, slots.refused) == (2, 1)
+        assert (slots.quotas.open, slots.quotas.refused) == (2, 1)
         nursery.cancel_scope.cancel()
 
 

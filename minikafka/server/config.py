@@ -161,6 +161,14 @@ OPTIONS: dict[str, _Option] = {
         _Option("connections.max.idle.ms", "connections_max_idle_ms", _parse_int(1, 1 << 40)),
         # Connections as Kafka's ConnectionQuotas limits them (issue 25, server/connection_quotas.py).
         _Option("max.connections.per.ip", "max_connections_per_ip", _parse_int(1, 1 << 20)),
+        _Option(
+            "listener.name.native.max.connections",
+            "native_max_connections",
+            _parse_int(1, 1 << 20),
+        ),
+        _Option(
+            "listener.name.kafka.max.connections", "kafka_max_connections", _parse_int(1, 1 << 20)
+        ),
         _Option("queued.max.request.bytes", "queued_max_request_bytes", _parse_int(-1, 1 << 40)),
         _Option(
             "replication.quota.window.num", "replication_quota_window_num", _parse_int(1, 1000)
@@ -277,9 +285,14 @@ class NodeConfig:
     socket_max_frame_bytes: int = 64 * MiB
     metrics_interval_ms: int = 1000
     request_max_in_flight: int = 64  # per connection, requests handled concurrently
-    # Per listener (server/listener.py): connections beyond it are closed at once (Kafka's
-    # max.connections is unbounded by default and makes the Acceptor wait instead).
+    # Clients' connections over both listeners (core/connection_quotas.py): one beyond it is
+    # closed at once (Kafka's is unbounded by default and makes the Acceptor wait instead); the
+    # cluster's own nodes are not counted (KIP-402 lets the inter-broker listener past it).
     max_connections: int = 1000
+    # One listener's clients (KIP-402's listener.name.<name>.max.connections); None: only
+    # max.connections bounds them. `native` is minikafka's protocol, `kafka` Kafka's.
+    native_max_connections: int | None = None
+    kafka_max_connections: int | None = None
     connections_max_idle_ms: int = 600_000  # Kafka's name and default
     # Per listener and client IP (Kafka's default is unbounded; ours keeps one host from taking
     # every slot of max.connections).

@@ -16,17 +16,28 @@ throttles end at the latest (core/throttle_gate.py).
 
 Bounded work per peer (issue 11):
 
-- `connections.max.idle.ms` (Kafka's name and default, 10 minutes): a connection on which
-  nothing was received and no response was written for that long is closed, as Kafka's
+- `connections.max.idle.ms` (Kafka's name and default, 10 minutes): a connection on which no
+  whole request was received and no response was written for that long is closed, as Kafka's
   Selector closes idle channels. Requests being handled do not count as activity (neither do
-  they in Kafka), so a peer that never reads its responses is closed too, with its handlers.
+  they in Kafka), so a peer that never reads its responses is closed too, with its handlers;
+  nor do the bytes of a frame still arriving (issue 25), so a peer trickling one frame a byte
+  at a time cannot hold a connection forever.
 - Such a peer pins at most `request.max.in.flight` responses: a request's slot is given back
   only once its response is written, and no further request is read while every slot is taken
   (Kafka goes further and mutes a channel until its one response is sent).
-- `max.connections`: a connection beyond the limit is closed at once and logged as
-  `connection_refused` (Kafka's Acceptor instead stops accepting until one closes, leaving the
-  peer waiting in the kernel's backlog; closing says at once that the broker is full). The
-  limit counts every connection, the cluster's own included: keep it well above the nodes'.
+- Who may connect (issue 25, core/connection_quotas.py, a `Door` shared by the node's
+  listeners): `max.connections` over both listeners, `listener.name.<name>.max.connections`,
+  `max.connections.per.ip`, for clients; a connection beyond them is closed at once and logged
+  as `connection_refused` (Kafka's Acceptor instead stops accepting until one closes, leaving
+  the peer in the kernel's backlog; closing says at once that the broker is full). The
+  cluster's own nodes are never locked out: on the native listener a connection beyond the
+  limits is on probation, and served past them if it proves membership in time (KIP-402 lets
+  the inter-broker listener past the broker-wide limit); a client connection that proves
+  membership gives its client slot back.
+- `queued.max.request.bytes` (server/request_memory.py): a client's frame is taken from the
+  node's request memory once its length prefix has arrived, before its body is read, and
+  given back once it is answered; while the memory is full, nothing more is read from that
+  connection. Nodes' connections are not metered.
 
 The control plane answers only the cluster's own nodes (issue 11): with a `ClusterGate`
 (server/cluster_gate.py) each request is screened in the read loop, in arrival order, before any
@@ -37,6 +48,7 @@ the pump itself serve without.
 
 from __future__ import annotations
 
+import math
 import traceback
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -45,11 +57,14 @@ from typing import Any
 
 import trio
 
+from minikafka.core.connection_quotas import NATIVE as NATIVE_LISTENER
+from minikafka.core.connection_quotas import ConnectionQuotas
 from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import RemoteProtocolError
 from minikafka.server.clock import now_ms, wait_out
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.eventlog import EventLog
+from minikafka.server.request_memory import RequestMemory
 from minikafka.wire.codec import decode_request, encode_response
 from minikafka.wire.framing import FrameDecoder, frame_parts
 
@@ -106,18 +121,12 @@ def release_order() -> None:
 
 NATIVE = WireCodec(decode=decode_request, encode=encode_response)
 RECV_CHUNK = 1 << 20
+# Between two frames of a metered connection: enough for many pipelined small requests, little
+# enough that frames not yet taken from queued.max.request.bytes stay small per connection.
+BETWEEN_FRAMES_CHUNK = 64 << 10
 DEFAULT_IDLE_MS = 600_000  # connections.max.idle.ms (Kafka's default)
-DEFAULT_MAX_CONNECTIONS = 1000  # max.connections: Kafka's is unbounded; ours stays under the
-# usual 1024 open-files limit, so a flood is refused here rather than failing accept (EMFILE)
-
-
-class ConnectionSlots:
-    """max.connections for one listener: how many are open, and how many were refused."""
-
-    def __init__(self, max_connections: int) -> None:
-        self.max_connections = max_connections
-        self.open = 0
-        self.refused = 0
+# A connection over the client limits may still be a node's: it has this long to prove it.
+DEFAULT_PROBATION_MS = 10_000
 
 
 async def serve_connection(
@@ -130,10 +139,20 @@ async def serve_connection(
     idle_ms: int = DEFAULT_IDLE_MS,
     gate: ClusterGate | None = None,
     codec: WireCodec = NATIVE,
+    memory: RequestMemory | None = None,
+    on_member: Callable[[], None] | None = None,
+    probation_ms: int | None = None,
 ) -> None:
+    """Serve one connection until the peer closes it, breaks the protocol or idles.
+
+    `memory`: queued.max.request.bytes, taken for each frame of a client (not of a node that
+    proved membership) from its prefix on, given back once it is answered. `on_member` is
+    called once, when the connection proves membership. `probation_ms` (a connection over the
+    client limits, core/connection_quotas.py): it may only prove membership, within that time.
+    """
     peer = _peer_name(stream)
     session = gate.session() if gate is not None else None
-    last_active = trio.current_time()  # something received or a response written
+    last_active = trio.current_time()  # a whole request received or a response written
     decoder = FrameDecoder(max_frame_bytes)
     send_lock = trio.Lock()
     in_flight = trio.Semaphore(max_in_flight)
@@ -143,6 +162,7 @@ async def serve_connection(
         header: Any,
         body: object,
         scope: trio.CancelScope,
+        held: int,
         previous: trio.Event | None = None,
         answered: trio.Event | None = None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
@@ -186,6 +206,8 @@ async def serve_connection(
             if answered is not None:
                 answered.set()
             in_flight.release()
+            if memory is not None:
+                memory.release(held)
 
     async def send_answer(header: Any, response: object) -> None:
         nonlocal last_active
@@ -199,22 +221,45 @@ async def serve_connection(
         nonlocal last_active
         previous = trio.Event()  # the last ordered request's answer
         previous.set()
+        reserved = held = 0  # queued.max.request.bytes held, not yet handed to a handler
         try:
             while True:
                 payload = decoder.next_frame()
+                metered = memory is not None and (session is None or session.member is None)
                 if payload is None:
-                    data = await stream.receive_some(RECV_CHUNK)
-                    last_active = trio.current_time()
+                    # A frame's bytes are taken from the pool once its prefix says how many,
+                    # before its body is read on; between frames only a small read is made.
+                    pending = decoder.pending_frame_bytes
+                    if metered and pending is not None and not reserved:
+                        reserved = await memory.take(pending)
+                    chunk = RECV_CHUNK if reserved or not metered else BETWEEN_FRAMES_CHUNK
+                    data = await stream.receive_some(chunk)
                     decoder.receive_data(data)
                     if not data:
                         decoder.next_frame()  # raises on EOF inside a frame
                         return  # clean EOF: in-flight requests finish, then we close
                     continue
+                # Only whole requests count as activity: a peer trickling one frame a byte at
+                # a time is closed at connections.max.idle.ms like an idle one.
+                last_active = trio.current_time()
+                held, reserved = reserved, 0
+                if metered and not held:  # the frame arrived within one read
+                    held = await memory.take(len(payload))
                 header, body = codec.decode(payload)
                 if gate is not None and session is not None:
+                    was_member = session.member is not None
                     answer = gate.screen(session, body, peer)
+                    if session.member is not None and not was_member:
+                        proved()
+                    elif answer is None and probation_ms is not None and session.member is None:
+                        events.emit("connection_refused", peer=peer, reason="over the limits")
+                        nursery.cancel_scope.cancel()
+                        return
                     if answer is not None:  # the handshake, or a refusal: no handler runs
                         await send_answer(header, answer)
+                        if memory is not None:
+                            memory.release(held)
+                        held = 0
                         continue
                 await in_flight.acquire()
                 # Muted (KIP-219): this request waits, unprocessed, until the throttle ends. The
@@ -224,16 +269,27 @@ async def serve_connection(
                 if codec.ordered:
                     answered = trio.Event()
                     await nursery.start(
-                        handle, header, body, nursery.cancel_scope, previous, answered
+                        handle, header, body, nursery.cancel_scope, held, previous, answered
                     )
                     previous = answered
                 else:
-                    nursery.start_soon(handle, header, body, nursery.cancel_scope)
+                    nursery.start_soon(handle, header, body, nursery.cancel_scope, held)
+                held = 0  # the handler gives it back
         except RemoteProtocolError as exc:
             events.emit("bad_request", peer=peer, error=str(exc))
             nursery.cancel_scope.cancel()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             nursery.cancel_scope.cancel()
+        finally:
+            if memory is not None:
+                memory.release(reserved + held)
+
+    def proved() -> None:
+        """The connection proved membership: a node's from now on, probation lifted."""
+        if on_member is not None:
+            on_member()
+        if connection_scope is not None:
+            connection_scope.deadline = math.inf
 
     async def close_when_idle(connection: trio.CancelScope) -> None:
         # Read last_active again after each sleep: activity meanwhile moves the deadline.
@@ -244,8 +300,12 @@ async def serve_connection(
 
     # Errors are handled inside the nursery: whatever a peer does ends this connection only,
     # never the listener (an exception escaping here would end the node).
+    connection_scope: trio.CancelScope | None = None
     try:
         async with trio.open_nursery() as connection:
+            connection_scope = connection.cancel_scope
+            if probation_ms is not None:  # prove membership in time, or be closed
+                connection_scope.deadline = trio.current_time() + probation_ms / 1000
             connection.start_soon(close_when_idle, connection.cancel_scope)
             async with trio.open_nursery() as nursery:
                 await read_requests(nursery)
@@ -253,6 +313,18 @@ async def serve_connection(
     finally:
         with trio.CancelScope(shield=True):
             await stream.aclose()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Door:
+    """What a listener admits: the node's connection quotas (shared by its listeners), this
+    listener's name in them, the node's request memory, and how long a connection over the
+    limits has to prove it is a node's (core/connection_quotas.py)."""
+
+    quotas: ConnectionQuotas
+    listener: str = NATIVE_LISTENER
+    memory: RequestMemory | None = None
+    probation_ms: int = DEFAULT_PROBATION_MS
 
 
 async def run_listener(
@@ -263,8 +335,8 @@ async def run_listener(
     max_frame_bytes: int,
     max_in_flight: int,
     events: EventLog,
+    door: Door,
     idle_ms: int = DEFAULT_IDLE_MS,
-    max_connections: int = DEFAULT_MAX_CONNECTIONS,
     gate: ClusterGate | None,
     codec: WireCodec = NATIVE,
     listeners: list[trio.SocketListener] | None = None,
@@ -275,14 +347,13 @@ async def run_listener(
     if listeners is None:
         listeners = await open_listeners(host, port)
     bound = bound_port(listeners)
-    slots = ConnectionSlots(max_connections)
 
     async def on_connection(stream: trio.SocketStream) -> None:
         # trio.SocketStream sets TCP_NODELAY itself: small responses are not delayed.
         await serve_admitted(
             stream,
             dispatch,
-            slots,
+            door,
             max_frame_bytes=max_frame_bytes,
             max_in_flight=max_in_flight,
             events=events,
@@ -308,7 +379,7 @@ def bound_port(listeners: list[trio.SocketListener]) -> int:
 async def serve_admitted(
     stream: trio.SocketStream,
     dispatch: Dispatcher,
-    slots: ConnectionSlots,
+    door: Door,
     *,
     max_frame_bytes: int,
     max_in_flight: int,
@@ -317,18 +388,26 @@ async def serve_admitted(
     gate: ClusterGate | None = None,
     codec: WireCodec = NATIVE,
 ) -> None:
-    """serve_connection if a slot is free (max.connections), else close the stream at once."""
-    if slots.open >= slots.max_connections:
-        slots.refused += 1
-        events.emit(
-            "connection_refused",
-            peer=_peer_name(stream),
-            max_connections=slots.max_connections,
-            refused=slots.refused,
-        )
+    """serve_connection as a client's if the quotas admit it; else, where a node may be
+    knocking (a listener with a ClusterGate), on probation; else close the stream at once."""
+    quotas, listener = door.quotas, door.listener
+    peer = _peer_name(stream)
+    ip = peer.rpartition(":")[0] or peer
+    refused = quotas.admit(listener, ip)
+    if refused is not None and gate is None:
+        events.emit("connection_refused", peer=peer, reason=refused, refused=quotas.refused)
         await trio.aclose_forcefully(stream)
         return
-    slots.open += 1
+    member = False
+
+    def on_member() -> None:
+        nonlocal member
+        member = True
+        if refused is None:
+            quotas.to_member(listener, ip)
+        else:
+            quotas.member_admitted()
+
     try:
         await serve_connection(
             stream,
@@ -339,9 +418,15 @@ async def serve_admitted(
             idle_ms=idle_ms,
             gate=gate,
             codec=codec,
+            memory=door.memory,
+            on_member=on_member,
+            probation_ms=None if refused is None else door.probation_ms,
         )
     finally:
-        slots.open -= 1
+        if member:
+            quotas.member_closed()
+        elif refused is None:
+            quotas.release(listener, ip)
 
 
 def _peer_name(stream: trio.SocketStream) -> str:

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import trio
 
+from minikafka.core.connection_quotas import KAFKA as KAFKA_LISTENER
+from minikafka.core.connection_quotas import NATIVE as NATIVE_LISTENER
+from minikafka.core.connection_quotas import ConnectionQuotas
 from minikafka.errors import ErrorCode
 from minikafka.server.broker import Broker, ControllerLink, build_broker
 from minikafka.server.cluster_gate import ClusterGate
@@ -30,11 +33,12 @@ from minikafka.server.group_offsets_api import dispatch_group_offsets
 from minikafka.server.groups import GroupService
 from minikafka.server.jsonl import Rotation
 from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis, topic_config_defaults
-from minikafka.server.listener import bound_port, open_listeners, run_listener
+from minikafka.server.listener import Door, bound_port, open_listeners, run_listener
 from minikafka.server.metrics import Metrics, run_metrics_log
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.prometheus import serve_metrics
 from minikafka.server.replica_state_log import run_replica_state_log
+from minikafka.server.request_memory import RequestMemory
 from minikafka.storage import LogStore, MetadataStore, StoreConfig, lock_data_dir
 from minikafka.wire.codec import RequestHeader
 from minikafka.wire.messages import (
@@ -95,6 +99,20 @@ class Node:
         self.metrics_port = -1
         self.groups: GroupService | None = None  # the group coordinator (with a Kafka listener)
         self.kafka_port = -1  # the Kafka-protocol listener's, once bound (kafka.listen)
+        # Both listeners' door: client connection counts and the request memory they share.
+        self.quotas = ConnectionQuotas(
+            max_connections=config.max_connections,
+            max_connections_per_ip=config.max_connections_per_ip,
+            listener_max_connections={
+                name: limit
+                for name, limit in (
+                    (NATIVE_LISTENER, config.native_max_connections),
+                    (KAFKA_LISTENER, config.kafka_max_connections),
+                )
+                if limit is not None
+            },
+        )
+        self.request_memory = RequestMemory(config.queued_max_request_bytes)
 
     async def run(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         c = self.config
@@ -148,7 +166,7 @@ class Node:
             max_in_flight=c.request_max_in_flight,
             events=self.events,
             idle_ms=c.connections_max_idle_ms,
-            max_connections=c.max_connections,
+            door=Door(quotas=self.quotas, listener=NATIVE_LISTENER, memory=self.request_memory),
             gate=self.gate,
             task_status=task_status,
         )
@@ -221,7 +239,9 @@ class Node:
                     max_in_flight=c.request_max_in_flight,
                     events=self.events,
                     idle_ms=c.connections_max_idle_ms,
-                    max_connections=c.max_connections,
+                    door=Door(
+                        quotas=self.quotas, listener=KAFKA_LISTENER, memory=self.request_memory
+                    ),
                     gate=None,  # nothing of the control plane is served there
                     codec=KAFKA_CODEC,
                     listeners=kafka_sockets,

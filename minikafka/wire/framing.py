@@ -105,6 +105,13 @@ class FrameDecoder:
         return self._buffered
 
     @property
+    def pending_frame_bytes(self) -> int | None:
+        """The payload length of the frame in progress, once its header has arrived (None
+        between frames): what the shell reserves before reading the body
+        (queued.max.request.bytes, server/request_memory.py)."""
+        return self._body_len
+
+    @property
     def at_eof(self) -> bool:
         """The peer closed its side (`receive_data(b"")` was called)."""
         return self._eof
