@@ -21,10 +21,12 @@ from minikafka.core.group import (
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
     UNSUPPORTED_VERSION,
+    ExpireGroup,
     GroupConfig,
     GroupCoordinator,
     JoinResponse,
     OffsetAndMetadata,
+    PersistGroup,
     PersistOffsets,
     SyncResponse,
 )
@@ -66,6 +68,23 @@ def join(c: GroupCoordinator, member_id: str = "", now: int = 0, **kw: object):
     return c.join(G, **args)
 
 
+def leader_sync(
+    c: GroupCoordinator, member_id: str, generation_id: int, assignments: dict, now: int
+) -> tuple[SyncResponse, tuple[object, ...]]:
+    """The leader's SyncGroup, and the append of the group's metadata record that it asks for
+    succeeding (storeGroup): -> the leader's answer, and the other parked syncs answered."""
+    out = c.sync(
+        G, member_id=member_id, generation_id=generation_id, assignments=assignments, now_ms=now
+    )
+    assert out.response is None  # parked until the record is durable
+    (effect,) = [e for e in c.take_effects() if isinstance(e, PersistGroup)]
+    assert effect.awaited and effect.record.generation_id == generation_id
+    done = c.group_stored(G, generation_id=generation_id, error=NONE, now_ms=now)
+    mine = [r for r in done if r.member_id == member_id]
+    assert len(mine) == 1 and isinstance(mine[0], SyncResponse)
+    return mine[0], tuple(r for r in done if r.member_id != member_id)
+
+
 def stable_pair(c: GroupCoordinator) -> tuple[str, str]:
     """Two members, generation 1, Stable at t=FORM, a leads."""
     a = join(c, client_id="a").member_id
@@ -73,8 +92,8 @@ def stable_pair(c: GroupCoordinator) -> tuple[str, str]:
     done = form(c)
     assert {r.member_id for r in done} == {a, b}
     c.sync(G, member_id=b, generation_id=1, now_ms=FORM)
-    out = c.sync(G, member_id=a, generation_id=1, assignments={a: b"A", b: b"B"}, now_ms=FORM)
-    assert out.response is not None and out.response.assignment == b"A"
+    response, _ = leader_sync(c, a, 1, {a: b"A", b: b"B"}, FORM)
+    assert response.assignment == b"A"
     assert c.describe(G).state == "Stable"
     return a, b
 
@@ -94,8 +113,8 @@ def test_one_member_waits_the_initial_delay_then_leads_generation_1():
     assert resp.protocol_type == "consumer" and resp.protocol_name == "range"
     assert [(m.member_id, m.metadata) for m in resp.members] == [("c-id1", b"r-meta")]
     assert c.describe(G).state == "CompletingRebalance"
-    sync = c.sync(G, member_id="c-id1", generation_id=1, assignments={"c-id1": b"x"}, now_ms=DELAY)
-    assert sync.response == SyncResponse(
+    response, _ = leader_sync(c, "c-id1", 1, {"c-id1": b"x"}, DELAY)
+    assert response == SyncResponse(
         group_id=G,
         member_id="c-id1",
         error=NONE,
@@ -147,11 +166,9 @@ def test_two_members_leader_gets_metadata_follower_none_and_sync_waits_for_leade
     # the follower's sync parks until the leader's assignment arrives
     follower = c.sync(G, member_id=b, generation_id=1, now_ms=FORM + 1)
     assert follower.response is None and follower.completed == ()
-    leader = c.sync(
-        G, member_id=a, generation_id=1, assignments={a: b"A", b: b"B"}, now_ms=FORM + 2
-    )
-    assert leader.response is not None and leader.response.assignment == b"A"
-    (other,) = leader.completed
+    response, completed = leader_sync(c, a, 1, {a: b"A", b: b"B"}, FORM + 2)
+    assert response.assignment == b"A"
+    (other,) = completed
     assert isinstance(other, SyncResponse)
     assert other.member_id == b and other.assignment == b"B" and other.error == NONE
     # a late sync in Stable gets the stored assignment
@@ -258,8 +275,8 @@ def test_parked_members_are_kept_alive_past_their_session():
     # the join is parked for the initial delay, longer than nothing else: no session timer
     assert c.next_deadline_ms() == DELAY
     c.on_deadline(DELAY)
-    b_sync = c.sync(G, member_id=a, generation_id=1, assignments={}, now_ms=DELAY)
-    assert b_sync.response is not None
+    response, _ = leader_sync(c, a, 1, {}, DELAY)
+    assert response.error == NONE
 
 
 def test_leave_group_rebalances_and_last_leave_empties():
@@ -270,11 +287,17 @@ def test_leave_group_rebalances_and_last_leave_empties():
     assert c.describe(G).state == "PreparingRebalance"
     resp = join(c, member_id=a, now=5001).response
     assert resp is not None and resp.generation_id == 2 and resp.leader_id == a
-    c.sync(G, member_id=a, generation_id=2, assignments={a: b"all"}, now_ms=5002)
+    leader_sync(c, a, 2, {a: b"all"}, 5002)
     out = c.leave(G, member_ids=[a], now_ms=6000)
     summary = c.describe(G)
     assert summary.state == "Empty" and summary.members == ()
     assert c.groups[G].generation_id == 3
+    # No timer left; the next cleanup (offsets.retention.check.interval.ms) removes the Empty
+    # group, which has no offsets, with a tombstone for its metadata record.
+    c.take_effects()
+    assert c.next_deadline_ms() == 600_000
+    assert c.on_deadline(600_000) == () and G not in c.groups
+    assert c.take_effects() == [ExpireGroup(group_id=G, partitions=(), group_removed=True)]
     assert c.next_deadline_ms() is None
     assert c.leave("nope", member_ids=["x"], now_ms=0).members == {"x": UNKNOWN_MEMBER_ID}
 
@@ -312,7 +335,7 @@ def test_rejoin_with_same_metadata_repeats_the_current_generation():
     # CompletingRebalance: a lost its response and rejoins unchanged
     again = join(c, member_id=a, now=FORM + 1).response
     assert again is not None and again.generation_id == 1 and len(again.members) == 2
-    c.sync(G, member_id=a, generation_id=1, assignments={}, now_ms=FORM + 2)
+    leader_sync(c, a, 1, {}, FORM + 2)
     # Stable: a follower rejoining unchanged gets the current generation, no rebalance
     resp = join(c, member_id=b, now=FORM + 3).response
     assert resp is not None and resp.generation_id == 1 and resp.members == ()
@@ -463,7 +486,7 @@ def test_describe_list_and_delete():
 
 def test_dead_group_answers_coordinator_not_available():
     c = coordinator()
-    c.commit("s", member_id="", generation_id=-1, offsets={}, now_ms=0)
+    c.commit("s", member_id="", generation_id=-1, offsets={("t", 0): (1, "")}, now_ms=0)
     group = c.groups["s"]
     c.delete_groups(["s"])
     assert group.describe().state == "Dead"
@@ -489,7 +512,7 @@ def test_dead_group_answers_coordinator_not_available():
 
 def test_heartbeat_in_empty_group_is_unknown_member():
     c = coordinator()
-    c.commit("s", member_id="", generation_id=-1, offsets={}, now_ms=0)
+    c.commit("s", member_id="", generation_id=-1, offsets={("t", 0): (1, "")}, now_ms=0)
     assert c.heartbeat("s", member_id="m", generation_id=0, now_ms=0) == UNKNOWN_MEMBER_ID
 
 
@@ -500,7 +523,8 @@ def test_deadline_is_exactly_the_earliest_timer_and_nothing_happens_before_it(se
     import random
 
     rng = random.Random(seed)
-    c = coordinator()
+    tick = 10**12  # the cleanup (expiry) comes after the walk: only the timers are walked
+    c = coordinator(retention_check_interval_ms=tick)
     now = 0
     for _ in range(40):
         group = c.groups.get(G)
@@ -516,6 +540,12 @@ def test_deadline_is_exactly_the_earliest_timer_and_nothing_happens_before_it(se
             mid = rng.choice(members)
             gen = group.generation_id
             c.sync(G, member_id=mid, generation_id=gen, assignments={mid: b"x"}, now_ms=now)
+            for e in c.take_effects():
+                # The store of the group's record succeeds, fails, or is still in flight.
+                if isinstance(e, PersistGroup) and e.awaited and rng.random() < 0.8:
+                    error = NONE if rng.random() < 0.8 else COORDINATOR_NOT_AVAILABLE
+                    gen = e.record.generation_id
+                    c.group_stored(G, generation_id=gen, error=error, now_ms=now)
         elif action == 3:
             c.heartbeat(
                 G, member_id=rng.choice(members), generation_id=group.generation_id, now_ms=now
@@ -524,7 +554,7 @@ def test_deadline_is_exactly_the_earliest_timer_and_nothing_happens_before_it(se
             c.leave(G, member_ids=[rng.choice(members)], now_ms=now)
         else:
             deadline = c.next_deadline_ms()
-            if deadline is not None:
+            if deadline is not None and deadline < tick:
                 before = c.describe(G), c.groups[G].generation_id, c.next_deadline_ms()
                 if deadline > now:
                     assert c.on_deadline(deadline - 1) == ()
@@ -543,11 +573,14 @@ def test_deadline_is_exactly_the_earliest_timer_and_nothing_happens_before_it(se
             for m in g.members.values()
             if not m.awaiting_join and not m.awaiting_sync
         ]
-        assert c.next_deadline_ms() == (min(expected) if expected else None)
+        timer = c.next_deadline_ms()
+        assert (None if timer == tick else timer) == (min(expected) if expected else None)
         # invariants
         assert (g.leader_id in g.members) if g.members else g.leader_id is None
         if g.state.value in ("CompletingRebalance", "Stable"):
             assert not any(m.awaiting_join for m in g.members.values())
+        if g.state.value != "CompletingRebalance":
+            assert not any(m.awaiting_sync for m in g.members.values())
         now += rng.randrange(0, 4000)
 
 

@@ -199,7 +199,9 @@ def stored_commits(broker: MemoryBroker, partition: int = 0) -> list[tuple[str, 
     for batch in iter_batches(broker.log_bytes(OFFSETS_TOPIC, partition)):
         for r in decode_records(batch):
             read = read_commit(r.key, None if r.null_value else r.value)
-            assert read is not None and read[2] is not None
+            if read is None:
+                continue  # a group metadata record
+            assert read[2] is not None
             out.append((read[0], read[1], read[2].offset, read[2].metadata))
     return out
 

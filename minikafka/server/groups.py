@@ -19,11 +19,20 @@ Kafka's design (GroupCoordinator, GroupMetadataManager), kept:
   request or a deadline completes it. The deadline task runs the session, rebalance and initial
   delay timers.
 
+- The leader's SyncGroup appends the group's metadata record (storeGroup) and the group goes
+  Stable once it is durable; a group that becomes Empty is stored too. A new coordinator loads
+  these with the offsets, so the members of a Stable group keep heartbeating there without a
+  rebalance.
+- Every offsets.retention.check.interval.ms the expired offsets of Empty groups, and Empty groups
+  with none left, are dropped (KIP-211, cleanupGroupMetadata; core/group/group_offsets.py) and
+  tombstones appended, so a reload does not bring them back.
+- A record the load cannot read is reported in the event log (`group_record_unreadable`) and
+  skipped; the rest of the partition loads (server/group_load.py). No failure inside this service
+  ends the broker: the timer task reports it (`group_service_error`) and carries on.
+
 Differences, on purpose: the load reads up to the log end offset the partition had when it was
 won, once the high watermark has reached it (Kafka reads to the log end and lets the HW catch
-up); only offsets are stored, not the group metadata record, so a new coordinator knows a group's
-offsets but not its members, who rejoin (UNKNOWN_MEMBER_ID) as after any coordinator change; the
-log is not compacted, so a load reads every commit ever made to its partition.
+up); the log is not compacted, so a load reads every record ever written to its partition.
 """
 
 from __future__ import annotations
@@ -32,33 +41,44 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 import trio
 
+from minikafka.core import record_batch_v2
 from minikafka.core.group import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
     NONE,
     NOT_COORDINATOR,
+    ExpireGroup,
     GroupConfig,
     GroupCoordinator,
     GroupSummary,
     JoinResponse,
     ListedGroup,
     OffsetFetch,
+    PersistGroup,
     PersistOffsets,
     SyncResponse,
 )
+from minikafka.core.group.load import replay
 from minikafka.core.group.messages import REBALANCE_IN_PROGRESS, Response, TopicPartitionKey
-from minikafka.core.group.offsets_log import OFFSETS_TOPIC, commit_records, partition_for, replay
-from minikafka.core.records import decode_records, iter_batches, make_batch
+from minikafka.core.group.offsets_log import (
+    OFFSETS_TOPIC,
+    commit_records,
+    group_metadata_key,
+    group_metadata_value,
+    offset_commit_key,
+    partition_for,
+)
+from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
+from minikafka.server.group_load import read_partition
 from minikafka.server.local_partition import LocalPartition, wait_for_change
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.produce import handle_produce
 from minikafka.server.replica_manager import ReplicaManager
-from minikafka.storage import ReadSpec
 from minikafka.wire.messages import (
     BrokerInfo,
     CreatableTopic,
@@ -82,7 +102,14 @@ _APPEND_ERRORS: dict[int, int] = {
     ErrorCode.MESSAGE_TOO_LARGE: INVALID_COMMIT_OFFSET_SIZE,
     ErrorCode.RECORD_LIST_TOO_LARGE: INVALID_COMMIT_OFFSET_SIZE,
 }
-_LOAD_READ_BYTES = 1 << 20
+# GroupMetadataManager.storeGroup: how a failed append of a group's metadata is answered.
+_STORE_ERRORS: dict[int, int] = {
+    **_APPEND_ERRORS,
+    ErrorCode.REQUEST_TIMED_OUT: REBALANCE_IN_PROGRESS,
+    ErrorCode.MESSAGE_TOO_LARGE: int(ErrorCode.UNKNOWN_SERVER_ERROR),
+    ErrorCode.RECORD_LIST_TOO_LARGE: int(ErrorCode.UNKNOWN_SERVER_ERROR),
+}
+_UNREADABLE_REPORTED = 20  # per load: one event each, then only the count
 
 
 class _Parked:
@@ -124,6 +151,8 @@ class GroupService:
                 max_session_timeout_ms=config.group_max_session_timeout_ms,
                 max_size=config.group_max_size,
                 max_metadata_bytes=config.offset_metadata_max_bytes,
+                offsets_retention_ms=config.offsets_retention_minutes * 60_000,
+                retention_check_interval_ms=config.offsets_retention_check_interval_ms,
             )
         )
         self._loaded: dict[int, int] = {}  # offsets partition -> the leader epoch loaded
@@ -142,13 +171,28 @@ class GroupService:
             self._nursery = nursery
             task_status.started()
             while True:
-                self._resign_lost()
-                deadline = self.coordinator.next_deadline_ms()
-                wait_ms = 1000 if deadline is None else min(1000, max(0, deadline - now_ms()))
-                with trio.move_on_after(wait_ms / 1000):
+                wait_ms = self._guarded("timers", self._wait_ms)
+                with trio.move_on_after((1000 if wait_ms is None else wait_ms) / 1000):
                     await self._wake.wait()
                 self._wake = trio.Event()
-                self._deliver(self.coordinator.on_deadline(now_ms()))
+                self._guarded("timers", self._fire)
+
+    def _wait_ms(self) -> int:
+        self._resign_lost()
+        deadline = self.coordinator.next_deadline_ms()
+        return 1000 if deadline is None else min(1000, max(0, deadline - now_ms()))
+
+    def _fire(self) -> None:
+        self._settle(self.coordinator.on_deadline(now_ms()), wake=False)
+
+    def _guarded(self, where: str, fn: Callable[[], int | None]) -> int | None:
+        """fn(), or None once an error inside it is reported: a bug in the group coordinator
+        costs its groups a round, never the broker (which would end with this task)."""
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - reported; the broker keeps serving
+            self.events.emit("group_service_error", where=where, error=repr(exc))
+            return None
 
     def _deliver(self, responses: Iterable[Response]) -> None:
         for r in responses:
@@ -156,10 +200,19 @@ class GroupService:
             if parked is not None:
                 parked.answer(r)
 
-    def _timers_moved(self) -> None:
-        """A request changed the groups: `run` reads the next deadline again. Never called
-        from `run` itself, which would then never sleep."""
-        self._wake.set()
+    def _settle(self, responses: Iterable[Response] = (), *, wake: bool = True) -> None:
+        """After a call into the coordinator: answer what it completed, start the appends it
+        asked for, and let `run` read the next deadline again."""
+        self._deliver(responses)
+        for effect in self.coordinator.take_effects():
+            if self._nursery is None:
+                continue
+            if isinstance(effect, PersistGroup):
+                self._nursery.start_soon(self._store_group, effect)
+            elif isinstance(effect, ExpireGroup):
+                self._nursery.start_soon(self._tombstones, effect)
+        if wake:  # never from `run` itself, which would then never sleep
+            self._wake.set()
 
     async def _park(self, kind: type, group_id: str, member_id: str) -> Response:
         key = (kind, group_id, member_id)
@@ -169,7 +222,7 @@ class GroupService:
             # callback); the old one is told to rejoin rather than left hanging.
             old.answer(kind(group_id=group_id, member_id=member_id, error=REBALANCE_IN_PROGRESS))
         parked = self._parked[key] = _Parked()
-        self._timers_moved()
+        self._wake.set()
         await parked.done.wait()
         assert parked.response is not None
         return parked.response
@@ -212,78 +265,121 @@ class GroupService:
         self._deliver(self.coordinator.unload(gone))
 
     async def _load(self, p: int, epoch: int) -> None:
-        """Read partition `p`'s commits and serve them (loadGroupsAndOffsets)."""
+        """Read partition `p`'s records and serve its groups (loadGroupsAndOffsets). Records
+        it cannot read are reported and skipped. Should the load itself fail, that is reported
+        and the next request starts it again, a second later at the soonest."""
         try:
-            lp = self._local(p)
-            if lp is None or lp.leader_epoch != epoch:
-                return
-            target = lp.log_end_offset
-            # Everything in the log at election, once committed: an acknowledged commit is
-            # there (this replica was in the ISR), and the HW reaching it means it stays.
-            while lp.high_watermark < target:
-                await wait_for_change([lp], trio.current_time() + 1)
-                if self._local(p) is not lp or lp.leader_epoch != epoch:
-                    return
-            records: list[tuple[bytes | None, bytes | None]] = []
-            offset = lp.log_start_offset
-            tp = TopicPartition(OFFSETS_TOPIC, p)
-            while offset < target:
-                spec = ReadSpec(
-                    tp=tp,
-                    fetch_offset=offset,
-                    max_offset=target,
-                    partition_max_bytes=_LOAD_READ_BYTES,
-                )
-                (blob,) = await self.rm.run_sync(self.rm.store.read, [spec], _LOAD_READ_BYTES)
-                if not blob:
-                    break
-                for batch in iter_batches(blob):
-                    for r in decode_records(batch):
-                        records.append((r.key, None if r.null_value else r.value))
-                    offset = batch.next_offset
-            groups, unreadable = replay(records)
-            if self._local(p) is not lp or lp.leader_epoch != epoch:
-                return
-            self._unload(p)  # anything held from an older epoch
-            for group_id, offsets in groups.items():
-                self.coordinator.restore(group_id, offsets)
-            self._loaded[p] = epoch
-            self.events.emit(
-                "group_offsets_loaded",
-                partition=p,
-                leader_epoch=epoch,
-                groups=len(groups),
-                records=len(records),
-                unreadable=unreadable,
-            )
+            await self._load_partition(p, epoch)
+        except Exception as exc:  # noqa: BLE001 - reported; never ends the broker
+            self.events.emit("group_load_failed", partition=p, leader_epoch=epoch, error=repr(exc))
+            await trio.sleep(1)
         finally:
             if self._loading.get(p) == epoch:
                 del self._loading[p]
+
+    async def _load_partition(self, p: int, epoch: int) -> None:
+        lp = self._local(p)
+        if lp is None or lp.leader_epoch != epoch:
+            return
+        target = lp.log_end_offset
+        # Everything in the log at election, once committed: an acknowledged commit is
+        # there (this replica was in the ISR), and the HW reaching it means it stays.
+        while lp.high_watermark < target:
+            await wait_for_change([lp], trio.current_time() + 1)
+            if self._local(p) is not lp or lp.leader_epoch != epoch:
+                return
+        tp = TopicPartition(OFFSETS_TOPIC, p)
+        records, problems = await read_partition(self.rm, lp, tp, target)
+        loaded = replay(records)
+        if self._local(p) is not lp or lp.leader_epoch != epoch:
+            return
+        self._unload(p)  # anything held from an older epoch
+        self.coordinator.load(loaded, now_ms())
+        self._loaded[p] = epoch
+        unreadable = sorted(problems + loaded.unreadable)
+        for offset, why in unreadable[:_UNREADABLE_REPORTED]:
+            self.events.emit("group_record_unreadable", partition=p, offset=offset, error=why)
+        self.events.emit(
+            "group_offsets_loaded",
+            partition=p,
+            leader_epoch=epoch,
+            groups=len(loaded.group_ids),
+            records=len(records),
+            unreadable=len(unreadable),
+        )
+        self._settle()
+
+    async def _append(self, group_id: str, batch: bytes, acks: int) -> tuple[int, int]:
+        """Append `batch` to the group's partition -> (the produce error, the offset written
+        at). Internal: no client quota is charged (Kafka appends through ReplicaManager)."""
+        request = ProduceRequest(
+            acks=acks,
+            timeout_ms=self.config.offsets_commit_timeout_ms,
+            partitions=[
+                ProducePartition(
+                    topic=OFFSETS_TOPIC,
+                    partition=partition_for(group_id, self.partitions),
+                    records=batch,
+                )
+            ],
+        )
+        reply = await handle_produce(self.rm, request, self.cache.topics, internal=True)
+        response = reply.response
+        assert isinstance(response, ProduceResponse), response
+        answer = response.partitions[0]
+        return int(answer.error_code), answer.base_offset
 
     async def _persist(self, effect: PersistOffsets) -> tuple[int, int]:
         """Append the commit to the group's partition with acks=all; -> (Kafka's mapped error,
         the offset it was written at)."""
         records = commit_records(effect.group_id, effect.offsets)
         ts = max(o.commit_timestamp_ms for o in effect.offsets.values())
-        request = ProduceRequest(
-            acks=-1,
-            timeout_ms=self.config.offsets_commit_timeout_ms,
-            partitions=[
-                ProducePartition(
-                    topic=OFFSETS_TOPIC,
-                    partition=partition_for(effect.group_id, self.partitions),
-                    records=make_batch([(ts, k, v) for k, v in records]),
-                )
-            ],
+        batch = make_batch([(ts, k, v) for k, v in records])
+        code, offset = await self._append(effect.group_id, batch, -1)
+        if code == ErrorCode.NONE:
+            return NONE, offset
+        return _APPEND_ERRORS.get(code, int(ErrorCode.UNKNOWN_SERVER_ERROR)), -1
+
+    async def _store_group(self, effect: PersistGroup) -> None:
+        """storeGroup: the group's metadata record, with acks=all; an awaited store is answered
+        to the coordinator (Kafka's mapped error), which then answers the parked syncs."""
+        g = effect.record
+        batch = make_batch([(now_ms(), group_metadata_key(g.group_id), group_metadata_value(g))])
+        try:
+            code, _ = await self._append(g.group_id, batch, -1)
+            error = NONE if code == ErrorCode.NONE else _STORE_ERRORS.get(code, code)
+        except Exception as exc:  # noqa: BLE001 - reported; the syncs get an error
+            self.events.emit("group_service_error", where="store_group", error=repr(exc))
+            error = COORDINATOR_NOT_AVAILABLE
+        if error != NONE:
+            self.events.emit("group_store_failed", group=g.group_id, error=error)
+        if effect.awaited and self.check(g.group_id) == NONE:
+            done = self.coordinator.group_stored(
+                g.group_id, generation_id=g.generation_id, error=error, now_ms=now_ms()
+            )
+            self._settle(done)
+
+    async def _tombstones(self, effect: ExpireGroup) -> None:
+        """cleanupGroupMetadata's tombstones (RecordBatch v2: a native batch has no null
+        value). Kafka appends them without waiting for replicas (a lost one is written again at
+        the next cleanup after a reload); here acks=1."""
+        ts = now_ms()
+        gid = effect.group_id
+        records = [(ts, offset_commit_key(gid, t, p), None) for t, p in effect.partitions]
+        if effect.group_removed:
+            records.append((ts, group_metadata_key(gid), None))
+        try:
+            code, _ = await self._append(gid, record_batch_v2.build(records), 1)
+        except Exception as exc:  # noqa: BLE001 - reported; the broker keeps serving
+            code = int(ErrorCode.UNKNOWN_SERVER_ERROR)
+            self.events.emit("group_service_error", where="tombstones", error=repr(exc))
+        self.events.emit(
+            "group_expired",
+            group=gid,
+            offsets=len(effect.partitions),
+            group_removed=effect.group_removed,
+            error=code,
         )
-        # Internal: no client quota is charged (Kafka appends through ReplicaManager directly).
-        reply = await handle_produce(self.rm, request, self.cache.topics, internal=True)
-        response = reply.response
-        assert isinstance(response, ProduceResponse), response
-        answer = response.partitions[0]
-        if answer.error_code == ErrorCode.NONE:
-            return NONE, answer.base_offset
-        return _APPEND_ERRORS.get(answer.error_code, int(ErrorCode.UNKNOWN_SERVER_ERROR)), -1
 
     # ------------------------------------------------------------------------ FindCoordinator
 
@@ -334,8 +430,7 @@ class GroupService:
         if code != NONE:
             return JoinResponse(group_id=group_id, member_id=member_id, error=code)
         out = self.coordinator.join(group_id, now_ms=now_ms(), **kwargs)
-        self._deliver(out.completed)
-        self._timers_moved()
+        self._settle(out.completed)
         if out.response is not None:
             return out.response
         response = await self._park(JoinResponse, group_id, out.member_id)
@@ -348,8 +443,7 @@ class GroupService:
         if code != NONE:
             return SyncResponse(group_id=group_id, member_id=member_id, error=code)
         out = self.coordinator.sync(group_id, now_ms=now_ms(), **kwargs)
-        self._deliver(out.completed)
-        self._timers_moved()
+        self._settle(out.completed)  # the leader's store starts: it answers the parked syncs
         if out.response is not None:
             return out.response
         response = await self._park(SyncResponse, group_id, member_id)
@@ -363,7 +457,7 @@ class GroupService:
         code = self.coordinator.heartbeat(
             group_id, member_id=member_id, generation_id=generation_id, now_ms=now_ms()
         )
-        self._timers_moved()
+        self._settle()
         return code
 
     def leave(self, group_id: str, member_ids: Iterable[str]) -> tuple[int, dict[str, int]]:
@@ -371,8 +465,7 @@ class GroupService:
         if code != NONE:
             return code, {}
         out = self.coordinator.leave(group_id, member_ids=member_ids, now_ms=now_ms())
-        self._deliver(out.completed)
-        self._timers_moved()
+        self._settle(out.completed)
         return out.error, out.members
 
     async def commit(
@@ -398,13 +491,19 @@ class GroupService:
             now_ms=now_ms(),
         )
         errors.update(out.errors)
-        self._timers_moved()  # a commit extends the member's session
+        self._settle()  # a commit extends the member's session
         for effect in out.effects:
-            code, log_offset = await self._persist(effect)
-            if code == NONE and self.check(group_id) == NONE:
-                self.coordinator.restore(effect.group_id, effect.offsets, log_offset)
-            elif code == NONE:
-                code = NOT_COORDINATOR  # durable, but the group moved meanwhile
+            code, log_offset = int(ErrorCode.UNKNOWN_SERVER_ERROR), -1
+            try:
+                code, log_offset = await self._persist(effect)
+            finally:  # even when cancelled: a commit left pending would hold expiry back
+                if code == NONE and self.check(group_id) == NONE:
+                    self.coordinator.restore(effect.group_id, effect.offsets, log_offset)
+                else:
+                    self.coordinator.commit_failed(effect.group_id, now_ms())
+                    if code == NONE:
+                        code = NOT_COORDINATOR  # durable, but the group moved meanwhile
+                self._settle()
             for tp in effect.offsets:
                 errors[tp] = code
         return errors

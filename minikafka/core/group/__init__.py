@@ -14,9 +14,16 @@ supersedes it (Kafka's updateMember replaces the awaiting callback): only the ne
 States (GroupState.scala): Empty -> PreparingRebalance -> CompletingRebalance -> Stable, and
 back to PreparingRebalance on any membership or metadata change; Dead once deleted.
 
+Kept from GroupMetadataManager: the group metadata record, stored when the leader's SyncGroup
+completes a rebalance (the group goes Stable once it is durable) and when a group becomes Empty,
+and loaded with the offsets, so a coordinator move does not make a Stable group rebalance
+(core/group/offsets_log.py, load.py); KIP-211 offset expiry, with Empty groups removed
+(group_offsets.py, coordinator.py). Timers are kept in a heap: no request or deadline costs
+time in proportion to the number of groups.
+
 Left out, on purpose: static membership (KIP-345; a non-null group.instance.id is refused with
-UNSUPPORTED_VERSION), KIP-848, the group metadata record Kafka stores before it goes Stable,
-offset retention/expiry, transactional offset commits, and the newMemberJoinTimeout that Kafka
+UNSUPPORTED_VERSION), KIP-848, transactional offset commits, expiry of a Stable consumer
+group's offsets for topics it no longer subscribes to, and the newMemberJoinTimeout that Kafka
 uses for new members which disconnect while awaiting their join (a member awaiting join or sync
 is simply kept alive; the rebalance timeout bounds the wait).
 """
@@ -45,7 +52,10 @@ from minikafka.core.group.messages import (
     UNKNOWN_MEMBER_ID,
     UNSUPPORTED_VERSION,
     CommitOutcome,
+    Effect,
+    ExpireGroup,
     GroupConfig,
+    GroupRecord,
     GroupState,
     GroupSummary,
     JoinedMember,
@@ -53,9 +63,11 @@ from minikafka.core.group.messages import (
     JoinResponse,
     LeaveOutcome,
     ListedGroup,
+    MemberRecord,
     MemberSummary,
     OffsetAndMetadata,
     OffsetFetch,
+    PersistGroup,
     PersistOffsets,
     SyncOutcome,
     SyncResponse,
@@ -65,6 +77,11 @@ __all__ = [
     "COORDINATOR_LOAD_IN_PROGRESS",
     "COORDINATOR_NOT_AVAILABLE",
     "CommitOutcome",
+    "Effect",
+    "ExpireGroup",
+    "GroupRecord",
+    "MemberRecord",
+    "PersistGroup",
     "GROUP_ID_NOT_FOUND",
     "GROUP_MAX_SIZE_REACHED",
     "Group",

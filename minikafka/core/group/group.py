@@ -1,12 +1,13 @@
 """One consumer group's state machine (Kafka's GroupMetadata with the parts of
-GroupCoordinator that act on one group; see core/group/__init__.py)."""
+GroupCoordinator that act on one group; see core/group/__init__.py). Its offsets and their
+expiry are core/group/group_offsets.py's."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 
+from minikafka.core.group.group_offsets import GroupOffsets
+from minikafka.core.group.member import Member, default_id_factory
 from minikafka.core.group.messages import (
     COORDINATOR_NOT_AVAILABLE,
     GROUP_MAX_SIZE_REACHED,
@@ -14,24 +15,23 @@ from minikafka.core.group.messages import (
     INCONSISTENT_GROUP_PROTOCOL,
     INVALID_SESSION_TIMEOUT,
     MEMBER_ID_REQUIRED,
-    NO_OFFSET,
     NONE,
-    OFFSET_METADATA_TOO_LARGE,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
     UNSUPPORTED_VERSION,
-    CommitOutcome,
+    Effect,
     GroupConfig,
+    GroupRecord,
     GroupState,
     GroupSummary,
     JoinedMember,
     JoinOutcome,
     JoinResponse,
     LeaveOutcome,
+    MemberRecord,
     MemberSummary,
     OffsetAndMetadata,
-    OffsetFetch,
-    PersistOffsets,
+    PersistGroup,
     Protocols,
     Response,
     SyncOutcome,
@@ -42,38 +42,7 @@ from minikafka.core.group.messages import (
 # --- state -------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True, kw_only=True)
-class Member:
-    """MemberMetadata. Mutable: the group updates it in place as Kafka's does."""
-
-    member_id: str
-    client_id: str
-    client_host: str
-    protocol_type: str
-    protocols: Protocols
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    session_deadline_ms: int
-    assignment: bytes = b""
-    awaiting_join: bool = False
-    awaiting_sync: bool = False
-
-    def metadata(self, protocol: str) -> bytes:
-        for name, meta in self.protocols:
-            if name == protocol:
-                return meta
-        raise KeyError(protocol)
-
-    def vote(self, candidates: set[str]) -> str:
-        """MemberMetadata.vote: this member's most preferred protocol among the candidates."""
-        return next(name for name, _ in self.protocols if name in candidates)
-
-
-def default_id_factory() -> str:
-    return str(uuid.uuid4())
-
-
-class Group:
+class Group(GroupOffsets):
     """GroupMetadata plus the parts of GroupCoordinator that act on one group."""
 
     def __init__(
@@ -87,6 +56,7 @@ class Group:
         self.config = config or GroupConfig()
         self._id_factory = id_factory
         self.state = GroupState.EMPTY
+        self.state_timestamp_ms: int | None = None  # Kafka's currentStateTimestamp
         self.generation_id = 0
         self.protocol_type: str | None = None
         self.protocol_name: str | None = None
@@ -97,6 +67,10 @@ class Group:
         self.offsets: dict[TopicPartitionKey, OffsetAndMetadata] = {}
         # Where in the offsets partition each served commit was written (see `restore`).
         self._log_offsets: dict[TopicPartitionKey, int] = {}
+        self.pending_commits = 0  # PersistOffsets not yet appended
+        # The generation whose GroupMetadata record is being appended before it goes Stable.
+        self._storing: int | None = None
+        self._effects: list[Effect] = []
         # The rebalance timer: DelayedJoin, or InitialDelayedJoin when `_initial`.
         self._join_deadline_ms: int | None = None
         self._initial = False
@@ -316,7 +290,8 @@ class Group:
         else:
             self._initial = False
             self._join_deadline_ms = now_ms + timeout
-        self.state = GroupState.PREPARING_REBALANCE
+        self._storing = None  # a store still in flight no longer makes this generation Stable
+        self._transition(GroupState.PREPARING_REBALANCE, now_ms)
 
     def _try_complete_join(self, now_ms: int) -> None:
         """DelayedJoin.tryComplete: done when every member has rejoined and no KIP-394 pending
@@ -340,10 +315,13 @@ class Group:
         self.generation_id += 1
         if not self.members:
             self.protocol_name = None
-            self.state = GroupState.EMPTY
+            self._transition(GroupState.EMPTY, now_ms)
+            # onCompleteJoin stores the Empty group (no waiting): a reload then knows when it
+            # became Empty, which its offsets' expiry counts from.
+            self._effects.append(PersistGroup(record=self.to_record(), awaited=False))
             return
         self.protocol_name = self.select_protocol()
-        self.state = GroupState.COMPLETING_REBALANCE
+        self._transition(GroupState.COMPLETING_REBALANCE, now_ms)
         for m in self.members.values():
             m.awaiting_join = False
             m.session_deadline_ms = now_ms + m.session_timeout_ms
@@ -397,20 +375,61 @@ class Group:
             return SyncOutcome(response=self._sync_response(member))
         # CompletingRebalance
         member.awaiting_sync = True
-        if self.is_leader(member_id):
+        if self.is_leader(member_id) and self._storing is None:
+            # The leader's assignment is stored with the group (storeGroup); the group goes
+            # Stable, and the parked syncs are answered, once that append succeeded: `stored`.
             given = assignments or {}
             for m in self.members.values():
                 m.assignment = bytes(given.get(m.member_id, b""))
-            self.state = GroupState.STABLE
-            for m in self.members.values():
-                if m.awaiting_sync:
-                    m.awaiting_sync = False
-                    m.session_deadline_ms = now_ms + m.session_timeout_ms
-                    self._out.append(self._sync_response(m))
-        out = self._drain()
-        mine = [r for r in out if isinstance(r, SyncResponse) and r.member_id == member_id]
-        rest = tuple(r for r in out if not any(r is x for x in mine))
-        return SyncOutcome(response=mine[0] if mine else None, completed=rest)
+            self._storing = self.generation_id
+            self._effects.append(PersistGroup(record=self.to_record(), awaited=True))
+        return SyncOutcome(response=None)
+
+    def stored(self, *, generation_id: int, error: int, now_ms: int) -> tuple[Response, ...]:
+        """The GroupMetadata record of `generation_id` was appended (error NONE) or not: the
+        callback of storeGroup in doSyncGroup. Appended: Stable, and every parked sync gets its
+        assignment. Not: they get the error and the group rebalances
+        (resetAndPropagateAssignmentError, maybePrepareRebalance). The store of a generation
+        the group has left behind changes nothing."""
+        if self.state is not GroupState.COMPLETING_REBALANCE or self._storing != generation_id:
+            return ()
+        self._storing = None
+        if error == NONE:
+            self._transition(GroupState.STABLE, now_ms)
+        for m in self.members.values():
+            if m.awaiting_sync:
+                m.awaiting_sync = False
+                m.session_deadline_ms = now_ms + m.session_timeout_ms
+                ok = error == NONE
+                reply = self._sync_response(m) if ok else self._sync_error(m.member_id, error)
+                self._out.append(reply)
+        if error != NONE:
+            self._prepare_rebalance(now_ms)
+        return tuple(self._drain())
+
+    def to_record(self) -> GroupRecord:
+        """GroupMetadataManager.groupMetadataValue: this group as its GroupMetadata record."""
+        protocol = self.protocol_name
+        return GroupRecord(
+            group_id=self.group_id,
+            protocol_type=self.protocol_type or "",
+            generation_id=self.generation_id,
+            protocol=protocol,
+            leader=self.leader_id,
+            state_timestamp_ms=-1 if self.state_timestamp_ms is None else self.state_timestamp_ms,
+            members=tuple(
+                MemberRecord(
+                    member_id=m.member_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.rebalance_timeout_ms,
+                    session_timeout_ms=m.session_timeout_ms,
+                    subscription=m.metadata(protocol) if protocol else b"",
+                    assignment=m.assignment,
+                )
+                for m in self.members.values()
+            ),
+        )
 
     def _sync_response(self, member: Member) -> SyncResponse:
         return SyncResponse(
@@ -495,94 +514,6 @@ class Group:
                 self._complete_join(now_ms)
         return tuple(self._drain())
 
-    # --- offsets ---------------------------------------------------------------------------
-
-    def commit(
-        self,
-        *,
-        member_id: str,
-        generation_id: int,
-        offsets: Mapping[TopicPartitionKey, tuple[int, str]],
-        now_ms: int,
-    ) -> CommitOutcome:
-        """GroupCoordinator.handleCommitOffsets / doCommitOffsets."""
-        keys = [(tp[0], tp[1]) for tp in offsets]
-
-        def all_error(code: int) -> CommitOutcome:
-            return CommitOutcome(errors={tp: code for tp in keys})
-
-        if self.state is GroupState.DEAD:
-            return all_error(COORDINATOR_NOT_AVAILABLE)
-        simple = generation_id < 0 and self.state is GroupState.EMPTY
-        if not simple:
-            # The group manages its members: only a current member of this generation commits.
-            member = self.members.get(member_id)
-            if member is None:
-                return all_error(UNKNOWN_MEMBER_ID)
-            if generation_id != self.generation_id:
-                return all_error(ILLEGAL_GENERATION)
-            if self.state is GroupState.COMPLETING_REBALANCE:
-                return all_error(REBALANCE_IN_PROGRESS)
-            member.session_deadline_ms = now_ms + member.session_timeout_ms
-        errors: dict[TopicPartitionKey, int] = {}
-        accepted: dict[TopicPartitionKey, OffsetAndMetadata] = {}
-        for tp, (offset, metadata) in offsets.items():
-            key = (tp[0], tp[1])
-            meta = metadata or ""
-            if len(meta.encode()) > self.config.max_metadata_bytes:
-                errors[key] = OFFSET_METADATA_TOO_LARGE
-                continue
-            errors[key] = NONE
-            accepted[key] = OffsetAndMetadata(
-                offset=offset, metadata=meta, commit_timestamp_ms=now_ms
-            )
-        # Not served yet: as Kafka's GroupMetadata.prepareOffsetCommit, a commit counts once it
-        # is durable (the shell appends the effect, then calls `restore` with it: Kafka's
-        # onOffsetCommitAppend). A failed append leaves the offsets as they were.
-        effects = (PersistOffsets(group_id=self.group_id, offsets=accepted),) if accepted else ()
-        return CommitOutcome(errors=errors, effects=effects)
-
-    def fetch_offsets(
-        self, partitions: Iterable[TopicPartitionKey] | None = None
-    ) -> dict[TopicPartitionKey, OffsetFetch]:
-        """OffsetFetch: every committed offset (None), or the ones asked, NO_OFFSET if none."""
-        if partitions is None:
-            return {
-                tp: OffsetFetch(offset=o.offset, metadata=o.metadata)
-                for tp, o in self.offsets.items()
-            }
-        result: dict[TopicPartitionKey, OffsetFetch] = {}
-        for tp in partitions:
-            key = (tp[0], tp[1])
-            o = self.offsets.get(key)
-            result[key] = (
-                OffsetFetch(offset=o.offset, metadata=o.metadata)
-                if o is not None
-                else OffsetFetch(offset=NO_OFFSET)
-            )
-        return result
-
-    def restore(
-        self,
-        committed: Mapping[TopicPartitionKey, OffsetAndMetadata],
-        log_offset: int | None = None,
-    ) -> None:
-        """Serve these offsets: a PersistOffsets written at `log_offset` of the offsets
-        partition (onOffsetCommitAppend), or what a load read back (`log_offset` None).
-
-        Appends of one partition may be acknowledged in any order, so a commit only replaces
-        one written before it in the log: as Kafka's onOffsetCommitAppend, which keeps the
-        record with the higher appended offset, the group serves what a reload would read."""
-        for tp, o in committed.items():
-            key = (tp[0], tp[1])
-            if log_offset is not None and self._log_offsets.get(key, -1) > log_offset:
-                continue  # a later commit of this partition is already served
-            self.offsets[key] = o
-            if log_offset is None:
-                self._log_offsets.pop(key, None)
-            else:
-                self._log_offsets[key] = log_offset
-
     # --- describe --------------------------------------------------------------------------
 
     def describe(self) -> GroupSummary:
@@ -606,6 +537,16 @@ class Group:
             members=members,
         )
 
+    def _transition(self, state: GroupState, now_ms: int) -> None:
+        """GroupMetadata.transitionTo: the state, and when it was entered."""
+        self.state = state
+        self.state_timestamp_ms = now_ms
+
     def _drain(self) -> list[Response]:
         out, self._out = self._out, []
+        return out
+
+    def take_effects(self) -> list[Effect]:
+        """The appends this group asked for since the last call (see messages.Effect)."""
+        out, self._effects = self._effects, []
         return out

@@ -53,6 +53,10 @@ class GroupConfig:
     max_session_timeout_ms: int = 1_800_000  # group.max.session.timeout.ms
     max_size: int | None = None  # group.max.size (Kafka: Int.MaxValue, i.e. unbounded)
     max_metadata_bytes: int = 4096  # offset.metadata.max.bytes
+    # KIP-211: an Empty group's offsets expire this long after it became Empty (a standalone
+    # group's, after each commit); checked every `retention_check_interval_ms`.
+    offsets_retention_ms: int = 10_080 * 60_000  # offsets.retention.minutes (7 days)
+    retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
 
 
 # --- messages ----------------------------------------------------------------------------------
@@ -136,6 +140,59 @@ class PersistOffsets:
 
     group_id: str
     offsets: dict[TopicPartitionKey, OffsetAndMetadata]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberRecord:
+    """One member of a GroupMetadataValue (its MemberMetadata struct): the subscription is the
+    member's metadata for the group's protocol only, as Kafka stores it."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupRecord:
+    """Kafka's GroupMetadataValue (keyed by GroupMetadataKey = the group id): what a new
+    coordinator needs to serve a Stable group's members without a rebalance."""
+
+    group_id: str
+    protocol_type: str  # "" for none
+    generation_id: int
+    protocol: str | None
+    leader: str | None
+    state_timestamp_ms: int  # currentStateTimestamp; -1 unknown
+    members: tuple[MemberRecord, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PersistGroup:
+    """Effect: append this group's GroupMetadata record (GroupMetadataManager.storeGroup).
+    `awaited`: the leader's SyncGroup completed a rebalance, and the group goes Stable only
+    once the append succeeded: the shell answers with `GroupCoordinator.group_stored`. A
+    group that just became Empty is stored without waiting (onCompleteJoin)."""
+
+    record: GroupRecord
+    awaited: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpireGroup:
+    """Effect: append tombstones for these expired offsets, and for the group's metadata record
+    when `group_removed` (GroupMetadataManager.cleanupGroupMetadata), so a reload of the
+    partition does not bring them back. The coordinator forgot them already."""
+
+    group_id: str
+    partitions: tuple[TopicPartitionKey, ...]
+    group_removed: bool
+
+
+Effect = PersistGroup | ExpireGroup
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
