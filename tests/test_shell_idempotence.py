@@ -218,7 +218,7 @@ async def test_a_restarted_broker_keeps_the_producer_state(autojump_clock, tmp_p
         assert await produce(broker, entry(2, 0)) == [(0, 0)]
         assert await produce(broker, entry(2, 0, pid=2)) == [(0, 2)]
         hw = broker.partition("t").high_watermark
-        snaps = broker.replica_manager._producer_snapshots({broker.partition("t").tp: hw})
+        snaps = await broker.replica_manager.producer_snapshots.take({broker.partition("t").tp: hw})
         await broker.writer.checkpoint({broker.partition("t").tp: hw}, snaps)
         assert await produce(broker, entry(3, 2)) == [(0, 4)]  # after the snapshot
         before = dict(broker.partition("t").producers.entries)

@@ -14,14 +14,15 @@ Mirrors Kafka's ProducerStateManager / ProducerAppendInfo / ProducerStateEntry:
     * a newer epoch must start at sequence 0, else OUT_OF_ORDER_SEQUENCE_NUMBER (45);
     * the same epoch must continue at last sequence + 1 (wrapping after 2^31 - 1 to 0, as
       DefaultRecordBatch.incrementSequence does), else OUT_OF_ORDER_SEQUENCE_NUMBER (45);
-    * a producer id this partition has never seen must start at sequence 0, else
-      UNKNOWN_PRODUCER_ID (59). Kafka 2.5+ (KIP-360) accepts any sequence there, because its
-      retention may delete every batch of a live producer; minikafka deletes no producer's
-      batches behind its back, so an unknown producer at sequence > 0 means the batches before
-      were lost (an unclean failover, a truncated tail). Answering 59 lets the client restart
-      the partition's sequence under a bumped epoch (as Kafka's client does on 59, KIP-360)
-      instead of accepting a hole silently, and it keeps a producer's batches in order when
-      two of its requests overtake each other.
+    * a producer id this partition has never seen (or has expired, below) must start at
+      sequence 0, else UNKNOWN_PRODUCER_ID (59). Kafka 2.5+ (KIP-360) accepts any sequence
+      there, because its retention may delete every batch of a live producer; minikafka keeps
+      the answer of Kafka before KIP-360: an unknown producer at sequence > 0 means either the
+      batches before were lost (an unclean failover, a truncated tail) or its state expired,
+      and 59 lets the client restart the partition's sequence under a bumped epoch (as Kafka's
+      client does on 59 for an idempotent producer, KIP-360) instead of accepting a hole
+      silently; it also keeps a producer's batches in order when two of its requests overtake
+      each other.
 - followers and restarts apply batches from the log without checks (origin Replication / log
   recovery): the state is a function of the log, rebuilt from a snapshot plus the batches after
   it (`rebuild`), as Kafka's `.snapshot` files plus log recovery do.
@@ -34,13 +35,22 @@ undone exactly in memory (`rollback`), and the state at the HW is what a snapsho
 (`state_at`). Below that, a truncation rebuilds from the snapshot and the log (Kafka's
 ProducerStateManager.truncateAndReload).
 
-Producer ids are never expired here (Kafka's producer.id.expiration.ms): the state grows with
-the number of distinct producers a partition has seen, one small entry each.
+Producer ids expire (KIP-854, ProducerStateManager.removeExpiredProducers): `remove_expired`,
+called every producer.id.expiration.check.interval.ms, drops the producers not seen for
+producer.id.expiration.ms. Kafka compares the wall clock with the producer's last batch
+timestamp; here the clock is the broker's monotonic `now_ms` (the core's one clock), because a
+batch timestamp is the client's (CreateTime): a producer stamping the future would never expire
+and one stamping the past would expire at once. A producer counts as seen at the first check
+after its batch was applied (never early, at most one interval late; Kafka's own granularity is
+the check interval too); a state loaded from a snapshot and the log is seen at its first check,
+so a restart postpones expiry by at most one period, never shortens it. There is no bound on
+producers per partition beyond expiry, as in Kafka (KIP-936 proposes a per-principal rate of
+new producer ids instead; a cap would refuse live producers with no Kafka error to say why).
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -222,6 +232,14 @@ class ProducerStateManager:
         self.exact_from = exact_from
         # (first offset, producer id, entry before) per applied batch at or above exact_from.
         self._undo: deque[tuple[int, int, ProducerEntry | None]] = deque()
+        self._pending: dict[int, int] = {}  # undo records per producer id: never expired
+        # Expiry (KIP-854): the ids applied since the last check, stamped at the next one, and
+        # each id's stamp, oldest first (an OrderedDict pops its oldest in O(1)).
+        self._seen: set[int] = set(self.entries)
+        self._last_seen_ms: OrderedDict[int, int] = OrderedDict()
+        self.removals = 0  # producers expired so far (a snapshot taken before is stale)
+        self.last_batch_offset = -1  # the highest first offset of an applied producer batch
+        self.snapshot_mark: SnapshotMark | None = None  # set by whoever saves our snapshots
 
     def check(self, producer_id: int, producer_epoch: int, first_seq: int, count: int) -> Decision:
         return check_append(
@@ -240,14 +258,17 @@ class ProducerStateManager:
             producer_id=batch.producer_id, epoch=batch.producer_epoch, batches=()
         )
         self.entries[batch.producer_id] = base.with_batch(batch.producer_epoch, batch.metadata())
+        self._seen.add(batch.producer_id)
+        self.last_batch_offset = max(self.last_batch_offset, batch.base_offset)
         if batch.base_offset >= self.exact_from:
             self._undo.append((batch.base_offset, batch.producer_id, prev))
+            self._pending[batch.producer_id] = self._pending.get(batch.producer_id, 0) + 1
 
     def trim(self, offset: int) -> None:
         """No rollback below `offset` will be asked (it is the high watermark): forget undo."""
         undo = self._undo
         while undo and undo[0][0] < offset:
-            undo.popleft()
+            self._settle(undo.popleft()[1])
         self.exact_from = max(self.exact_from, offset)
 
     def can_roll_back_to(self, offset: int) -> bool:
@@ -259,10 +280,47 @@ class ProducerStateManager:
         undo = self._undo
         while undo and undo[-1][0] >= offset:
             _offset, producer_id, prev = undo.pop()
+            self._settle(producer_id)
             if prev is None:
                 del self.entries[producer_id]
             else:
                 self.entries[producer_id] = prev
+
+    def _settle(self, producer_id: int) -> None:
+        """One undo record of `producer_id` is gone."""
+        left = self._pending[producer_id] - 1
+        if left:
+            self._pending[producer_id] = left
+        else:
+            del self._pending[producer_id]
+
+    def remove_expired(self, now_ms: int, expiration_ms: int) -> list[int]:
+        """Forget the producers not seen for `expiration_ms` (Kafka's removeExpiredProducers,
+        producer.id.expiration.ms); -> their ids. The ids applied since the last call count as
+        seen at `now_ms`. A producer with a batch above the trimmed offset (not yet under the
+        HW, so `rollback` or `state_at` may still need its entry) is kept and seen again now,
+        as Kafka keeps a producer with an ongoing transaction. O(ids seen + ids expired)."""
+        if expiration_ms < 1:
+            raise ValueError(f"producer.id.expiration.ms must be at least 1, not {expiration_ms}")
+        last = self._last_seen_ms
+        for producer_id in self._seen:
+            last[producer_id] = now_ms
+            last.move_to_end(producer_id)
+        self._seen.clear()
+        expired = []
+        while last:
+            producer_id, seen_ms = next(iter(last.items()))
+            if now_ms - seen_ms < expiration_ms:
+                break
+            if producer_id in self._pending:
+                last[producer_id] = now_ms
+                last.move_to_end(producer_id)
+                continue
+            del last[producer_id]
+            if self.entries.pop(producer_id, None) is not None:  # else rolled back already
+                expired.append(producer_id)
+        self.removals += len(expired)
+        return expired
 
     def state_at(self, offset: int) -> dict[int, ProducerEntry]:
         """The entries as of the log up to `offset` (>= exact_from), on a copy."""
@@ -279,6 +337,39 @@ class ProducerStateManager:
     @property
     def undo_records(self) -> int:
         return len(self._undo)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SnapshotMark:
+    """What the saved snapshot of a state is: the state as of the log up to `offset`, taken
+    when the state had expired `removals` producers."""
+
+    offset: int
+    removals: int
+
+
+def snapshot_due(state: ProducerStateManager, high_watermark: int) -> bool:
+    """Should the snapshot of `state` be written again at `high_watermark`? Its cost is one
+    entry per producer, so it is bounded against the log it spares a restart from replaying:
+    - no snapshot of ours is saved, or the log went back below it (a truncation): yes;
+    - the state at the HW is the saved one (no producer batch at or above the saved offset, no
+      producer expired since) and not empty: no. The saved snapshot plus the batches after it
+      (none with a producer) is the same state; rewriting it would cost seconds for a million
+      producers and save only the reading of those batches' headers at a restart;
+    - else (changed, or empty: a few bytes that keep a restart's replay short) only once the
+      log has grown by as many records as the state has producers since the saved offset, so
+      snapshots cost at most one encoded entry per record appended, and a restart replays at
+      most as many records as the snapshot holds entries."""
+    mark = state.snapshot_mark
+    if mark is None or high_watermark < mark.offset:
+        return True
+    if high_watermark == mark.offset:
+        return False
+    size = len(state.entries)
+    changed = state.last_batch_offset >= mark.offset or state.removals != mark.removals
+    if size and not changed:
+        return False
+    return high_watermark - mark.offset >= size
 
 
 def rebuild(

@@ -30,7 +30,6 @@ import trio
 
 from minikafka.client.connection import Connection, open_connection
 from minikafka.core.leader_and_isr import LeaderAndIsrAction, classify_leader_and_isr
-from minikafka.core.producer_state import entries_to_doc
 from minikafka.core.records import peek_header
 from minikafka.core.replica_effects import (
     Effect,
@@ -55,6 +54,7 @@ from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.partition_changes import PartitionChanges, drain
+from minikafka.server.producer_state_tasks import ProducerSnapshots, run_producer_expiration
 from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
 from minikafka.server.replica_gauges import register_replica_gauges
 from minikafka.server.replica_index import ReplicaIndex
@@ -98,6 +98,7 @@ class ReplicaManager:
         self.changes = PartitionChanges()  # every partition's touches (server/partition_changes.py)
         self.index = ReplicaIndex(self.partitions, self.changes, local_id=config.node_id)
         self._hw_touched = self.changes.subscribe()  # from the start: nothing moved is missed
+        self.producer_snapshots = ProducerSnapshots(self.partitions.get, run_sync)
         self.writer = LogWriter(
             store, on_committed=self._on_committed, on_failed=self._on_failed, run_sync=run_sync
         )
@@ -187,6 +188,7 @@ class ReplicaManager:
                 await nursery.start(self.isr_updates.run_expiration)
             if hw_checkpoints:
                 await nursery.start(self.run_hw_checkpoints)
+            await nursery.start(self.run_producer_expiration)
             task_status.started()
 
     async def load(self) -> None:
@@ -407,7 +409,8 @@ class ReplicaManager:
             if not moved:
                 continue
             try:
-                await self.writer.checkpoint(moved, self._producer_snapshots(moved))
+                snapshots = await self.producer_snapshots.take(moved)
+                await self.writer.checkpoint(moved, snapshots)
             except Exception as exc:  # noqa: BLE001 - retried at the next interval
                 # Kafka's ReplicaManager.checkpointHighWatermarks logs and goes on (the log dir is
                 # marked offline); the HWs stay "moved", so the next interval writes them again.
@@ -416,19 +419,20 @@ class ReplicaManager:
                 touched.update(moved)
                 continue
             saved.update(moved)
+            self.producer_snapshots.written()
 
-    def _producer_snapshots(
-        self, moved: dict[TopicPartition, int]
-    ) -> dict[TopicPartition, tuple[int, list[object]]]:
-        """The producer state at each moved HW (Kafka snapshots at its recovery point): a
-        restart replays only the batches after it. Trimmed to the HW first, so exact."""
-        out: dict[TopicPartition, tuple[int, list[object]]] = {}
-        for tp, hw in moved.items():
-            producers = self.partitions[tp].producers
-            producers.trim(hw)
-            if producers.can_roll_back_to(hw):
-                out[tp] = (hw, entries_to_doc(producers.state_at(hw)))
-        return out
+    async def run_producer_expiration(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """KIP-854: producer ids idle for producer.id.expiration.ms are forgotten, checked every
+        producer.id.expiration.check.interval.ms (server/producer_state_tasks.py)."""
+        await run_producer_expiration(
+            self.partitions.values,
+            expiration_ms=self.config.producer_id_expiration_ms,
+            interval_ms=self.config.producer_id_expiration_check_interval_ms,
+            on_expired=lambda n: self.metrics.inc("producer_ids_expired", n),
+            task_status=task_status,
+        )
 
 
 def _error(st: PartitionState, code: ErrorCode) -> TopicPartitionError:
