@@ -47,3 +47,20 @@ def test_list_offsets_both_ways(version):
         (int(p.partition_index), p.error_code, int(p.offset)) for p in decoded.topics[0].partitions
     ]
     assert got == [(0, KafkaErrorCode.none, 120), (1, KafkaErrorCode.not_leader_or_follower, -1)]
+
+
+@pytest.mark.parametrize("version", [1, 5])
+def test_a_found_record_goes_out_with_its_timestamp(version):
+    """KIP-79: offsetsForTimes reads the record's timestamp beside its offset (it went out as
+    -1 whatever the broker found)."""
+    answer = ListOffsetsResponse(
+        partitions=[
+            ListOffsetsPartitionResponse(
+                topic="t", partition=0, error_code=0, offset=4, timestamp=1_700_000_000_900
+            ),
+            ListOffsetsPartitionResponse(topic="t", partition=1, error_code=0),  # none found
+        ]
+    )
+    response = to_kafka(version, answer)
+    got = [(int(p.offset), int(p.timestamp)) for p in response.topics[0].partitions]
+    assert got == [(4, 1_700_000_000_900), (-1, -1)]
