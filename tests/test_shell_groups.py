@@ -58,7 +58,9 @@ REBALANCE_MS = 10_000
 SIMULATED_LIMIT_S = 60  # per test; the longest story here takes about 16 s
 
 
-def node_config(node_id: int, *, partitions: int = 1, delay_ms: int = 0) -> NodeConfig:
+def node_config(
+    node_id: int, *, partitions: int = 1, delay_ms: int = 0, **extra: int
+) -> NodeConfig:
     return NodeConfig(
         node_id=node_id,
         host=f"broker-{node_id}",
@@ -69,6 +71,7 @@ def node_config(node_id: int, *, partitions: int = 1, delay_ms: int = 0) -> Node
         offsets_topic_num_partitions=partitions,
         offsets_topic_replication_factor=2,
         group_initial_rebalance_delay_ms=delay_ms,
+        **extra,  # type: ignore[arg-type]
     )
 
 
@@ -194,14 +197,17 @@ def join_args(client_id: str, member_id: str = "") -> dict[str, object]:
 
 
 def stored_commits(broker: MemoryBroker, partition: int = 0) -> list[tuple[str, tuple, int, str]]:
-    """(group, (topic, partition), offset, metadata) of every commit record in the log."""
+    """(group, (topic, partition), offset, metadata) of every commit record in the log (offset
+    None for a tombstone)."""
     out = []
     for batch in iter_batches(broker.log_bytes(OFFSETS_TOPIC, partition)):
         for r in decode_records(batch):
             read = read_commit(r.key, None if r.null_value else r.value)
             if read is None:
                 continue  # a group metadata record
-            assert read[2] is not None
+            if read[2] is None:
+                out.append((read[0], read[1], None, ""))  # a tombstone
+                continue
             out.append((read[0], read[1], read[2].offset, read[2].metadata))
     return out
 
