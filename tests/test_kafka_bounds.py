@@ -104,3 +104,37 @@ def test_every_valid_request_walks_to_its_end(api_key: int, version: int, data) 
     cut = data.draw(st.integers(min_value=0, max_value=len(payload) - 1))
     with pytest.raises(RemoteProtocolError):
         check_request(schema, schema.__header_schema__, payload[:cut], 0)
+
+
+# Found by the fuzzer (tests/test_fuzz_node.py): kio reads a negative length as null whatever
+# the schema says, so a handler met None where Kafka guarantees an array (TypeError in
+# DescribeGroups, Produce, Fetch, CreateTopics...). Kafka's generated readers refuse it:
+# "non-nullable field groups was serialized as null".
+NULL_FOR_NON_NULLABLE = [
+    # DescribeGroups v0: groups (int32 array) = -1.
+    ("array", struct.pack(">hhihi", 15, 0, 1, -1, -1)),
+    # Produce v3: transactional_id null (nullable), acks 1, timeout 1000, topic_data = -1.
+    ("array", struct.pack(">hhihhhii", 0, 3, 1, -1, -1, 1, 1000, -1)),
+    # ApiVersions v3 (flexible): client_software_name compact length 0 (null).
+    ("string", struct.pack(">hhih", 18, 3, 1, -1) + b"\x00" + b"\x00" + b"\x021" + b"\x00"),
+    # FindCoordinator v0: key (int16 string) = -1.
+    ("string", struct.pack(">hhihh", 10, 0, 1, -1, -1)),
+]
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload"),
+    NULL_FOR_NON_NULLABLE,
+    ids=["describe-groups-groups", "produce-topic-data", "api-versions-name", "find-coord-key"],
+)
+def test_null_for_a_non_nullable_field_is_refused(kind: str, payload: bytes) -> None:
+    with pytest.raises(RemoteProtocolError, match=f"non-nullable {kind}"):
+        decode_request(payload)
+
+
+def test_null_for_a_nullable_field_still_decodes() -> None:
+    """Metadata v8's topics may be null (all topics), a Produce's transactional id too."""
+    metadata = decode_request(struct.pack(">hhihi", 3, 8, 1, -1, -1) + b"\x01\x00\x00")
+    assert metadata.body.topics is None
+    produce = decode_request(struct.pack(">hhihhhii", 0, 3, 1, -1, -1, 1, 1000, 0))
+    assert produce.body.transactional_id is None and produce.body.topic_data == ()

@@ -17,13 +17,18 @@ stricter than Kafka's "n bytes" and as cheap. Runs of fixed-size fields are skip
 step, and so are arrays of fixed-size elements (Fetch's partitions, Metadata v1's int32
 arrays), so a walk costs O(variable-size elements), not O(bytes).
 
-Pure: no I/O; a walker per schema is built once and cached.
+`length_prefixes(schema, header_schema, payload)` walks a valid request the same way and
+returns where each length prefix is (`LengthPrefix`: its position, width and encoding, the span
+it covers): the fuzzer (minikafka/testing/fuzz.py) rewrites exactly those bytes.
+
+Pure: no I/O; a walker per schema is built once and cached (one recording walker per schema
+besides, which fills the module's one `_Recorder`: a walk is not reentrant, nor threaded).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
@@ -59,6 +64,34 @@ VARIABLE = frozenset({"string", "bytes", "records"})
 
 # walk(buf, pos, end) -> the position after the value; RemoteProtocolError past `end`.
 Walk = Callable[[Any, int, int], int]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LengthPrefix:
+    """One length prefix of a valid request: `kind` (string, bytes, records, array, tagged),
+    `encoding` (int16, int32, or uvarint, which is n + 1 in compact fields, plain n for a
+    tagged-fields count), the prefix's bytes [at, start), its value (-1: null), the content
+    [start, stop), and for an array of at least one element the end of the first one."""
+
+    kind: str
+    encoding: str
+    at: int
+    start: int
+    stop: int
+    value: int
+    first_stop: int | None = None
+
+
+class _Recorder:
+    """Collects LengthPrefix rows during one recording walk (hashable by identity)."""
+
+    __slots__ = ("found",)
+
+    def __init__(self) -> None:
+        self.found: list[LengthPrefix] = []
+
+
+_RECORDER = _Recorder()
 
 
 class Oversized(RemoteProtocolError):
@@ -105,43 +138,68 @@ def _fixed(size: int) -> Walk:
     return walk
 
 
-def _sized(kind: str, *, flexible: bool) -> Walk:
+def _null(kind: str, name: str, at: int) -> RemoteProtocolError:
+    # kio reads any negative length as None whatever the schema says; Kafka's generated
+    # readers refuse it ("non-nullable field X was serialized as null"), and the handlers
+    # rely on it (a None where a tuple is promised was a TypeError in a dozen of them).
+    return RemoteProtocolError(f"non-nullable {kind} {name} was serialized as null at byte {at}")
+
+
+def _sized(kind: str, *, flexible: bool, rec: _Recorder | None, nullable: bool, name: str) -> Walk:
     """A string, bytes or records field: a length, then that many bytes (-1 / 0: null)."""
     if flexible:
 
         def walk(buf: Any, pos: int, end: int) -> int:
+            at = pos
             n, pos = uvarint(buf, pos, end)
             n -= 1  # compact: length + 1, 0 for null
             if n > end - pos:
                 raise _past(f"a {kind}", n, pos, end)
-            return pos + max(n, 0)
-
-    elif kind == "string":
-
-        def walk(buf: Any, pos: int, end: int) -> int:
-            n = _int16(buf, pos, end)
-            pos += 2
-            if n > end - pos:
-                raise _past("a string", n, pos, end)
+            if n < 0 and not nullable:
+                raise _null(kind, name, at)
+            if rec is not None:
+                rec.found.append(_row(kind, "uvarint", at, pos, n))
             return pos + max(n, 0)
 
     else:
+        width = 2 if kind == "string" else 4
+        read = _int16 if kind == "string" else _int32
 
         def walk(buf: Any, pos: int, end: int) -> int:
-            n = _int32(buf, pos, end)
-            pos += 4
+            n = read(buf, pos, end)
+            pos += width
             if n > end - pos:
                 raise _past(f"a {kind}", n, pos, end)
+            if n < 0 and not nullable:
+                raise _null(kind, name, pos - width)
+            if rec is not None:
+                rec.found.append(_row(kind, f"int{8 * width}", pos - width, pos, n))
             return pos + max(n, 0)
 
     return walk
 
 
-def _array(element: Walk | None, min_bytes: int, fixed: int | None, *, flexible: bool) -> Walk:
+def _row(kind: str, encoding: str, at: int, start: int, n: int) -> LengthPrefix:
+    return LengthPrefix(
+        kind=kind, encoding=encoding, at=at, start=start, stop=start + max(n, 0), value=n
+    )
+
+
+def _array(
+    element: Walk | None,
+    min_bytes: int,
+    fixed: int | None,
+    *,
+    flexible: bool,
+    rec: _Recorder | None = None,
+    nullable: bool = True,
+    name: str = "",
+) -> Walk:
     """An array: its count (compact uvarint n+1 or int32; null allowed), then its elements.
     Elements of one fixed size are skipped in one step."""
 
     def walk(buf: Any, pos: int, end: int) -> int:
+        at = pos
         if flexible:
             n, pos = uvarint(buf, pos, end)
             n -= 1
@@ -149,28 +207,51 @@ def _array(element: Walk | None, min_bytes: int, fixed: int | None, *, flexible:
             n = _int32(buf, pos, end)
             pos += 4
         if n <= 0:
+            if n < 0 and not nullable:
+                raise _null("array", name, at)
+            if rec is not None:
+                rec.found.append(_row("array", "uvarint" if flexible else "int32", at, pos, n))
             return pos
         if n * min_bytes > end - pos:
             raise Oversized(
                 f"an array of {n} elements of at least {min_bytes} bytes at byte {pos}, "
                 f"only {end - pos} bytes left"
             )
+        start = pos
         if fixed is not None:
-            return pos + n * fixed
-        assert element is not None
-        for _ in range(n):
-            pos = element(buf, pos, end)
+            pos, first = pos + n * fixed, pos + fixed
+        else:
+            assert element is not None
+            pos = first = element(buf, pos, end)
+            for _ in range(n - 1):
+                pos = element(buf, pos, end)
+        if rec is not None:
+            encoding = "uvarint" if flexible else "int32"
+            rec.found.append(
+                LengthPrefix(
+                    kind="array",
+                    encoding=encoding,
+                    at=at,
+                    start=start,
+                    stop=pos,
+                    value=n,
+                    first_stop=first,
+                )
+            )
         return pos
 
     return walk
 
 
-def _tagged(known: dict[int, Walk]) -> Walk:
+def _tagged(known: dict[int, Walk], rec: _Recorder | None) -> Walk:
     """The tagged-fields section of a flexible entity: a count, then (tag, size, bytes) each.
     A known tag's value is walked within its own size; unknown ones are skipped."""
 
     def walk(buf: Any, pos: int, end: int) -> int:
+        at = pos
         count, pos = uvarint(buf, pos, end)
+        if rec is not None:
+            rec.found.append(_row("tagged", "uvarint", at, pos, count))
         if count > end - pos:
             raise _past("tagged fields", count, pos, end)
         for _ in range(count):
@@ -188,8 +269,9 @@ def _tagged(known: dict[int, Walk]) -> Walk:
 
 
 @cache
-def entity_shape(entity: type) -> tuple[Walk, int, int | None]:
-    """(walk, smallest encoding in bytes, fixed size or None) of one kio entity class."""
+def entity_shape(entity: type, rec: _Recorder | None = None) -> tuple[Walk, int, int | None]:
+    """(walk, smallest encoding in bytes, fixed size or None) of one kio entity class; with
+    `rec`, a walk that also records each length prefix it reads there."""
     flexible = bool(getattr(entity, "__flexible__", False))
     # RequestHeader v2 is flexible (it ends with tagged fields) but its client_id keeps the
     # legacy int16-prefixed string, so that any broker can read who is asking (KIP-482).
@@ -198,7 +280,7 @@ def entity_shape(entity: type) -> tuple[Walk, int, int | None]:
     tagged: dict[int, Walk] = {}
     min_total, fixed_run, all_fixed = 0, 0, True
     for f in fields(entity):
-        walk, min_bytes, fixed = _field_shape(f, flexible=compact)
+        walk, min_bytes, fixed = _field_shape(f, flexible=compact, rec=rec)
         tag = get_field_tag(f)
         if tag is not None:
             tagged[int(tag)] = walk
@@ -220,7 +302,7 @@ def entity_shape(entity: type) -> tuple[Walk, int, int | None]:
     if fixed_run:
         steps.append(_fixed(fixed_run))
     if flexible:
-        steps.append(_tagged(tagged))
+        steps.append(_tagged(tagged, rec))
 
     def walk_entity(buf: Any, pos: int, end: int) -> int:
         for step in steps:
@@ -230,26 +312,42 @@ def entity_shape(entity: type) -> tuple[Walk, int, int | None]:
     return walk_entity, min_total, None
 
 
-def _field_shape(f: Any, *, flexible: bool) -> tuple[Walk, int, int | None]:
+def _field_shape(f: Any, *, flexible: bool, rec: _Recorder | None) -> tuple[Walk, int, int | None]:
     kind = classify_field(f)
+    nullable, name = is_optional(f), f.name
     if isinstance(kind, EntityField):
-        walk, min_bytes, fixed = entity_shape(kind.type_)
-        if is_optional(f):  # a nullable struct: an int8 marker (-1 null, 1 present) first
+        walk, min_bytes, fixed = entity_shape(kind.type_, rec)
+        if nullable:  # a nullable struct: an int8 marker (-1 null, 1 present) first
             return _nullable_struct(walk), 1, None
         return walk, min_bytes, fixed
     if isinstance(kind, EntityTupleField):
-        element, min_bytes, fixed = entity_shape(kind.type_)
-        return _array(element, max(min_bytes, 1), fixed, flexible=flexible), 1, None
+        element, min_bytes, fixed = entity_shape(kind.type_, rec)
+        array = _array(
+            element,
+            max(min_bytes, 1),
+            fixed,
+            flexible=flexible,
+            rec=rec,
+            nullable=nullable,
+            name=name,
+        )
+        return array, 1, None
     kafka_type = get_schema_field_type(f)
     if isinstance(kind, PrimitiveTupleField):
         size = FIXED_BYTES.get(kafka_type)
-        element = None if size is not None else _sized(kafka_type, flexible=flexible)
-        return _array(element, size or 1, size, flexible=flexible), 1, None
+        element = None
+        if size is None:  # elements of a primitive array are never null
+            element = _sized(kafka_type, flexible=flexible, rec=rec, nullable=False, name=name)
+        array = _array(
+            element, size or 1, size, flexible=flexible, rec=rec, nullable=nullable, name=name
+        )
+        return array, 1, None
     if kafka_type in FIXED_BYTES:
         size = FIXED_BYTES[kafka_type]
         return _fixed(size), size, size
     if kafka_type in VARIABLE:
-        return _sized(kafka_type, flexible=flexible), 1 if flexible else 2, None
+        walk = _sized(kafka_type, flexible=flexible, rec=rec, nullable=nullable, name=name)
+        return walk, 1 if flexible else 2, None
     raise TypeError(f"{f.name}: kafka type {kafka_type!r} has no bounds rule")
 
 
@@ -276,3 +374,17 @@ def check_request(schema: type, header_schema: type, payload: Any, pos: int) -> 
         raise RemoteProtocolError(
             f"kafka {schema.__name__} v{schema.__version__} has {end - stop} trailing bytes"
         )
+
+
+def length_prefixes(schema: type, header_schema: type, payload: Any) -> list[LengthPrefix]:
+    """Every length prefix of a valid request (header from byte 0, then body), in the order
+    the walk read them (an array's own row comes after its elements'); RemoteProtocolError
+    as check_request for an invalid one."""
+    _RECORDER.found = []
+    end = len(payload)
+    pos = entity_shape(header_schema, _RECORDER)[0](payload, 0, end)
+    stop = entity_shape(schema, _RECORDER)[0](payload, pos, end)
+    found, _RECORDER.found = _RECORDER.found, []
+    if stop != end:
+        raise RemoteProtocolError(f"{end - stop} trailing bytes")
+    return found
