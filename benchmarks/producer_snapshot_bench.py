@@ -18,6 +18,8 @@ Then `--cycles` HW-checkpoint rounds (the body of the 5 s
 
 For each: the wall time of one round, the longest time the event loop did not run (a task that
 sleeps 1 ms and records the largest gap between its wake-ups), and the snapshot bytes written.
+Last, the expiry task's two checks that stamp and then expire every producer, with the same
+loop watch.
 
     .venv/bin/python benchmarks/producer_snapshot_bench.py [--producers 1000000]
         [--partitions 100] [--cycles 3] [--json]
@@ -29,6 +31,7 @@ import argparse
 import json
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import trio
@@ -37,6 +40,7 @@ from minikafka.core.producer_state import ProducerBatch
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
+from minikafka.server.producer_state_tasks import run_producer_expiration
 from minikafka.storage import AppendWrite, StoreConfig
 from minikafka.testing.memory_node import MemoryBroker, partition_state
 
@@ -150,8 +154,36 @@ async def run(args: argparse.Namespace, data_dir: Path) -> dict[str, object]:
                 seq += 1
                 rounds.append(await _round(broker, watch))
             out[scenario] = _figures(rounds)
+        out["expiry"] = await _expire_all(broker, watch)
         nursery.cancel_scope.cancel()
     return out
+
+
+async def _expire_all(broker: MemoryBroker, watch: LoopWatch) -> dict[str, float]:
+    """The expiry task (server/producer_state_tasks.py) with producer.id.expiration.ms = 1: its
+    first check stamps every producer, its second forgets them all."""
+    rm = broker.replica_manager
+    done = trio.Event()
+    watch.worst_s = 0.0
+    t0 = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(
+            partial(
+                run_producer_expiration,
+                rm.partitions.values,
+                expiration_ms=1,
+                interval_ms=1,
+                on_expired=lambda _n: done.set(),
+            )
+        )
+        await done.wait()
+        nursery.cancel_scope.cancel()
+    left = sum(len(p.producers.entries) for p in rm.partitions.values())
+    return {
+        "two_checks_s": round(time.perf_counter() - t0, 3),
+        "loop_stall_s_max": round(watch.worst_s, 3),
+        "producers_left": left,
+    }
 
 
 def _figures(rounds: list[tuple[float, float, int]]) -> dict[str, float]:
@@ -201,6 +233,11 @@ def main() -> None:
             f"   loop stalled {f['loop_stall_s_max']:7.3f} s"
             f"   snapshots written {f['snapshot_mb_per_round']:7.1f} MB"
         )
+    e = out["expiry"]
+    print(
+        f"expiry       two checks {e['two_checks_s']:.3f} s (stamp all, expire all)"
+        f"   loop stalled {e['loop_stall_s_max']:.3f} s   producers left {e['producers_left']}"
+    )
 
 
 if __name__ == "__main__":

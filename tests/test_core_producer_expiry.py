@@ -240,3 +240,38 @@ def test_snapshot_bytes_round_trip() -> None:
 def test_snapshot_bytes_that_are_not_a_snapshot_are_refused(raw: bytes) -> None:
     with pytest.raises(SnapshotFormatError):
         decode_entries(raw)
+
+
+def test_expiry_in_steps_ends_where_one_call_does() -> None:
+    """The shell expires in steps of a bounded number of ids, yielding between them."""
+    for budget in (1, 2, 3, 7, 100):
+        state = settled(*(batch(p, 0, p) for p in range(20)))
+        whole = settled(*(batch(p, 0, p) for p in range(20)))
+        steps = 0
+        more = True
+        while more:
+            _gone, more = state.expire_some(0, EXPIRE, budget=budget)
+            steps += 1
+        assert steps >= 20 // budget
+        whole.remove_expired(0, EXPIRE)
+        for p in range(0, 20, 2):  # half of them write again
+            state.apply(batch(p, 1, 20 + p))
+            whole.apply(batch(p, 1, 20 + p))
+        gone, more = [], True
+        while more:
+            step, more = state.expire_some(500, EXPIRE, budget=budget)
+            gone += step
+        assert gone == whole.remove_expired(500, EXPIRE) == []
+        while True:
+            step, more = state.expire_some(1_000, EXPIRE, budget=budget)
+            gone += step
+            assert len(step) <= budget
+            if not more:
+                break
+        assert sorted(gone) == whole.remove_expired(1_000, EXPIRE) == list(range(1, 20, 2))
+        assert state.entries.keys() == whole.entries.keys()
+
+
+def test_an_expiry_step_of_no_ids_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least"):
+        settled().expire_some(0, EXPIRE, budget=0)

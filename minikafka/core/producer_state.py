@@ -300,27 +300,40 @@ class ProducerStateManager:
         seen at `now_ms`. A producer with a batch above the trimmed offset (not yet under the
         HW, so `rollback` or `state_at` may still need its entry) is kept and seen again now,
         as Kafka keeps a producer with an ongoing transaction. O(ids seen + ids expired)."""
+        expired, _more = self.expire_some(now_ms, expiration_ms, budget=None)
+        return expired
+
+    def expire_some(
+        self, now_ms: int, expiration_ms: int, *, budget: int | None
+    ) -> tuple[list[int], bool]:
+        """`remove_expired` in steps of at most `budget` ids stamped or looked at (None: all),
+        so a shell can yield between them; -> (the ids expired, whether work is left)."""
         if expiration_ms < 1:
             raise ValueError(f"producer.id.expiration.ms must be at least 1, not {expiration_ms}")
-        last = self._last_seen_ms
-        for producer_id in self._seen:
+        if budget is not None and budget < 1:
+            raise ValueError(f"an expiry step must look at 1 id at least, not {budget}")
+        left = budget if budget is not None else -1
+        last, seen = self._last_seen_ms, self._seen
+        while seen and left != 0:
+            producer_id = seen.pop()
             last[producer_id] = now_ms
             last.move_to_end(producer_id)
-        self._seen.clear()
+            left -= 1
         expired = []
-        while last:
-            producer_id, seen_ms = next(iter(last.items()))
+        while last and left != 0 and not seen:
+            left -= 1
+            producer_id, seen_ms = last.popitem(last=False)  # the oldest, in O(1)
             if now_ms - seen_ms < expiration_ms:
+                last[producer_id] = seen_ms
+                last.move_to_end(producer_id, last=False)  # back in front: nothing older
+                left = -1
                 break
             if producer_id in self._pending:
-                last[producer_id] = now_ms
-                last.move_to_end(producer_id)
-                continue
-            del last[producer_id]
-            if self.entries.pop(producer_id, None) is not None:  # else rolled back already
+                last[producer_id] = now_ms  # seen again, at the end
+            elif self.entries.pop(producer_id, None) is not None:  # else rolled back already
                 expired.append(producer_id)
         self.removals += len(expired)
-        return expired
+        return expired, left == 0 and bool(seen or last)
 
     def state_at(self, offset: int) -> dict[int, ProducerEntry]:
         """The entries as of the log up to `offset` (>= exact_from), on a copy."""

