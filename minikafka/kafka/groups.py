@@ -11,8 +11,8 @@ DescribeGroups 0-4: Kafka 4.0's oldest (KIP-896) to the last non-flexible versio
 Passed on, not judged here: JoinGroup's group_instance_id (v5+; core refuses a non-null one with
 UNSUPPORTED_VERSION, since static membership, KIP-345, is not served). Ignored: group_instance_id
 on SyncGroup v3, Heartbeat v3, LeaveGroup v3 and OffsetCommit v7 (no static member can exist, so
-the member id alone identifies the member), OffsetCommit's retention_time (v2-4: minikafka keeps
-offsets forever, KIP-211 aside) and committed_leader_epoch (v6+: fetches answer -1, so clients
+the member id alone identifies the member), OffsetCommit's retention_time (v2-4: offsets expire by
+the broker's offsets.retention.minutes, KIP-211, core/group/group_offsets.py) and committed_leader_epoch (v6+: fetches answer -1, so clients
 skip epoch validation, KIP-320), DescribeGroups' include_authorized_operations (v3+: always
 "not requested", no authorizer). Field sets differ per version; each response is built from the
 fields this version's kio class has, so a field is sent exactly where Kafka's schema has it.
