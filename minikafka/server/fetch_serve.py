@@ -54,6 +54,8 @@ from minikafka.wire.messages import (
     FetchResponse,
 )
 
+CHECKS_PER_TURN = 1000  # partitions of a consumer's fetch checked between two checkpoints
+
 
 async def handle_fetch(
     rm: ReplicaManager,
@@ -82,6 +84,11 @@ async def fetch_partitions(
     readable: list[tuple[int, FetchPartition, LocalPartition]] = []
     t = now_ms()
     for i, fp in enumerate(req.partitions):
+        if not is_follower and i % CHECKS_PER_TURN == CHECKS_PER_TURN - 1:
+            # A consumer may name 100,000 partitions (issue 25): let the loop's other tasks
+            # run between slices of its checks. A follower's fetch (a node's, bounded by the
+            # partitions it follows) is checked in one go, as before.
+            await trio.lowlevel.checkpoint()
         checked = check_partition(rm, fp, req.replica_id, known_topic, t, record_fetch=True)
         if isinstance(checked, FetchPartitionResponse):
             answers[i] = checked

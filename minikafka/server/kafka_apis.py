@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
+import trio
 from kio.schema.errors import ErrorCode as KafkaErrorCode
 
 from minikafka.core.dynamic_config import (
@@ -73,6 +75,7 @@ from minikafka.kafka.codec import (
     decode_request,
     encode_response,
 )
+from minikafka.server.clock import RunSync
 from minikafka.server.config import NodeConfig
 from minikafka.server.groups import GroupService
 from minikafka.server.listener import Reply, WireCodec
@@ -107,7 +110,35 @@ def decode(payload: bytes) -> tuple[KafkaRequest, object]:
     return request, request.body
 
 
-KAFKA_CODEC = WireCodec(decode=decode, encode=encode_response, ordered=True)
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A response already encoded (header included) off the event loop: see `off_loop`."""
+
+    payload: bytes
+
+
+def encode(correlation_id: int, response: Any) -> bytes:
+    if isinstance(response, Encoded):
+        return response.payload
+    return encode_response(correlation_id, response)
+
+
+KAFKA_CODEC = WireCodec(decode=decode, encode=encode, ordered=True)
+
+# A Fetch or Produce naming more partitions than this is translated to minikafka's request, and
+# its answer translated back and encoded, in a worker thread (issue 25): that pure Python work
+# costs tens of microseconds a partition (kio's dataclasses check every field), and on the event
+# loop a 100,000-partition fetch held every other connection, heartbeats included, for 8 s.
+# In a thread it yields the GIL every few milliseconds; below this it is not worth a thread.
+LARGE_REQUEST_PARTITIONS = 1000
+
+
+def partition_count(body: Any) -> int:
+    """How many partitions a Kafka Fetch or Produce names (O(topics))."""
+    topics = getattr(body, "topics", None)
+    if topics is not None:  # Fetch
+        return sum(len(t.partitions) for t in topics)
+    return sum(len(t.partition_data) for t in body.topic_data)  # Produce
 
 _GROUP_APIS = frozenset(
     {
@@ -161,6 +192,7 @@ class KafkaApis:
         broker: Callable[..., Awaitable[object]] | None = None,
         groups: GroupService | None = None,
         topic_defaults: admin.TopicDefaults | None = None,
+        run_sync: RunSync = trio.to_thread.run_sync,
     ) -> None:
         """`broker` is the broker's native dispatch (Broker.dispatch: `(body, client_id=...)`),
         which serves the data APIs and forwards the admin ones to the controller; without it
@@ -173,6 +205,7 @@ class KafkaApis:
         self.broker = broker
         self.groups = groups
         self.topic_defaults = topic_defaults or {}
+        self.run_sync = run_sync  # worker threads; inline under a MockClock (tests)
 
     async def dispatch(self, header: KafkaRequest, body: object) -> Any:
         if isinstance(body, UnsupportedApiVersions):
@@ -183,9 +216,9 @@ class KafkaApis:
             return self.metadata(header.api_version, body)
         client_id = header.client_id or ""
         if header.api_key == PRODUCE:
-            return await self.produce(header.api_version, body, client_id)
+            return await self.produce(header, body, client_id)
         if header.api_key == FETCH:
-            return await self.fetch(header.api_version, body, client_id)
+            return await self.fetch(header, body, client_id)
         if header.api_key == LIST_OFFSETS:
             native = await self._native(list_offsets.to_native(body))
             assert isinstance(native, messages.ListOffsetsResponse), native
@@ -244,10 +277,24 @@ class KafkaApis:
 
     # ------------------------------------------------------------------------ data APIs
 
-    async def produce(self, version: int, body: Any, client_id: str) -> Reply:
+    async def off_loop(self, large: bool, fn: Callable[..., Any], *args: Any) -> Any:
+        """fn(*args), in a worker thread for a large request (LARGE_REQUEST_PARTITIONS)."""
+        if not large:
+            return fn(*args)
+        return await self.run_sync(fn, *args)
+
+    def encoded(self, large: bool, header: KafkaRequest, response: Any) -> Any:
+        """What the listener writes: for a large request, a function encoding it whole."""
+        if not large:
+            return response
+        return Encoded(encode_response(header.correlation_id, response))
+
+    async def produce(self, header: KafkaRequest, body: Any, client_id: str) -> Reply:
         """The broker's answer (and its KIP-219 throttle) in Kafka's terms; with acks=0 none,
         as Kafka sends none."""
-        translated = produce.to_native(body)
+        version = header.api_version
+        large = partition_count(body) > LARGE_REQUEST_PARTITIONS
+        translated = await self.off_loop(large, produce.to_native, body)
         result: object = None
         if translated.native is not None:
             result = await self._native(translated.native, client_id=client_id)
@@ -256,19 +303,26 @@ class KafkaApis:
             return Reply(response=None, throttle_ms=reply.throttle_ms)
         answer = reply.response
         assert answer is None or isinstance(answer, messages.ProduceResponse), answer
-        return Reply(
-            response=produce.to_kafka(version, translated, answer), throttle_ms=reply.throttle_ms
+        response = await self.off_loop(
+            large,
+            lambda: self.encoded(large, header, produce.to_kafka(version, translated, answer)),
         )
+        return Reply(response=response, throttle_ms=reply.throttle_ms)
 
-    async def fetch(self, version: int, body: Any, client_id: str) -> Reply:
+    async def fetch(self, header: KafkaRequest, body: Any, client_id: str) -> Reply:
+        version = header.api_version
+        large = partition_count(body) > LARGE_REQUEST_PARTITIONS
         if fetch.is_follower_fetch(body):
             return Reply(response=fetch.refuse_follower(version, body))
-        result = await self._native(fetch.to_native(body), client_id=client_id)
+        native = await self.off_loop(large, fetch.to_native, body)
+        result = await self._native(native, client_id=client_id)
         reply = result if isinstance(result, Reply) else Reply(response=result)
-        assert isinstance(reply.response, messages.FetchResponse), reply.response
-        return Reply(
-            response=fetch.to_kafka(version, reply.response), throttle_ms=reply.throttle_ms
+        answer = reply.response
+        assert isinstance(answer, messages.FetchResponse), answer
+        response = await self.off_loop(
+            large, lambda: self.encoded(large, header, fetch.to_kafka(version, answer))
         )
+        return Reply(response=response, throttle_ms=reply.throttle_ms)
 
     # ------------------------------------------------------------------------ admin APIs
 
