@@ -133,3 +133,39 @@ async def test_the_snapshot_is_encoded_through_run_sync(autojump_clock, tmp_path
         snapshots = await rm.producer_snapshots.take({tp: 1})
         assert calls == ["_encode_all"]
         assert isinstance(snapshots[tp][1], bytes)
+
+
+async def test_the_expiry_task_works_in_bounded_steps(autojump_clock, tmp_path, monkeypatch):
+    """A million producers expiring at once must not hold the event loop for a second: the task
+    stamps and expires at most EXPIRY_STEP ids per step, yielding between steps."""
+    from minikafka.core.producer_state import ProducerBatch, ProducerStateManager
+    from minikafka.server import producer_state_tasks
+
+    monkeypatch.setattr(producer_state_tasks, "EXPIRY_STEP", 100)
+    steps: list[tuple[int, int | None]] = []
+    real = ProducerStateManager.expire_some
+
+    def spy(self, now_ms, expiration_ms, *, budget):  # noqa: ANN001, ANN202
+        gone, more = real(self, now_ms, expiration_ms, budget=budget)
+        steps.append((len(gone), budget))
+        return gone, more
+
+    monkeypatch.setattr(ProducerStateManager, "expire_some", spy)
+    broker = MemoryBroker(
+        config(producer_id_expiration_ms=1_000, producer_id_expiration_check_interval_ms=1_000),
+        tmp_path / "b1",
+    )
+    async with broker.running():
+        await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])
+        producers = broker.partition("t").producers
+        for pid in range(250):
+            producers.apply(
+                ProducerBatch(
+                    producer_id=pid, producer_epoch=0, base_sequence=0, base_offset=0, count=1
+                )
+            )
+        producers.trim(1)
+        await trio.sleep(2.5)  # the check at 1 s stamps them, the one at 2 s expires them
+        assert producers.entries == {}
+        assert {budget for _, budget in steps} == {100}
+        assert [n for n, _ in steps if n] == [100, 100, 50]
