@@ -9,6 +9,7 @@ unknown producer (sequence 0 starts it afresh).
 from __future__ import annotations
 
 import random
+import zlib
 
 import pytest
 
@@ -236,7 +237,20 @@ def test_snapshot_bytes_round_trip() -> None:
     assert decode_entries(encode_entries([])) == {}
 
 
-@pytest.mark.parametrize("raw", [b"", b"\x02", b"\x01\x00\x01"])
+GOOD = encode_entries(settled(batch(1, 0, 0), batch(2, 0, 1, count=2)).entries.values())
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"\x02" + GOOD[1:],  # another version
+        GOOD[:5],  # the header of a snapshot alone: its CRC is not that of nothing
+        GOOD[:-1],  # cut short
+        GOOD[:-1] + bytes([GOOD[-1] ^ 1]),  # one bit flipped (Kafka's CRC check)
+        b"\x01" + zlib.crc32(b"\x00").to_bytes(4, "little") + b"\x00",  # a right CRC, cut
+    ],
+)
 def test_snapshot_bytes_that_are_not_a_snapshot_are_refused(raw: bytes) -> None:
     with pytest.raises(SnapshotFormatError):
         decode_entries(raw)
