@@ -372,7 +372,7 @@ def snapshot_due(state: ProducerStateManager, high_watermark: int) -> bool:
     - else (changed, or empty: a few bytes that keep a restart's replay short) only once the
       log has grown by as many records as the state has producers since the saved offset, so
       snapshots cost at most one encoded entry per record appended, and a restart replays at
-      most as many records as the snapshot holds entries."""
+      most that many records with producer ids before its state is current again."""
     mark = state.snapshot_mark
     if mark is None or high_watermark < mark.offset:
         return True
