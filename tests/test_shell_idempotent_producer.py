@@ -9,6 +9,7 @@ Idempotence on (the default): stored once, answered with the original offset, no
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,27 @@ async def test_concurrent_callers_share_one_new_connection(autojump_clock, singl
             for _ in range(5):
                 nursery.start_soon(ask)
     assert network.connections == 1 and len({id(c) for c in got}) == 1
+
+
+async def test_a_producer_idle_past_its_expiry_writes_again(autojump_clock, tmp_path):
+    """KIP-854: the broker forgets a producer idle for producer.id.expiration.ms. Its next
+    batch (sequence 2) is then UNKNOWN_PRODUCER_ID, on which the library's producer bumps the
+    partition's epoch and renumbers from 0 (KIP-360), as Kafka's client does: stored once."""
+    network = MemoryNetwork()
+    cfg = replace(
+        config(1), producer_id_expiration_ms=60_000, producer_id_expiration_check_interval_ms=10_000
+    )
+    broker = MemoryBroker(cfg, tmp_path / "b1", network=network)
+    async with broker.running():
+        await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])
+        async with open_memory_client(network, [broker]) as client:
+            producer = Producer(client, ProducerConfig(**FAST))
+            await producer.send_records(TP, [(1, None, b"a"), (2, None, b"b")])
+            await trio.sleep(90)  # seen at the 10 s check, forgotten at the 70 s one
+            assert broker.partition("t").producers.entries == {}
+            again = await producer.send_records(TP, [(3, None, b"c")])
+        assert again.base_offset == 2
+        assert stored_values(broker) == [b"a", b"b", b"c"]
+        batches = list(iter_batches(broker.log_bytes("t")))
+        assert [(b.producer_epoch, b.base_sequence) for b in batches] == [(0, 0), (1, 0)]
+        assert broker.metrics.counters["producer_ids_expired"] == 1
