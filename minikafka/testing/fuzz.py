@@ -259,10 +259,13 @@ def mutate_kafka(payload: bytes, rng: random.Random) -> tuple[str, bytes]:
     schema = load_request_schema(key, version)
     found = length_prefixes(schema, schema.__header_schema__, payload)
     names = list(KAFKA_MUTATIONS)
+    if any(p.kind == "records" for p in found) and rng.random() < 0.3:
+        names = ["records"]  # the produce path deserves more than one draw in eight
     for _ in range(8):  # a mutation without a target (no records field) draws again
         name = rng.choice(names)
         out = KAFKA_MUTATIONS[name](payload, found, rng)
         if out is not None and out != payload:
             return name, out
+        names = list(KAFKA_MUTATIONS)
     return "trailing", payload + b"\x00"
 

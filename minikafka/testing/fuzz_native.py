@@ -195,6 +195,8 @@ def _tree(payload: bytes, rng: random.Random) -> tuple[str, bytes] | None:
         parent = parent[step]
     last = path[-1]
     roll = rng.random()
+    if any(p[-1] == "records" for p in paths) and rng.random() < 0.5:
+        roll = 0.4  # the records field, where a produce's batches are read
     if type(parent) is dict and roll < 0.15:
         del parent[last]
         name = "tree_drop_field"
