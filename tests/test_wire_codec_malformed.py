@@ -350,3 +350,12 @@ def test_memory_error_while_decoding_is_the_peers_fault(monkeypatch):
     monkeypatch.setattr(codec.msgpack, "unpackb", no_memory)
     with pytest.raises(RemoteProtocolError, match="out of memory while decoding"):
         decode_request(raw_request(ApiKey.PRODUCE, produce_body()))
+
+
+def test_a_long_map_key_is_cut_in_the_error_path():
+    """The error names the field path in one short line: a peer's 30 KB config key is not
+    echoed whole into the events log (found while fuzzing: 30 KB per refused request)."""
+    key = "\u2603" * 10_000
+    body = {"topics": [{"name": "t", "configs": {key: 5}}]}
+    err = assert_remote(raw_request(ApiKey.CREATE_TOPICS, body), r"configs\['☃+'\.\.\. \(10000")
+    assert len(str(err)) < 200

@@ -64,6 +64,17 @@ class _FieldError(Exception):
         return f"{root}{''.join(reversed(self.path))}: {self.reason}"
 
 
+KEY_SHOWN_CHARS = 40  # a map key in an error path: a peer's 32 KiB key is not echoed whole
+
+
+def _short(key: object) -> str:
+    """A map key for an error path, cut: the error is one short line in the events log
+    whatever the peer sent."""
+    if isinstance(key, str | bytes) and len(key) > KEY_SHOWN_CHARS:
+        return f"{key[:KEY_SHOWN_CHARS]!r}... ({len(key)} chars)"
+    return repr(key)
+
+
 def _mismatch(expected: str, value: object) -> _FieldError:
     return _FieldError(f"expected {expected}, got {describe(value)}")
 
@@ -299,7 +310,7 @@ def _dict(enc: Converter, dec: Converter) -> tuple[Converter, Converter]:
                 key_conv(key)
                 out[key] = conv(value)
             except _FieldError as e:
-                e.path.append(f"[{key!r}]")
+                e.path.append(f"[{_short(key)}]")
                 raise
         return out
 
