@@ -112,10 +112,16 @@ def test_fixed_seed_fuzz_leaves_the_node_serving(node: LocalCluster) -> None:
 
 
 @pytest.mark.integration
+@pytest.mark.xfail(
+    strict=False,
+    reason="issue 25: until core/compression.py (bounded inflation, the compression engineer's "
+    "change) lands, record_batch_v2 inflates the whole body: peak RSS +2.0 GiB at 3e776ef; "
+    "remove this mark then",
+)
 def test_a_gzip_bomb_is_refused_on_both_listeners_with_bounded_memory(node: LocalCluster) -> None:
     """Records that inflate to 1 GiB of zeros (1 MiB on the wire), claiming one record: the
-    produce is refused and the node's RSS barely moves (core/record_batch_v2.py inflates
-    in bounded chunks)."""
+    produce is refused and the node's peak RSS (VmHWM) barely moves: the records are inflated
+    in bounded chunks (core/compression.py), never whole."""
     native, kafka = addresses(node)
     pid = node.pid(1)
     assert pid is not None
@@ -137,7 +143,7 @@ def test_a_gzip_bomb_is_refused_on_both_listeners_with_bounded_memory(node: Loca
         partitions=[m.ProducePartition(topic="t", partition=0, records=batch)],
     )
     header = RequestHeader(api_key=m.ApiKey.PRODUCE, api_version=0, correlation_id=1, client_id="x")
-    before = rss_kib(pid)
+    before = rss_kib(pid, "VmHWM")
 
     async def run():
         k = await exchange(kafka, encode_kafka(produce), 60)
@@ -146,7 +152,7 @@ def test_a_gzip_bomb_is_refused_on_both_listeners_with_bounded_memory(node: Loca
 
     (k_outcome, k_answer), (n_outcome, n_answer), still_alive = trio.run(run)
     assert still_alive
-    assert rss_kib(pid) - before < RSS_GROWTH_MAX_KIB
+    assert rss_kib(pid, "VmHWM") - before < RSS_GROWTH_MAX_KIB  # the peak, not just now
     assert (k_outcome, n_outcome) == ("answered", "answered")
     kafka_response, _used = entity_reader(ProduceResponse)(k_answer, 8)  # frame, correlation id
     kafka_error = kafka_response.responses[0].partition_responses[0].error_code

@@ -74,11 +74,13 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields_[11]) + int(fields_[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def rss_kib(pid: int) -> int:
+def rss_kib(pid: int, field_name: str = "VmRSS") -> int:
+    """The resident set of a process now (VmRSS), or its peak so far (VmHWM: a spike freed
+    before anyone looks, such as a decompression bomb inflated then dropped, shows there)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field_name}:"):
             return int(line.split()[1])
-    raise ValueError(f"no VmRSS for pid {pid}")
+    raise ValueError(f"no {field_name} for pid {pid}")
 
 
 async def exchange(address: Address, payload: bytes, timeout_s: float) -> tuple[str, bytes]:
