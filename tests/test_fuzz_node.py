@@ -179,3 +179,62 @@ def test_long_fuzz_run(node: LocalCluster, request: pytest.FixtureRequest) -> No
     print(f"mutations: {dict(report.mutations)}")
     print(f"handler errors: {dict(handler_errors(node))}")
     assert report.deaths == 0
+
+
+# Requests the fuzzer found that end in a handler's exception (a handler_error event, the
+# connection dropped, no answer) in files this suite does not own: kept as regression cases,
+# xfail until their owners mend them (Kafka answers each with an error code).
+HANDLER_REGRESSIONS = [
+    pytest.param(
+        "kafka",
+        # CreatePartitions v0: topic "t" to 2 partitions, timeout_ms -10000 (Kafka: no wait).
+        "0025000000000001ffff0000000100017400000002ffffffffffffd8f000",
+        marks=pytest.mark.xfail(
+            strict=False, reason="server/broker.py: trio.move_on_after(negative timeout)"
+        ),
+        id="create-partitions-negative-timeout",
+    ),
+    pytest.param(
+        "kafka",
+        # DeleteTopics v1: topic "nope", timeout_ms -10000.
+        "0014000100000001ffff0000000100046e6f7065ffffd8f0",
+        marks=pytest.mark.xfail(
+            strict=False, reason="server/broker.py: trio.move_on_after(negative timeout)"
+        ),
+        id="delete-topics-negative-timeout",
+    ),
+    pytest.param(
+        "native",
+        # OffsetForLeaderEpoch {replica_id: 1, partitions: []} from an unregistered peer.
+        "95170001a17882aa7265706c6963615f696401aa706172746974696f6e7390",
+        marks=pytest.mark.xfail(
+            strict=False,
+            reason="server/node.py refusal(): OffsetForLeaderEpochResponse has no error_code",
+        ),
+        id="native-offset-for-leader-epoch-refusal",
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def shared_node(tmp_path_factory):
+    spec = plan_cluster(
+        base_dir=tmp_path_factory.mktemp("shared") / "c", brokers=1, seed=5,
+        combined_controller=True,
+    )  # fmt: skip
+    with LocalCluster.up(spec, ready_timeout_s=60) as lc:
+        yield lc
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("listener", "payload_hex"), HANDLER_REGRESSIONS)
+def test_found_requests_are_answered_without_a_handler_error(
+    shared_node: LocalCluster, listener: str, payload_hex: str
+) -> None:
+    native, kafka = addresses(shared_node)
+    before = sum(handler_errors(shared_node).values())
+    outcome, _answer = trio.run(
+        exchange, kafka if listener == "kafka" else native, bytes.fromhex(payload_hex), 30.0
+    )
+    trio.run(trio.sleep, 0.5)  # the event is written after the connection closes
+    assert (outcome, sum(handler_errors(shared_node).values()) - before) == ("answered", 0)

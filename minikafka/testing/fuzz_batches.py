@@ -86,6 +86,16 @@ def _record_past_end(rng: random.Random) -> bytes:
     return resealed(batch)
 
 
+def _long_varint(rng: random.Random) -> bytes:
+    """A record's length, or its key's, as a varint of 6 to 10 bytes (Kafka's
+    ByteUtils.readVarint stops at 5: "Varint is too long")."""
+    batch = bytearray(valid_batch(rng))
+    at = HEADER_SIZE if rng.random() < 0.5 else HEADER_SIZE + 1
+    width = rng.randrange(6, 11)
+    batch[at : at + 1] = b"\xff" * (width - 1) + b"\x01"
+    return resealed(batch)
+
+
 def _lying_length(rng: random.Random) -> bytes:
     batch = bytearray(valid_batch(rng))
     claim = rng.choice((2**31 - 1, -1, 0, len(batch) - LENGTH_START + 1, 49))
@@ -127,6 +137,7 @@ MALFORMED = {
     "bad_crc": _bad_crc,
     "huge_count": _huge_count,
     "record_past_end": _record_past_end,
+    "long_varint": _long_varint,
     "lying_length": _lying_length,
     "other_magic": _other_magic,
     "junk_compression": _junk_compression,
