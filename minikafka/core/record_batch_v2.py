@@ -26,18 +26,23 @@ minikafka's log holds these batches byte for byte beside its own (core/records.p
 byte at offset 16 tells them apart, as it tells Kafka's message formats apart. Brokers read the
 header only (and the CRC); records are decoded by consumers and tools, and by the Kafka listener
 when it converts a native batch for a Kafka consumer.
+
+Compressed records (core/compression.py: gzip, snappy, lz4, zstd) are validated at produce as
+Kafka's LogValidator does, from a stream of bounded chunks (`validate_records`, Kafka's
+DefaultRecordBatch.compressedIterator): refused at the first bad record, in memory of a few
+chunks whatever the batch decompresses to, and never past `compression.decompressed_limit`.
+Consumers decompress within the same bound (`records_bytes`).
 """
 
 from __future__ import annotations
 
-import gzip
 import struct
-import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import crc32c
 
+from minikafka.core import compression as codecs
 from minikafka.errors import CorruptRecordError
 
 HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -52,9 +57,9 @@ _PRODUCER = struct.Struct(">qhi")
 _PRODUCER_AT = 43
 
 COMPRESSION_MASK = 0x07
-NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
-COMPRESSION_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
-SUPPORTED_COMPRESSION = frozenset({NONE, GZIP})
+NONE, GZIP, SNAPPY, LZ4, ZSTD = codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD
+COMPRESSION_NAMES = codecs.NAMES
+SUPPORTED_COMPRESSION = codecs.CODECS  # Kafka's CompressionType, all of it
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
 
@@ -179,20 +184,12 @@ def _bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
 
 
 def records_bytes(raw: bytes, header: V2Header) -> bytes:
-    """The records section, decompressed. CorruptRecordError for a codec we do not have."""
-    body = raw[HEADER_SIZE : header.size]
-    codec = header.compression
-    if codec == NONE:
-        return body
-    if codec == GZIP:
-        try:
-            return gzip.decompress(body)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise CorruptRecordError(f"gzip records do not decompress ({exc})") from exc
-    raise CorruptRecordError(
-        f"records compressed with {COMPRESSION_NAMES.get(codec, codec)}: "
-        f"only {', '.join(COMPRESSION_NAMES[c] for c in sorted(SUPPORTED_COMPRESSION))} are read"
-    )
+    """The records section, decompressed within compression.decompressed_limit:
+    CorruptRecordError (DecompressedTooLarge past the bound)."""
+    body = memoryview(raw)[HEADER_SIZE : header.size]
+    if header.compression == NONE:
+        return bytes(body)
+    return codecs.decompress(header.compression, body)
 
 
 def decode_records(raw: bytes) -> list[V2Record]:
@@ -238,8 +235,14 @@ def validate_records(raw: bytes, header: V2Header) -> None:
     them (this runs on every batch a Kafka client produces; `decode_records` is 4-5 x slower):
     exactly `record_count` records, each as long as it says, with offset deltas 0, 1, 2, ...
     up to lastOffsetDelta, and nothing after the last. Key, value and headers are only
-    skipped (their lengths bounded by the record's). CorruptRecordError otherwise."""
-    body = records_bytes(raw, header)
+    skipped (their lengths bounded by the record's). CorruptRecordError otherwise.
+
+    Compressed records are walked from a stream of chunks (`_validate_stream`)."""
+    if header.compression != NONE:
+        body = memoryview(raw)[HEADER_SIZE : header.size]
+        _validate_stream(_Stream(codecs.chunks(header.compression, body)), header)
+        return
+    body = raw[HEADER_SIZE : header.size]
     end, pos, expected = len(body), 0, 0
     varint = _varint
     for expected in range(header.record_count):
@@ -311,6 +314,7 @@ def build(
     base_sequence: int = -1,
     compression: int = NONE,
 ) -> bytes:
+    codec = compression
     """A RecordBatch v2 of (timestamp_ms, key, value) records, offsets 0.. (DefaultRecordBatch's
     writer): for down-converting native batches and for tests."""
     items = list(records)
@@ -327,13 +331,10 @@ def build(
         _put_varint(rec, 0)  # no headers
         _put_varint(body, len(rec))
         body += rec
-    if compression == GZIP:
-        body = bytearray(gzip.compress(bytes(body)))
-    elif compression != NONE:
-        raise ValueError(f"compression {compression}: build writes none or gzip")
+    body = codecs.compress(codec, bytes(body))  # ValueError for an unknown one
     after_crc = struct.pack(
         ">hiqqqhii",
-        compression,
+        codec,
         len(items) - 1,
         base_ts,
         max(ts for ts, _k, _v in items),
@@ -351,3 +352,86 @@ def build(
         crc32c.crc32c(after_crc),
     )
     return head + after_crc
+
+
+# ---------------------------------------------------------------------------- streamed records
+
+
+class _Stream:
+    """Decompressed bytes read from an iterator of chunks, holding at most the unread rest of
+    one chunk and the next (Kafka's ChunkedBytesStream); skipped bytes are never held."""
+
+    __slots__ = ("_pieces", "base", "buf", "pos")
+
+    def __init__(self, pieces: Iterator[bytes]) -> None:
+        self._pieces = pieces
+        self.buf = b""
+        self.pos = 0
+        self.base = 0  # the stream offset of buf[0]
+
+    @property
+    def offset(self) -> int:
+        return self.base + self.pos
+
+    def fill(self, n: int) -> bool:
+        """At least `n` unread bytes in buf (False when the stream ends first)."""
+        while len(self.buf) - self.pos < n:
+            piece = next(self._pieces, None)
+            if piece is None:
+                return False
+            self.buf = self.buf[self.pos :] + piece
+            self.base += self.pos
+            self.pos = 0
+        return True
+
+    def varint(self) -> int:
+        self.fill(10)  # a varint's most; fewer at the stream's end
+        value, self.pos = _varint(self.buf, self.pos)
+        return value
+
+    def skip(self, n: int) -> bool:
+        """Pass `n` bytes (False when the stream ends first)."""
+        left = len(self.buf) - self.pos
+        while n > left:
+            n -= left
+            piece = next(self._pieces, None)
+            if piece is None:
+                return False
+            self.base += len(self.buf)
+            self.buf, self.pos, left = piece, 0, len(piece)
+        self.pos += n
+        return True
+
+    def at_end(self) -> bool:
+        return not self.fill(1)
+
+
+def _validate_stream(stream: _Stream, header: V2Header) -> None:
+    """validate_records' checks, record by record as the chunks come: refused at the first bad
+    record (Kafka's LogValidator over DefaultRecordBatch.compressedIterator)."""
+    for expected in range(header.record_count):
+        if not stream.fill(1):
+            raise CorruptRecordError(
+                f"the batch claims {header.record_count} records and holds {expected}"
+            )
+        length = stream.varint()
+        if length < 3:
+            raise CorruptRecordError(f"record {expected} of {length} bytes is too short")
+        start = stream.offset
+        if not stream.fill(min(length, 21)):  # attributes and two varints, at most
+            raise CorruptRecordError(f"record {expected} of {length} bytes runs past its batch")
+        stream.pos += 1  # record attributes
+        stream.varint()  # timestamp delta
+        delta = stream.varint()
+        used = stream.offset - start
+        if used > length:
+            raise CorruptRecordError(f"record {expected} of {length} bytes holds more")
+        if delta != expected:
+            raise CorruptRecordError(f"record {expected} has offset delta {delta}")
+        if not stream.skip(length - used):
+            raise CorruptRecordError(f"record {expected} of {length} bytes runs past its batch")
+    if header.record_count - 1 != header.last_offset_delta or not stream.at_end():
+        raise CorruptRecordError(
+            f"RecordBatch v2 of {header.record_count} records: last offset delta "
+            f"{header.last_offset_delta}, or bytes after the last record"
+        )

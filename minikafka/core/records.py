@@ -56,7 +56,8 @@ class UnsupportedCompression(CorruptRecordError):
 
     def __init__(self, codec: object) -> None:
         super().__init__(
-            f"records compressed with {codec}: this broker stores none or gzip batches"
+            f"records compressed with {codec}: not one of Kafka's codecs "
+            "(none, gzip, snappy, lz4, zstd)"
         )
 
 
