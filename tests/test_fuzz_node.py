@@ -181,36 +181,26 @@ def test_long_fuzz_run(node: LocalCluster, request: pytest.FixtureRequest) -> No
     assert report.deaths == 0
 
 
-# Requests the fuzzer found that end in a handler's exception (a handler_error event, the
-# connection dropped, no answer) in files this suite does not own: kept as regression cases,
-# xfail until their owners mend them (Kafka answers each with an error code).
+# Requests the fuzzer found that ended in a handler's exception (a handler_error event, the
+# connection dropped, no answer), kept as regression cases: each is answered now, as Kafka
+# answers it (server/broker.py forward_timeout_s, server/node.py refusal).
 HANDLER_REGRESSIONS = [
     pytest.param(
         "kafka",
         # CreatePartitions v0: topic "t" to 2 partitions, timeout_ms -10000 (Kafka: no wait).
         "0025000000000001ffff0000000100017400000002ffffffffffffd8f000",
-        marks=pytest.mark.xfail(
-            strict=False, reason="server/broker.py: trio.move_on_after(negative timeout)"
-        ),
         id="create-partitions-negative-timeout",
     ),
     pytest.param(
         "kafka",
         # DeleteTopics v1: topic "nope", timeout_ms -10000.
         "0014000100000001ffff0000000100046e6f7065ffffd8f0",
-        marks=pytest.mark.xfail(
-            strict=False, reason="server/broker.py: trio.move_on_after(negative timeout)"
-        ),
         id="delete-topics-negative-timeout",
     ),
     pytest.param(
         "native",
         # OffsetForLeaderEpoch {replica_id: 1, partitions: []} from an unregistered peer.
         "95170001a17882aa7265706c6963615f696401aa706172746974696f6e7390",
-        marks=pytest.mark.xfail(
-            strict=False,
-            reason="server/node.py refusal(): OffsetForLeaderEpochResponse has no error_code",
-        ),
         id="native-offset-for-leader-epoch-refusal",
     ),
 ]

@@ -70,6 +70,13 @@ from minikafka.wire.messages import (
 )
 
 
+def forward_timeout_s(timeout_ms: int) -> float:
+    """How long to wait for the controller's answer to a forwarded admin request: its own
+    timeout (Kafka's: a timeout <= 0 asks for no wait, not for an error, found by fuzzing in
+    issue 25) and 5 s to travel."""
+    return max(timeout_ms, 0) / 1000 + 5
+
+
 class ControllerLink:
     def __init__(
         self,
@@ -254,11 +261,11 @@ class Broker:
                     partitions=await self.replica_manager.apply_stop_replica(body.partitions),
                 )
             case CreateTopicsRequest():
-                return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
+                return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
             case DeleteTopicsRequest():
-                return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
+                return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
             case CreatePartitionsRequest():
-                return await self.link.request(body, timeout_s=body.timeout_ms / 1000 + 5)
+                return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
             case InitProducerIdRequest():
                 return await self.producer_ids.handle(body)
             case IncrementalAlterConfigsRequest():
