@@ -42,13 +42,14 @@ def v2_batch_with_body(body: bytes, count: int = 1) -> bytes:
 
 
 async def produce(broker, cache, batch: bytes) -> None:
-    """A client's Produce to __consumer_offsets 0 (what the Kafka listener once let through)."""
+    """A client's Produce to __consumer_offsets 0 (what the Kafka listener once let through;
+    clients are refused now, so it is written as the broker's own append, `internal=True`)."""
     request = ProduceRequest(
         acks=-1,
         timeout_ms=1000,
         partitions=[ProducePartition(topic=OFFSETS_TOPIC, partition=0, records=batch)],
     )
-    reply = await handle_produce(broker.replica_manager, request, cache.topics)
+    reply = await handle_produce(broker.replica_manager, request, cache.topics, internal=True)
     assert reply.response.partitions[0].error_code == 0, reply.response
 
 

@@ -39,12 +39,15 @@ from dataclasses import dataclass
 
 import trio
 
+from minikafka.core.compression import NONE, DecompressedTooLarge
+from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.core.producer_state import BatchMetadata, Duplicate, ProducerBatch, Refuse
-from minikafka.core.record_batch_v2 import is_v2
+from minikafka.core.record_batch_v2 import is_v2, read_header
 from minikafka.core.records import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
+    BatchView,
     UnsupportedCompression,
     check_payload,
     iter_batches,
@@ -100,42 +103,37 @@ async def handle_produce(
     pending: list[_Pending] = []
     writes: list[AppendWrite] = []
     for key, pp in enumerate(req.partitions):
-        code = ErrorCode.INVALID_REQUIRED_ACKS if req.acks not in ACKS else ErrorCode.NONE
-        p = rm.partitions.get(TopicPartition(pp.topic, pp.partition))
+        code, message = _admit(rm, req.acks, pp, known_topic, internal)
         if code == ErrorCode.NONE:
-            code = leader_error(p, pp.topic, known_topic)
-        if code == ErrorCode.NONE and req.acks == -1:
-            assert p is not None and p.leader is not None
-            if len(p.leader.isr) < _min_insync_replicas(rm, pp.topic):
-                code = ErrorCode.NOT_ENOUGH_REPLICAS
-        if code == ErrorCode.NONE:
-            assert p is not None
             try:
-                write, item = _stamp(p, pp, entry=key, max_bytes=_max_bytes(rm, pp.topic))
-            except _TooLarge as exc:
-                answers[key] = _answer(
-                    pp.topic, pp.partition, ErrorCode.MESSAGE_TOO_LARGE, str(exc)
-                )
-                continue
+                batches = _checked(pp, max_bytes=_max_bytes(rm, pp.topic))
+                compressed = [b for b in batches if _compressed(b)]
+                if compressed:
+                    # Off the event loop: a batch may inflate to decompressed_limit (zlib, lz4
+                    # and zstd release the GIL); then the partition is looked at afresh.
+                    await rm.run_sync(_check_payloads, compressed)
+                    code, message = _admit(rm, req.acks, pp, known_topic, internal)
+                if code == ErrorCode.NONE:
+                    p = rm.partitions[TopicPartition(pp.topic, pp.partition)]
+                    write, item = _stamp(p, pp, batches, entry=key)
+            except (_TooLarge, DecompressedTooLarge) as exc:
+                # Kafka's RecordTooLargeException: a Java producer splits the batch and retries.
+                code, message = ErrorCode.MESSAGE_TOO_LARGE, str(exc)
             except UnsupportedCompression as exc:
-                answers[key] = _answer(
-                    pp.topic, pp.partition, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc)
-                )
-                continue
+                code, message = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc)
             except CorruptRecordError as exc:
-                answers[key] = _answer(pp.topic, pp.partition, ErrorCode.CORRUPT_MESSAGE, str(exc))
-                continue
+                code, message = ErrorCode.CORRUPT_MESSAGE, str(exc)
             except _Refused as exc:
-                answers[key] = _answer(pp.topic, pp.partition, exc.code, str(exc))
+                code, message = exc.code, str(exc)
                 rm.metrics.inc("produce_sequence_errors")
-                continue
-            if write is None:
-                rm.metrics.inc("produce_duplicates")
-            else:
-                writes.append(write)
-            pending.append(item)
+        if code != ErrorCode.NONE:
+            answers[key] = _answer(pp.topic, pp.partition, code, message)
+            continue
+        if write is None:
+            rm.metrics.inc("produce_duplicates")
         else:
-            answers[key] = _answer(pp.topic, pp.partition, code)
+            writes.append(write)
+        pending.append(item)
     if not internal and rm.dynamic.client_quota(client_id)[0] is None:
         # Stamped, and queued for the log at the next step: on a Kafka connection the next
         # request may start (no throttle can follow this one; server/listener.py).
@@ -215,6 +213,7 @@ class _TooLarge(Exception):
 
 _NO_PRODUCER = (NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE)
 MAX_PRODUCER_ID = 2**63 - 1  # the batch header's int64
+MAX_NATIVE_PRODUCER_ID = 2**56 - 1  # a native header's byte 16, the format byte, stays 0x00
 
 
 class _Refused(Exception):
@@ -238,13 +237,42 @@ def _max_bytes(rm: ReplicaManager, topic: str) -> int:
     return min(own, rm.config.socket_max_frame_bytes - FRAME_HEADROOM_BYTES)
 
 
-def _stamp(
-    p: LocalPartition, pp: ProducePartition, *, entry: int, max_bytes: int
-) -> tuple[AppendWrite | None, _Pending]:
-    """Check the batches (size, CRC, record count, producer sequence), give them their offsets
-    and the leader's epoch, and reserve the offsets. Nothing is reserved if any batch is
-    refused; a duplicate of an idempotent producer's batch is answered from its original
-    offsets with no write (None)."""
+def _admit(
+    rm: ReplicaManager,
+    acks: int,
+    pp: ProducePartition,
+    known_topic: set[str] | frozenset[str],
+    internal: bool,
+) -> tuple[ErrorCode, str | None]:
+    """Whether this broker takes a batch for `pp` now, else the code and message."""
+    if acks not in ACKS:
+        return ErrorCode.INVALID_REQUIRED_ACKS, None
+    if pp.topic in INTERNAL_TOPICS and not internal:
+        # KafkaApis.handleProduceRequest / ReplicaManager.appendToLocalLog: only the broker's
+        # own coordinators append to an internal topic (its records are read back when a
+        # coordinator loads: a client's would rewrite, or break, every group of the partition).
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {pp.topic}"
+    p = rm.partitions.get(TopicPartition(pp.topic, pp.partition))
+    code = leader_error(p, pp.topic, known_topic)
+    if code == ErrorCode.NONE and acks == -1:
+        assert p is not None and p.leader is not None
+        if len(p.leader.isr) < _min_insync_replicas(rm, pp.topic):
+            code = ErrorCode.NOT_ENOUGH_REPLICAS
+    return code, None
+
+
+def _compressed(b: BatchView) -> bool:
+    return is_v2(b.raw) and read_header(b.raw).compression != NONE
+
+
+def _check_payloads(batches: list[BatchView]) -> None:
+    for b in batches:
+        check_payload(b)
+
+
+def _checked(pp: ProducePartition, *, max_bytes: int) -> list[BatchView]:
+    """The entry's batches, each checked for shape, CRC and size, and its payload unless it is
+    compressed (that check is the caller's, off the event loop)."""
     batches = list(iter_batches(pp.records))
     if not batches:
         raise CorruptRecordError("no record batch in the request")
@@ -255,7 +283,18 @@ def _stamp(
                 "accepted (max.message.bytes of the topic, else message.max.bytes; at most "
                 "socket.max.frame.bytes less 1 MiB, so that a fetch can carry it)"
             )
-        check_payload(b)
+        if not _compressed(b):
+            check_payload(b)
+    return batches
+
+
+def _stamp(
+    p: LocalPartition, pp: ProducePartition, batches: list[BatchView], *, entry: int
+) -> tuple[AppendWrite | None, _Pending]:
+    """Check the producer fields and sequence of the checked batches, give them their offsets
+    and the leader's epoch, and reserve the offsets. Nothing is reserved if any batch is
+    refused; a duplicate of an idempotent producer's batch is answered from its original
+    offsets with no write (None)."""
     # Without a producer id the stored header says none, whatever the client wrote there: the
     # fields followers rebuild state from are only ever the ones checked here.
     producer = _NO_PRODUCER
@@ -272,6 +311,14 @@ def _stamp(
     if pp.producer_id >= 0:
         if pp.producer_id > MAX_PRODUCER_ID:
             raise _Refused(ErrorCode.INVALID_RECORD, f"producer id {pp.producer_id} > int64")
+        if pp.producer_id > MAX_NATIVE_PRODUCER_ID and not all(is_v2(b.raw) for b in batches):
+            # Stamped into a native batch, its first byte would land on the byte that tells
+            # the two formats apart (core/records.py): the stored batch would read as a broken
+            # RecordBatch v2 and wedge every fetch of the partition.
+            raise _Refused(
+                ErrorCode.INVALID_RECORD,
+                f"producer id {pp.producer_id} does not fit a native batch (at most 2**56 - 1)",
+            )
         if len(batches) != 1:
             raise _Refused(
                 ErrorCode.INVALID_RECORD,
