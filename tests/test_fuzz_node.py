@@ -179,6 +179,7 @@ def test_long_fuzz_run(node: LocalCluster, request: pytest.FixtureRequest) -> No
     print(f"mutations: {dict(report.mutations)}")
     print(f"handler errors: {dict(handler_errors(node))}")
     assert report.deaths == 0
+    assert report.peak_rss_kib - report.rss_kib[0] < 2 * RSS_GROWTH_MAX_KIB
 
 
 # Requests the fuzzer found that ended in a handler's exception (a handler_error event, the

@@ -2,8 +2,10 @@
 
 A malformed request closes its connection, so each request gets a connection of its own: the
 frame is sent, the write side closed (EOF: a request that still decoded is answered, then the
-broker closes), and the answer read to the end. Many connections run at once (`concurrency`,
-below the node's max.connections.per.ip), a batch at a time; after each batch the node must
+broker closes), and the answer read to the end. Pipelining on one connection cannot help (the
+first malformed request ends it), so the rate comes from many connections at once
+(`concurrency`, below the node's max.connections.per.ip), kept full: a new one opens as soon
+as one ends. After every `batch` requests, while the next ones go on, the node must
 still answer a valid request on each listener (Kafka ApiVersions v3, native ApiVersions) and
 its RSS is read from /proc/<pid>/status. A node that stops answering is a death: the run stops
 there and keeps the batch's requests for the reproduction.
@@ -43,6 +45,7 @@ class FuzzReport:
     rss_kib: list[int] = field(default_factory=list)
     seconds: float = 0.0
     node_cpu_s: float = 0.0
+    peak_rss_kib: int = 0  # the node's VmHWM at the end: its highest RSS ever
     death_batch: list[tuple[str, bytes]] = field(default_factory=list)
     slow: list[tuple[str, bytes]] = field(default_factory=list)  # the first few, to look at
 
@@ -54,7 +57,8 @@ class FuzzReport:
         rss = f"{min(self.rss_kib)}..{max(self.rss_kib)} KiB" if self.rss_kib else "n/a"
         return (
             f"{self.sent} requests in {self.seconds:.0f} s ({self.rate:.0f}/s), "
-            f"deaths {self.deaths}, RSS {rss}, node CPU {self.node_cpu_s:.0f} s, "
+            f"deaths {self.deaths}, RSS {rss} (peak {self.peak_rss_kib} KiB), "
+            f"node CPU {self.node_cpu_s:.0f} s, "
             f"outcomes {dict(self.outcomes)}"
         )
 
@@ -180,6 +184,7 @@ async def fuzz_node(
             report.rss_kib.append(rss_kib(pid))
             report.seconds = time.monotonic() - start
             report.node_cpu_s = cpu_seconds(pid) - cpu_at_start
+            report.peak_rss_kib = rss_kib(pid, "VmHWM")
             if time.monotonic() - last_print >= progress_every_s:
                 last_print = time.monotonic()
                 print(f"fuzz: {report.summary()}", flush=True)
