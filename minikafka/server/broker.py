@@ -22,10 +22,12 @@ import random
 import uuid
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 
 import trio
 
 from minikafka.client.connection import Connection, open_connection
+from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
 from minikafka.server.clock import RunSync
 from minikafka.server.config import NodeConfig
@@ -46,8 +48,10 @@ from minikafka.wire.messages import (
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    CreatableTopicResult,
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    CreateTopicsResponse,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -68,6 +72,18 @@ from minikafka.wire.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+
+
+def internal_creation_refused(name: str) -> CreatableTopicResult:
+    """A client's CreateTopics of an internal topic, answered as Kafka's ControllerApis answers
+    creating its own (INVALID_REQUEST, "Creation of internal topic ... is prohibited."): a
+    client that made `__consumer_offsets` with its own partition count would move every
+    group's coordinator (issue 25); only the group coordinator creates it (`internal=True`)."""
+    return CreatableTopicResult(
+        name=name,
+        error_code=ErrorCode.INVALID_REQUEST,
+        error_message=f"Creation of internal topic {name} is prohibited.",
+    )
 
 
 def forward_timeout_s(timeout_ms: int) -> float:
@@ -217,9 +233,34 @@ class Broker:
     def _accept_controller(self, epoch: int) -> None:
         self.controller_epoch = max(self.controller_epoch, epoch)
 
-    async def dispatch(self, body: object, *, client_id: str = "") -> object | None:
+    async def _create_topics(self, body: CreateTopicsRequest) -> object:
+        """A client's CreateTopics: internal names refused here, the others created."""
+        refused = {t.name for t in body.topics if t.name in INTERNAL_TOPICS}
+        if not refused:
+            return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
+        rest = [t for t in body.topics if t.name not in refused]
+        created: dict[str, CreatableTopicResult] = {}
+        if rest:
+            answer = await self.link.request(
+                replace(body, topics=rest), timeout_s=forward_timeout_s(body.timeout_ms)
+            )
+            if not isinstance(answer, CreateTopicsResponse):
+                return answer
+            created = {r.name: r for r in answer.topics}
+        return CreateTopicsResponse(
+            topics=[
+                internal_creation_refused(t.name) if t.name in refused else created[t.name]
+                for t in body.topics
+            ]
+        )
+
+    async def dispatch(
+        self, body: object, *, client_id: str = "", internal: bool = False
+    ) -> object | None:
         """The response to a broker API request (for Produce and Fetch a listener `Reply`, which
-        carries the client-quota throttle), or NotImplemented if this is not one."""
+        carries the client-quota throttle), or NotImplemented if this is not one. `internal`:
+        the broker's own request (the group coordinator creating `__consumer_offsets`), never a
+        client's."""
         match body:
             case ProduceRequest():
                 return await handle_produce(
@@ -261,6 +302,8 @@ class Broker:
                     partitions=await self.replica_manager.apply_stop_replica(body.partitions),
                 )
             case CreateTopicsRequest():
+                if not internal:
+                    return await self._create_topics(body)
                 return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
             case DeleteTopicsRequest():
                 return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))

@@ -220,7 +220,7 @@ class Node:
                 rm=rm,
                 cache=self.broker.cache,
                 events=self.events,
-                forward=self.broker.dispatch,
+                forward=partial(self.broker.dispatch, internal=True),
             )
             await nursery.start(group_service.run)
             self.groups = group_service
