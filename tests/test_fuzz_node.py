@@ -112,12 +112,6 @@ def test_fixed_seed_fuzz_leaves_the_node_serving(node: LocalCluster) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 25: until core/compression.py (bounded inflation, the compression engineer's "
-    "change) lands, record_batch_v2 inflates the whole body: peak RSS +2.0 GiB at 3e776ef; "
-    "remove this mark then",
-)
 def test_a_gzip_bomb_is_refused_on_both_listeners_with_bounded_memory(node: LocalCluster) -> None:
     """Records that inflate to 1 GiB of zeros (1 MiB on the wire), claiming one record: the
     produce is refused and the node's peak RSS (VmHWM) barely moves: the records are inflated
