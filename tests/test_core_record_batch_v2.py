@@ -3,6 +3,9 @@ implementation (kafka.record.default_records) in both directions."""
 
 from __future__ import annotations
 
+import struct
+
+import crc32c
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
@@ -132,3 +135,66 @@ def test_validate_records_reads_every_record_length_width(size):
     bad[v2.HEADER_SIZE] ^= 0x02  # the first record's length, changed by one (zigzag)
     with pytest.raises(CorruptRecordError):
         v2.validate_records(bytes(bad), v2.read_header(bytes(bad)))
+
+
+# --- each record's fields, not only its length (issue 25) ---------------------------------------
+
+
+def _zz(value: int) -> bytes:
+    out = bytearray()
+    v2._put_varint(out, value)
+    return bytes(out)
+
+
+KEY, VALUE, NO_HEADERS = b"\x02k", b"\x02v", b"\x00"  # zigzag varint lengths, then bytes
+
+
+def _record(*, key: bytes = KEY, value: bytes = VALUE, headers: bytes = NO_HEADERS) -> bytes:
+    """A record's bytes after its length: attributes, timestamp and offset delta 0, then the
+    key, value and headers sections as given (so that they may lie)."""
+    return b"\x00" + _zz(0) + _zz(0) + key + value + headers
+
+
+def _batch_of(record: bytes, compression: int) -> bytes:
+    """A one-record RecordBatch v2 around `record` (its length prefix made true), CRC valid."""
+    good = v2.build([(1000, b"k", b"v")], compression=compression)
+    body = v2.codecs.compress(compression, _zz(len(record)) + record)
+    return _reframe(good, body)
+
+
+def _reframe(good: bytes, body: bytes) -> bytes:
+    head = bytearray(good[: v2.HEADER_SIZE])
+    struct.pack_into(">i", head, 8, v2.HEADER_SIZE - 12 + len(body))
+    after_crc = bytes(head[21:]) + body
+    struct.pack_into(">I", head, 17, crc32c.crc32c(after_crc))
+    return bytes(head) + body
+
+
+LYING_RECORDS = {
+    "key past the record": _record(key=_zz(50) + b"k"),
+    "negative key length": _record(key=_zz(-2)),
+    "value past the record": _record(value=_zz(9) + b"v"),
+    "headers claimed, none there": _record(headers=_zz(5)),
+    "null header key": _record(headers=_zz(1) + _zz(-1) + _zz(0)),
+    "fields end before the record": _record(headers=_zz(0) + b"\x00\x00"),
+}
+
+
+@pytest.mark.parametrize("compression", [v2.NONE, v2.GZIP, v2.ZSTD])
+@pytest.mark.parametrize("lie", sorted(LYING_RECORDS))
+def test_a_record_whose_fields_do_not_add_up_is_refused(lie, compression):
+    """Kafka's LogValidator reads every record (DefaultRecord.readFrom): one whose key, value or
+    headers do not fit its length is refused at produce, not stored for every consumer's
+    decode to fail on (a junk record in __consumer_offsets ended each coordinator's load)."""
+    raw = _batch_of(LYING_RECORDS[lie], compression)
+    with pytest.raises(CorruptRecordError):
+        v2.validate_records(raw, v2.read_header(raw))
+
+
+@pytest.mark.parametrize("compression", [v2.NONE, v2.GZIP, v2.ZSTD])
+def test_the_same_record_with_true_fields_is_accepted(compression):
+    headers = _zz(1) + _zz(1) + b"h" + _zz(-1)
+    raw = _batch_of(_record(key=_zz(-1), headers=headers), compression)
+    v2.validate_records(raw, v2.read_header(raw))
+    (record,) = v2.decode_records(raw)
+    assert (record.key, record.value, record.headers) == (None, b"v", (("h", None),))

@@ -29,6 +29,7 @@ from minikafka.core import record_batch_v2 as v2
 from minikafka.core.group import NONE, OffsetFetch
 from minikafka.core.group.offsets_log import OFFSETS_TOPIC
 from minikafka.core.records import make_batch
+from minikafka.errors import ErrorCode
 from minikafka.server.produce import handle_produce
 from minikafka.testing.memory_node import partition_state
 from minikafka.wire.messages import ProducePartition, ProduceRequest
@@ -41,7 +42,7 @@ def v2_batch_with_body(body: bytes, count: int = 1) -> bytes:
     return struct.pack(">qiibI", 0, length, -1, v2.MAGIC, crc32c.crc32c(after_crc)) + after_crc
 
 
-async def produce(broker, cache, batch: bytes) -> None:
+async def produce(broker, cache, batch: bytes, expect: int = 0) -> None:
     """A client's Produce to __consumer_offsets 0 (what the Kafka listener once let through;
     clients are refused now, so it is written as the broker's own append, `internal=True`)."""
     request = ProduceRequest(
@@ -50,27 +51,29 @@ async def produce(broker, cache, batch: bytes) -> None:
         partitions=[ProducePartition(topic=OFFSETS_TOPIC, partition=0, records=batch)],
     )
     reply = await handle_produce(broker.replica_manager, request, cache.topics, internal=True)
-    assert reply.response.partitions[0].error_code == 0, reply.response
+    assert reply.response.partitions[0].error_code == expect, reply.response
 
 
 async def test_records_the_load_cannot_read_are_reported_and_the_rest_is_served(
     autojump_clock, tmp_path
 ):
-    """One record whose key is one junk byte passes produce (LogValidator checks lengths and
-    offset deltas, not the key's bytes) but does not decode: once, its load raised out of the
-    group service and ended the broker, and every later leader's too."""
+    """Records that pass produce but that the loader cannot read (a key of one junk byte, a
+    key of an unknown version) are reported and skipped: once, such a load raised out of the
+    group service and ended the broker, and every later leader's too. A record whose fields
+    do not add up (a key that runs past it) no longer gets that far: produce refuses it."""
     async with lead_alone(tmp_path) as (broker, cache):
         async with serving(broker, cache) as svc:
             await loaded(svc)
             assert await svc.commit(G, "", -1, {T0: (41, "")}) == {T0: NONE}
-        # attributes, timestamp delta, offset delta, then one junk byte where the key goes
-        await produce(broker, cache, v2_batch_with_body(bytes([8, 0, 0, 0, 0x01])))
+        # attributes, timestamp delta, offset delta, then a key length of -1 and nothing more
+        junk = v2_batch_with_body(bytes([8, 0, 0, 0, 0x01]))
+        await produce(broker, cache, junk, expect=ErrorCode.CORRUPT_MESSAGE)
         await produce(broker, cache, make_batch([(0, b"\x00", b"\x00")]))  # junk key bytes
         await produce(broker, cache, make_batch([(0, b"\x00\x09\x00\x01g", b"")]))  # version 9
         async with serving(broker, cache) as fresh:
             await loaded(fresh)
             assert fresh.fetch_offsets(G, [T0]) == (NONE, {T0: OffsetFetch(offset=41)})
-            assert broker.events.counts.get("group_record_unreadable") == 3
+            assert broker.events.counts.get("group_record_unreadable") == 2
             # ... and it keeps serving: a new commit and a group.
             assert await fresh.commit(G, "", -1, {T0: (42, "")}) == {T0: NONE}
             assert fresh.fetch_offsets(G, [T0])[1][T0].offset == 42

@@ -268,23 +268,65 @@ def validate_records(raw: bytes, header: V2Header) -> None:
             at += 1
         at += 1
         z = 2 * expected
-        if z < 0x80:
-            if at < stop and body[at] == z:
-                pos = stop
-                continue
-        elif z < 0x4000 and at + 1 < stop:
-            if body[at] == (z & 0x7F) | 0x80 and body[at + 1] == z >> 7:
-                pos = stop
-                continue
-        delta, _ = varint(body, at)
-        if delta != expected:
-            raise CorruptRecordError(f"record {expected} has offset delta {delta}")
+        if z < 0x80 and at < stop and body[at] == z:
+            after = at + 1
+        elif 0x80 <= z < 0x4000 and at + 1 < stop and body[at] == (z & 0x7F) | 0x80:
+            after = at + 2 if body[at + 1] == z >> 7 else -1
+        else:
+            after = -1
+        if after < 0:
+            delta, after = varint(body, at)
+            if delta != expected:
+                raise CorruptRecordError(f"record {expected} has offset delta {delta}")
+        _check_fields(body, after, stop, expected)
         pos = stop
     if pos != end or expected != header.last_offset_delta:
         raise CorruptRecordError(
             f"RecordBatch v2 of {header.record_count} records: last offset delta "
             f"{header.last_offset_delta}, {end - pos} bytes after the last record"
         )
+
+
+def _check_fields(body: bytes, pos: int, stop: int, index: int) -> None:
+    """Record `index`'s key, value and headers, from `pos` (after its offset delta): every
+    length in bounds and the record ending exactly at `stop` (DefaultRecord.readFrom's checks,
+    which Kafka's LogValidator runs on each record). Before issue 25 only the record's own
+    length was checked: a record whose fields did not add up was stored, and every consumer's
+    decode of it failed, the group coordinator's load of `__consumer_offsets` included.
+    Lengths under 8 KiB are read inline: this runs for every produced record."""
+    for what in ("key", "value"):
+        first = body[pos] if pos < stop else 0x80
+        if first < 0x80:
+            n, pos = (first >> 1) ^ -(first & 1), pos + 1
+        elif pos + 1 < stop and body[pos + 1] < 0x80:
+            z = (first & 0x7F) | (body[pos + 1] << 7)
+            n, pos = (z >> 1) ^ -(z & 1), pos + 2
+        else:
+            n, pos = _varint(body, pos)
+        if n < -1:
+            raise CorruptRecordError(f"record {index} has a {what} of {n} bytes")
+        if n > 0:
+            pos += n
+        if pos > stop:
+            raise CorruptRecordError(f"record {index}'s {what} runs past the record")
+    if pos + 1 == stop and body[pos] == 0:  # no headers, the common case
+        return
+    count, pos = _varint(body, pos)
+    if not 0 <= count <= stop - pos:
+        raise CorruptRecordError(f"record {index} claims {count} headers")
+    for _ in range(count):
+        n, pos = _varint(body, pos)
+        if n < 0:
+            raise CorruptRecordError(f"record {index} has a header key of {n} bytes")
+        pos += n
+        n, pos = _varint(body, pos)
+        if n < -1:
+            raise CorruptRecordError(f"record {index} has a header value of {n} bytes")
+        pos += max(n, 0)
+        if pos > stop:
+            raise CorruptRecordError(f"record {index}'s headers run past the record")
+    if pos != stop:
+        raise CorruptRecordError(f"record {index}'s fields end {stop - pos} bytes before it")
 
 
 def _put_varint(out: bytearray, value: int) -> None:
@@ -314,9 +356,9 @@ def build(
     base_sequence: int = -1,
     compression: int = NONE,
 ) -> bytes:
-    codec = compression
     """A RecordBatch v2 of (timestamp_ms, key, value) records, offsets 0.. (DefaultRecordBatch's
     writer): for down-converting native batches and for tests."""
+    codec = compression
     items = list(records)
     if not items:
         raise ValueError("a record batch holds at least one record")
@@ -406,6 +448,35 @@ class _Stream:
         return not self.fill(1)
 
 
+def _check_stream_fields(stream: _Stream, stop: int, index: int) -> None:
+    """`_check_fields` on a stream: key, value and headers skipped by their lengths, never
+    held, and the record ending exactly at stream offset `stop`."""
+
+    def skip(n: int, what: str) -> None:
+        if stream.offset + n > stop or not stream.skip(n):
+            raise CorruptRecordError(f"record {index}'s {what} runs past the record")
+
+    for what in ("key", "value"):
+        n = stream.varint()
+        if n < -1:
+            raise CorruptRecordError(f"record {index} has a {what} of {n} bytes")
+        skip(max(n, 0), what)
+    count = stream.varint()
+    if not 0 <= count <= stop - stream.offset:
+        raise CorruptRecordError(f"record {index} claims {count} headers")
+    for _ in range(count):
+        n = stream.varint()
+        if n < 0:
+            raise CorruptRecordError(f"record {index} has a header key of {n} bytes")
+        skip(n, "header key")
+        n = stream.varint()
+        if n < -1:
+            raise CorruptRecordError(f"record {index} has a header value of {n} bytes")
+        skip(max(n, 0), "header value")
+    if stream.offset != stop:
+        raise CorruptRecordError(f"record {index}'s fields do not end where it does")
+
+
 def _validate_stream(stream: _Stream, header: V2Header) -> None:
     """validate_records' checks, record by record as the chunks come: refused at the first bad
     record (Kafka's LogValidator over DefaultRecordBatch.compressedIterator)."""
@@ -428,8 +499,7 @@ def _validate_stream(stream: _Stream, header: V2Header) -> None:
             raise CorruptRecordError(f"record {expected} of {length} bytes holds more")
         if delta != expected:
             raise CorruptRecordError(f"record {expected} has offset delta {delta}")
-        if not stream.skip(length - used):
-            raise CorruptRecordError(f"record {expected} of {length} bytes runs past its batch")
+        _check_stream_fields(stream, start + length, expected)
     if header.record_count - 1 != header.last_offset_delta or not stream.at_end():
         raise CorruptRecordError(
             f"RecordBatch v2 of {header.record_count} records: last offset delta "
