@@ -15,7 +15,9 @@ from minikafka.core.producer_state import (
     snapshot_due,
 )
 from minikafka.core.records import make_batch
-from minikafka.storage import producer_snapshots
+from minikafka.core.types import TopicPartition
+from minikafka.storage import LogStore, StoreConfig, producer_snapshots
+from minikafka.storage.log_store import AppendWrite, _db_name
 
 
 def entries():
@@ -56,3 +58,31 @@ def test_without_a_usable_snapshot_the_state_has_no_mark() -> None:
     state = producer_snapshots.replay(None, 0, [], 0)
     assert state.entries == {} and state.snapshot_mark is None
     assert snapshot_due(state, 0)
+
+
+def test_a_snapshot_that_does_not_read_is_passed_over_for_the_whole_log(tmp_path) -> None:
+    """A torn or foreign snapshot (bad CRC, not msgpack, wrong shape): the state is rebuilt
+    from the log, as Kafka's ProducerStateManager drops a corrupt snapshot; before, the load
+    raised and the partition (and so the broker) could not start."""
+    good = encode_entries(entries().values())
+    torn = good[:-1] + bytes([good[-1] ^ 1])  # the codec's CRC no longer holds
+    junk = {
+        "torn": msgpack.packb([1, torn], use_bin_type=True),
+        "not msgpack": b"\xc1",
+        "wrong shape": msgpack.packb([1, 2, 3]),
+    }
+    for name, raw in junk.items():
+        with LogStore(tmp_path / name, StoreConfig(map_size_bytes=1 << 26)) as store:
+            store.create_partition(TP)
+            store.append([AppendWrite(tp=TP, batches=LOG)])
+            with store._lease.txn(write=True) as txn:  # what a torn write would leave
+                txn.put(_db_name(TP), raw, db=store._producers_db)
+            state = store.load_producers(TP)
+        assert state.entries[7].last_seq == 2, name  # from the log's two batches
+
+
+TP = TopicPartition("t", 0)
+LOG = [
+    make_batch([(0, None, b"a"), (1, None, b"b")], producer_id=7, producer_epoch=0, base_sequence=0),
+    make_batch([(2, None, b"c")], base_offset=2, producer_id=7, producer_epoch=0, base_sequence=2),
+]

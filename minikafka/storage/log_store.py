@@ -531,9 +531,22 @@ class LogStore:
     def _load_producers(
         self, txn: lmdb.Transaction, tp: TopicPartition, db: Any, meta: dict[str, Any], leo: int
     ) -> ProducerStateManager:
-        """Snapshot + the producer fields of the batches from its offset to the log end."""
-        snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
-        offset, doc = producer_snapshots.start_of_replay(snapshot, meta["log_start_offset"], leo)
+        """Snapshot + the producer fields of the batches from its offset to the log end. A
+        snapshot that does not read (a torn or foreign write) is passed over and the state
+        rebuilt from the whole log, as Kafka's ProducerStateManager drops a corrupt snapshot
+        ("Snapshot is corrupt") and replays the log: the broker starts either way."""
+        log_start = meta["log_start_offset"]
+        try:
+            snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
+            offset, doc = producer_snapshots.start_of_replay(snapshot, log_start, leo)
+            return self._replay(txn, db, offset, doc, leo)
+        except producer_snapshots.UNREADABLE:
+            return self._replay(txn, db, log_start, None, leo)
+
+    @staticmethod
+    def _replay(
+        txn: lmdb.Transaction, db: Any, offset: int, doc: Any, leo: int
+    ) -> ProducerStateManager:
         with txn.cursor(db=db) as cur:
             found = _seek_ending_at_or_after(cur, offset)
             raws = cur.iternext(keys=False, values=True) if found else ()

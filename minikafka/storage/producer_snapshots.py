@@ -29,6 +29,9 @@ from minikafka.core.producer_state import (
 from minikafka.core.records import peek_header, peek_producer
 
 DB_NAME = b"producer-snapshots"
+# What a snapshot that does not read raises (its msgpack, its shape, or the codec's CRC and
+# version: SnapshotFormatError is a ValueError): the store then replays the whole log.
+UNREADABLE = (ValueError, TypeError, msgpack.UnpackException)
 
 
 def get(txn: lmdb.Transaction, db: Any, key: bytes) -> tuple[int, Any] | None:
