@@ -94,3 +94,27 @@ def test_aiokafka_offsets_for_times(bootstrap) -> None:
             await consumer.stop()
 
     assert asyncio.run(ask()) == EXPECTED
+
+
+def test_confluent_kafka_admin_lists_the_max_timestamp_offset(bootstrap) -> None:
+    """AdminClient.list_offsets with OffsetSpec.max_timestamp(): librdkafka asks with -3
+    (KIP-734); the answer is the first record holding the largest timestamp, T+900 at offset 4.
+    Earliest and latest through the same call, and a time."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    tp = TopicPartition(TOPIC, 0)
+    specs = {
+        "max": OffsetSpec.max_timestamp(),
+        "earliest": OffsetSpec.earliest(),
+        "latest": OffsetSpec.latest(),
+        "T+501": OffsetSpec.for_timestamp(T + 501),
+    }
+    got = {}
+    for name, spec in specs.items():
+        result = admin.list_offsets({tp: spec}, request_timeout=30)[tp].result(30)
+        got[name] = (result.offset, result.timestamp)
+    assert got["max"] == (4, T + 900)
+    assert got["earliest"][0] == 0 and got["latest"][0] == len(STAMPS)
+    assert got["T+501"] == (4, T + 900)

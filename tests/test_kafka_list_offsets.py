@@ -15,7 +15,7 @@ from minikafka.kafka.list_offsets import to_kafka, to_native
 from minikafka.wire.messages import ListOffsetsPartitionResponse, ListOffsetsResponse
 
 
-@pytest.mark.parametrize("version", [1, 2, 5])
+@pytest.mark.parametrize("version", [1, 2, 5, 6, 7])
 def test_list_offsets_both_ways(version):
     mod = importlib.import_module(f"kio.schema.list_offsets.v{version}.request")
     names = mod.ListOffsetsPartition.__dataclass_fields__
@@ -49,7 +49,7 @@ def test_list_offsets_both_ways(version):
     assert got == [(0, KafkaErrorCode.none, 120), (1, KafkaErrorCode.not_leader_or_follower, -1)]
 
 
-@pytest.mark.parametrize("version", [1, 5])
+@pytest.mark.parametrize("version", [1, 5, 7])
 def test_a_found_record_goes_out_with_its_timestamp(version):
     """KIP-79: offsetsForTimes reads the record's timestamp beside its offset (it went out as
     -1 whatever the broker found)."""

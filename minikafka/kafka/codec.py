@@ -58,7 +58,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     # last non-flexible one; InitProducerId 0-1 serves the idempotent producer (KIP-98).
     PRODUCE: (3, 8),
     FETCH: (4, 11),
-    LIST_OFFSETS: (1, 5),
+    LIST_OFFSETS: (1, 7),  # v6 is flexible; v7: MAX_TIMESTAMP (-3, KIP-734)
     INIT_PRODUCER_ID: (0, 1),
     # Admin APIs (minikafka/kafka/admin.py), forwarded to the controller. CreateTopics and
     # DescribeConfigs stop before their first flexible version (v5, v4): librdkafka asks

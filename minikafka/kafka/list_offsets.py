@@ -1,4 +1,4 @@
-"""Kafka's ListOffsets (v1-5) on the Kafka listener, translated both ways. Pure.
+"""Kafka's ListOffsets (v1-7) on the Kafka listener, translated both ways. Pure.
 
 A consumer resets its position with it (auto.offset.reset): timestamp -1 is the latest offset
 (for a consumer the high watermark, which is also the last stable offset: no transactions),
