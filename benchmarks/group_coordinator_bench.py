@@ -1,4 +1,4 @@
-"""Issue 25: what one group request and the deadline wake it causes cost the group coordinator
+"""What one group request and the deadline wake it causes cost the group coordinator
 (core/group/coordinator.py), as the number of groups it holds grows.
 
 The coordinator is filled with `--groups` groups, half with a member past its join (its session

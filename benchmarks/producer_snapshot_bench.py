@@ -1,4 +1,4 @@
-"""Issue 25 (H3): what the producer-state snapshot costs a broker with many idempotent producers.
+"""What the producer-state snapshot costs a broker with many idempotent producers.
 
 One in-process broker (testing/memory_node.py `MemoryBroker`, real LMDB under a temporary
 directory, storage calls in Trio's worker threads as in a node, the real clock) follows

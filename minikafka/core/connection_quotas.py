@@ -1,4 +1,4 @@
-"""Who may hold a connection to a node: Kafka's ConnectionQuotas, decided without I/O (issue 25).
+"""Who may hold a connection to a node: Kafka's ConnectionQuotas, decided without I/O.
 
 A node has two listeners, minikafka's own (`native`: the cluster's nodes and minikafka's
 clients) and Kafka's (`kafka`: Kafka's clients). Clients' connections are limited three ways,

@@ -290,7 +290,7 @@ def validate_records(raw: bytes, header: V2Header) -> None:
 def _check_fields(body: bytes, pos: int, stop: int, index: int) -> None:
     """Record `index`'s key, value and headers, from `pos` (after its offset delta): every
     length in bounds and the record ending exactly at `stop` (DefaultRecord.readFrom's checks,
-    which Kafka's LogValidator runs on each record). Before issue 25 only the record's own
+    which Kafka's LogValidator runs on each record). Once, only the record's own
     length was checked: a record whose fields did not add up was stored, and every consumer's
     decode of it failed, the group coordinator's load of `__consumer_offsets` included.
     Lengths under 8 KiB are read inline: this runs for every produced record."""

@@ -129,7 +129,7 @@ def decode_request(payload: bytes) -> KafkaRequest:
     schema = load_request_schema(api_key, api_version)
     header_schema = schema.__header_schema__
     # Every length against the bytes left, before kio's native readers size anything from it:
-    # a length they trust can abort the process (issue 25; kafka/bounds.py).
+    # a length they trust can abort the process (kafka/bounds.py).
     check_request(schema, header_schema, payload, 0)
     try:
         # kio readers return (entity, bytes consumed), not the absolute end offset.

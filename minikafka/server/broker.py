@@ -78,7 +78,7 @@ def internal_creation_refused(name: str) -> CreatableTopicResult:
     """A client's CreateTopics of an internal topic, answered as Kafka's ControllerApis answers
     creating its own (INVALID_REQUEST, "Creation of internal topic ... is prohibited."): a
     client that made `__consumer_offsets` with its own partition count would move every
-    group's coordinator (issue 25); only the group coordinator creates it (`internal=True`)."""
+    group's coordinator; only the group coordinator creates it (`internal=True`)."""
     return CreatableTopicResult(
         name=name,
         error_code=ErrorCode.INVALID_REQUEST,
@@ -88,8 +88,7 @@ def internal_creation_refused(name: str) -> CreatableTopicResult:
 
 def forward_timeout_s(timeout_ms: int) -> float:
     """How long to wait for the controller's answer to a forwarded admin request: its own
-    timeout (Kafka's: a timeout <= 0 asks for no wait, not for an error, found by fuzzing in
-    issue 25) and 5 s to travel."""
+    timeout (Kafka's: a timeout <= 0 asks for no wait, not for an error, found by fuzzing) and 5 s to travel."""
     return max(timeout_ms, 0) / 1000 + 5
 
 

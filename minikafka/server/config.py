@@ -159,7 +159,8 @@ OPTIONS: dict[str, _Option] = {
         _Option("request.max.in.flight", "request_max_in_flight", _parse_int(1, 1024)),
         _Option("max.connections", "max_connections", _parse_int(1, 1 << 20)),
         _Option("connections.max.idle.ms", "connections_max_idle_ms", _parse_int(1, 1 << 40)),
-        # Connections as Kafka's ConnectionQuotas limits them (issue 25, server/connection_quotas.py).
+        # Connections as Kafka's ConnectionQuotas limits them (core/connection_quotas.py,
+        # docs/front-door.md).
         _Option("max.connections.per.ip", "max_connections_per_ip", _parse_int(1, 1 << 20)),
         _Option(
             "listener.name.native.max.connections",
@@ -226,7 +227,7 @@ OPTIONS: dict[str, _Option] = {
             "group.max.session.timeout.ms", "group_max_session_timeout_ms", _parse_int(1, 1 << 31)
         ),
         _Option("group.max.size", "group_max_size", _parse_int(1, (1 << 31) - 1)),
-        # State that expires (issue 25): empty groups and their offsets (KIP-211), and idle
+        # State that expires (docs/front-door.md): empty groups and their offsets (KIP-211), and idle
         # producer ids (KIP-854), checked every so often as Kafka's schedulers do.
         _Option(
             "offsets.retention.minutes", "offsets_retention_minutes", _parse_int(1, 1 << 31)

@@ -85,7 +85,7 @@ async def fetch_partitions(
     t = now_ms()
     for i, fp in enumerate(req.partitions):
         if not is_follower and i % CHECKS_PER_TURN == CHECKS_PER_TURN - 1:
-            # A consumer may name 100,000 partitions (issue 25): let the loop's other tasks
+            # A consumer may name 100,000 partitions (docs/front-door.md): let the loop's other tasks
             # run between slices of its checks. A follower's fetch (a node's, bounded by the
             # partitions it follows) is checked in one go, as before.
             await trio.lowlevel.checkpoint()

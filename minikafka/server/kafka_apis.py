@@ -126,7 +126,7 @@ def encode(correlation_id: int, response: Any) -> bytes:
 KAFKA_CODEC = WireCodec(decode=decode, encode=encode, ordered=True)
 
 # A Fetch or Produce naming more partitions than this is translated to minikafka's request, and
-# its answer translated back and encoded, in a worker thread (issue 25): that pure Python work
+# its answer translated back and encoded, in a worker thread (docs/front-door.md): that pure Python work
 # costs tens of microseconds a partition (kio's dataclasses check every field), and on the event
 # loop a 100,000-partition fetch held every other connection, heartbeats included, for 8 s.
 # In a thread it yields the GIL every few milliseconds; below this it is not worth a thread.

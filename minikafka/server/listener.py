@@ -20,12 +20,12 @@ Bounded work per peer (issue 11):
   whole request was received and no response was written for that long is closed, as Kafka's
   Selector closes idle channels. Requests being handled do not count as activity (neither do
   they in Kafka), so a peer that never reads its responses is closed too, with its handlers;
-  nor do the bytes of a frame still arriving (issue 25), so a peer trickling one frame a byte
+  nor do the bytes of a frame still arriving, so a peer trickling one frame a byte
   at a time cannot hold a connection forever.
 - Such a peer pins at most `request.max.in.flight` responses: a request's slot is given back
   only once its response is written, and no further request is read while every slot is taken
   (Kafka goes further and mutes a channel until its one response is sent).
-- Who may connect (issue 25, core/connection_quotas.py, a `Door` shared by the node's
+- Who may connect (docs/front-door.md, core/connection_quotas.py, a `Door` shared by the node's
   listeners): `max.connections` over both listeners, `listener.name.<name>.max.connections`,
   `max.connections.per.ip`, for clients; a connection beyond them is closed at once and logged
   as `connection_refused` (Kafka's Acceptor instead stops accepting until one closes, leaving

@@ -6,7 +6,7 @@
   changed one only once the log grew by as many records as it has producers). On the event loop
   it only copies each due state (a C-speed dict copy); the encoding
   (core/producer_snapshot_codec.py) runs through `run_sync`, a worker thread in a node, so a
-  million producers no longer hold the loop for seconds (issue 25; benchmarks/
+  million producers no longer hold the loop for seconds (benchmarks/
   producer_snapshot_bench.py). `written` records what reached the disk, after the writer's
   transaction, so a failed checkpoint writes them again next round.
 - Expiry (KIP-854, Kafka's `removeExpiredProducers` task in UnifiedLog, scheduled by the
