@@ -143,6 +143,19 @@ class ClusterError(MiniKafkaError):
     """Launching or controlling a local cluster failed."""
 
 
+# An error message a response carries echoes the peer's own input (an unknown config name,
+# shown with repr): Kafka's legacy strings hold 32,767 bytes, and a message past them could not
+# be encoded, so the request went unanswered (found by fuzzing). Long messages are cut.
+MAX_MESSAGE_CHARS = 1000
+
+
+def bounded_message(message: str | None) -> str | None:
+    """`message` cut to MAX_MESSAGE_CHARS characters, with a mark saying how much was cut."""
+    if message is None or len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return f"{message[: MAX_MESSAGE_CHARS - 40]}... ({len(message):,} characters in all)"
+
+
 def describe(exc: BaseException) -> str:
     """One line for an exception: `Type: message`, of the first leaf of a (Trio) exception
     group, for reports that must say why something stopped."""

@@ -332,3 +332,16 @@ def test_a_creation_builds_one_wire_state_per_partition():
             by_tp.setdefault((st.topic, st.partition), set()).add(id(st))
     assert len(by_tp) == 6 and all(len(ids) == 1 for ids in by_tp.values())
     assert sum(len(e.partitions) for e in lai(effects).values()) == 12
+
+
+def test_an_error_message_echoing_a_huge_config_name_is_cut():
+    """A config name of 30,000 NULs was echoed (repr: 120,191 characters) into the answer,
+    which then could not be encoded (Kafka's strings hold 32,767 bytes), so the request went
+    unanswered (found by fuzzing). The answer's message is cut, and says so."""
+    c = make()
+    register(c)
+    topic = CreatableTopic(name="t", num_partitions=1, configs={"\x00" * 30_000: "1"})
+    results, _ = c.create_topics([topic], 0)
+    message = results[0].error_message
+    assert results[0].error_code == ErrorCode.INVALID_CONFIG
+    assert len(message) <= 1000 and message.endswith("(120,191 characters in all)")

@@ -27,6 +27,7 @@ from kio.schema.errors import ErrorCode as KafkaErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i8
 
+from minikafka.errors import bounded_message
 from minikafka.wire import admin_messages as am
 from minikafka.wire import messages
 
@@ -169,7 +170,9 @@ def create_topics_response(
         else:
             code, message = KafkaErrorCode.unknown_server_error, "no answer for this topic"
         results.append(
-            mod.CreatableTopicResult(name=TopicName(name), error_code=code, error_message=message)
+            mod.CreatableTopicResult(
+                name=TopicName(name), error_code=code, error_message=bounded_message(message)
+            )
         )
     return mod.CreateTopicsResponse(throttle_time=timedelta(0), topics=tuple(results))
 

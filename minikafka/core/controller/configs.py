@@ -26,7 +26,7 @@ from minikafka.core.dynamic_config import (
     normalize_entity_name,
     validate_alter,
 )
-from minikafka.errors import ConfigError, ErrorCode
+from minikafka.errors import ConfigError, ErrorCode, bounded_message
 from minikafka.wire.messages import (
     AlterConfigsResource,
     AlterConfigsResourceResponse,
@@ -169,7 +169,7 @@ def describe_configs(
                     resource_type=entity_type,
                     resource_name=resource.resource_name or "",
                     error_code=ErrorCode.INVALID_CONFIG,
-                    error_message=str(exc),
+                    error_message=bounded_message(str(exc)),
                 )
             )
             continue
@@ -216,7 +216,7 @@ def _response(
         resource_type=resource.resource_type,
         resource_name=resource.resource_name,
         error_code=code,
-        error_message=message,
+        error_message=bounded_message(message),
     )
 
 

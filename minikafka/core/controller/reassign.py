@@ -42,7 +42,7 @@ from minikafka.core.controller.throttles import ThrottleClaims, ThrottleKey, nor
 from minikafka.core.controller.topics import replica_list_error
 from minikafka.core.election import elect_leader
 from minikafka.core.types import NO_LEADER, TopicPartition
-from minikafka.errors import ConfigError, ErrorCode
+from minikafka.errors import ConfigError, ErrorCode, bounded_message
 from minikafka.wire.messages import (
     ConfigEntity,
     OngoingPartitionReassignment,
@@ -153,7 +153,7 @@ class Reassignments:
         try:
             throttles = normalise_throttles(throttle_configs)
         except ConfigError as exc:
-            return ReassignResult(error_code=ErrorCode.INVALID_CONFIG, error_message=str(exc))
+            return ReassignResult(error_code=ErrorCode.INVALID_CONFIG, error_message=bounded_message(str(exc)))
         group = self.throttles.record(throttles) if throttles else None
         counts = Counter((i.topic, i.partition) for i in items)
         result = ReassignResult()
@@ -171,7 +171,7 @@ class Reassignments:
                     topic=item.topic,
                     partition=item.partition,
                     error_code=code,
-                    error_message=message,
+                    error_message=bounded_message(message),
                 )
             )
         if group is not None:

@@ -23,7 +23,7 @@ from minikafka.core.controller.topics import (
 )
 from minikafka.core.dynamic_config import TOPICS
 from minikafka.core.types import TopicPartition
-from minikafka.errors import ErrorCode
+from minikafka.errors import ErrorCode, bounded_message
 from minikafka.wire.messages import (
     AlterConfigsResource,
     AlterConfigsResourceResponse,
@@ -69,7 +69,7 @@ class TopicRequests(ControllerBase):
                     CreatableTopicResult(
                         name=topic.name,
                         error_code=ErrorCode.INVALID_REQUEST,
-                        error_message=message,
+                        error_message=bounded_message(message),
                     )
                 )
                 continue
@@ -286,4 +286,6 @@ class TopicRequests(ControllerBase):
 
 
 def _result(name: str, code: ErrorCode, message: str | None = None) -> CreatableTopicResult:
-    return CreatableTopicResult(name=name, error_code=code, error_message=message)
+    return CreatableTopicResult(
+        name=name, error_code=code, error_message=bounded_message(message)
+    )

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from minikafka.core.assignment import AssignmentError, assign_replicas
 from minikafka.core.controller.model import VALUE, ControllerConfig, PartitionRecord
 from minikafka.core.dynamic_config import TOPICS, validate_changes
-from minikafka.errors import ConfigError, ErrorCode
+from minikafka.errors import ConfigError, ErrorCode, bounded_message
 from minikafka.wire.messages import CreatableTopic, CreatableTopicResult
 
 MAX_NAME_LENGTH = 249  # Topic.MAX_NAME_LENGTH
@@ -89,7 +89,9 @@ def plan_topic(
     `hosted`: replicas per broker already (`replicas_per_broker`), for the per-broker cap."""
 
     def error(code: ErrorCode, message: str) -> CreatableTopicResult:
-        return CreatableTopicResult(name=topic.name, error_code=code, error_message=message)
+        return CreatableTopicResult(
+            name=topic.name, error_code=code, error_message=bounded_message(message)
+        )
 
     name_error = topic_name_error(topic.name)
     if name_error is not None:
