@@ -10,6 +10,7 @@ runs the decode in a child process.
 
 from __future__ import annotations
 
+import datetime
 import io
 import struct
 import subprocess
@@ -20,7 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kio.index import load_request_schema
 from kio.serial import entity_writer
-from kio.static.primitive import Records, i16, i32
+from kio.static.primitive import Records, i16, i32, i32Timedelta, i64
 
 from minikafka.errors import RemoteProtocolError
 from minikafka.kafka.bounds import check_request
@@ -145,3 +146,43 @@ def test_null_for_a_nullable_field_still_decodes() -> None:
     assert metadata.body.topics is None
     produce = decode_request(struct.pack(">hhihhhii", 0, 3, 1, -1, -1, 1, 1000, 0))
     assert produce.body.transactional_id is None and produce.body.topic_data == ()
+
+
+def metadata_v1(topics: int) -> bytes:
+    """Metadata v1 naming `topics` one-letter topics, built by hand (300 KB for 100,000)."""
+    head = struct.pack(">hhih", 3, 1, 7, -1) + struct.pack(">i", topics)
+    return head + b"\x00\x01a" * topics
+
+
+def test_a_request_of_more_array_elements_than_the_bound_is_refused_before_kio() -> None:
+    """MAX_REQUEST_ELEMENTS at every depth: kio's decode holds the loop about 1 us an element
+    (a 1,000,000-partition Fetch stalled a broker 3 s), so a legal request past the bound is
+    refused, its connection closed, as a malformed one is; one at the bound decodes."""
+    from minikafka.kafka.bounds import MAX_REQUEST_ELEMENTS, TooManyElements
+
+    assert len(decode_request(metadata_v1(MAX_REQUEST_ELEMENTS)).body.topics) == (
+        MAX_REQUEST_ELEMENTS
+    )
+    with pytest.raises(TooManyElements, match="more than the 100,000 array elements"):
+        decode_request(metadata_v1(MAX_REQUEST_ELEMENTS + 1))
+
+
+def test_elements_are_counted_at_every_depth() -> None:
+    """A Fetch of 3 topics x 4 partitions holds 15 elements: refused under a bound of 14."""
+    from kio.schema.fetch.v4.request import FetchPartition, FetchRequest, FetchTopic
+
+    from minikafka.kafka.bounds import TooManyElements
+
+    part = FetchPartition(partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(1))
+    topics = tuple(FetchTopic(topic=f"t{i}", partitions=(part,) * 4) for i in range(3))
+    body = FetchRequest(
+        replica_id=i32(-1),
+        max_wait=i32Timedelta.parse(datetime.timedelta(0)),
+        min_bytes=i32(0),
+        max_bytes=i32(1),
+        topics=topics,
+    )
+    payload = encode(body)
+    check_request(FetchRequest, FetchRequest.__header_schema__, payload, 0, max_elements=15)
+    with pytest.raises(TooManyElements):
+        check_request(FetchRequest, FetchRequest.__header_schema__, payload, 0, max_elements=14)

@@ -17,6 +17,10 @@ stricter than Kafka's "n bytes" and as cheap. Runs of fixed-size fields are skip
 step, and so are arrays of fixed-size elements (Fetch's partitions, Metadata v1's int32
 arrays), so a walk costs O(variable-size elements), not O(bytes).
 
+The walk also counts array elements, at every depth: a request holding more than
+`MAX_REQUEST_ELEMENTS` is refused (TooManyElements) before kio decodes it, since kio's decode
+holds the event loop for about a microsecond an element.
+
 `length_prefixes(schema, header_schema, payload)` walks a valid request the same way and
 returns where each length prefix is (`LengthPrefix`: its position, width and encoding, the span
 it covers): the fuzzer (minikafka/testing/fuzz.py) rewrites exactly those bytes.
@@ -92,6 +96,30 @@ class _Recorder:
 
 
 _RECORDER = _Recorder()
+
+# The most array elements (all arrays, at any depth) one request may hold. Kafka has no such
+# bound: its requests are decoded and handled on threads of their own. Here kio's native decode
+# holds the GIL and the event loop for about 1 us an element (a 1,000,000-partition Fetch: 3 s
+# of stall with everything else off the loop), so the count is bounded before kio runs. 100,000
+# is twice the partitions one topic may have (max.topic.partitions) and 12 x those one broker
+# may host (max.broker.partitions): an OffsetCommit or Fetch of them all still fits.
+MAX_REQUEST_ELEMENTS = 100_000
+
+
+class _Budget:
+    """Elements a walk may still pass (module-level, like _RECORDER: a walk is not reentrant)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = MAX_REQUEST_ELEMENTS
+
+
+_BUDGET = _Budget()
+
+
+class TooManyElements(RemoteProtocolError):
+    """A request holds more array elements than MAX_REQUEST_ELEMENTS."""
 
 
 class Oversized(RemoteProtocolError):
@@ -216,6 +244,12 @@ def _array(
             raise Oversized(
                 f"an array of {n} elements of at least {min_bytes} bytes at byte {pos}, "
                 f"only {end - pos} bytes left"
+            )
+        _BUDGET.left -= n
+        if _BUDGET.left < 0:
+            raise TooManyElements(
+                f"more than the {MAX_REQUEST_ELEMENTS:,} array elements one request may hold "
+                f"(an array of {n:,} at byte {pos})"
             )
         start = pos
         if fixed is not None:
@@ -361,10 +395,19 @@ def _nullable_struct(walk: Walk) -> Walk:
     return walk_nullable
 
 
-def check_request(schema: type, header_schema: type, payload: Any, pos: int) -> None:
+def check_request(
+    schema: type,
+    header_schema: type,
+    payload: Any,
+    pos: int,
+    *,
+    max_elements: int = MAX_REQUEST_ELEMENTS,
+) -> None:
     """RemoteProtocolError unless every length of the header (from `pos`) and the body of
-    `schema` fits in `payload`, and together they end exactly at its end."""
+    `schema` fits in `payload`, together they end exactly at its end, and its arrays hold at
+    most `max_elements` elements in all (TooManyElements)."""
     end = len(payload)
+    _BUDGET.left = max_elements
     try:
         pos = entity_shape(header_schema)[0](payload, pos, end)
         stop = entity_shape(schema)[0](payload, pos, end)
@@ -381,6 +424,7 @@ def length_prefixes(schema: type, header_schema: type, payload: Any) -> list[Len
     the walk read them (an array's own row comes after its elements'); RemoteProtocolError
     as check_request for an invalid one."""
     _RECORDER.found = []
+    _BUDGET.left = 1 << 62  # any valid request: the fuzzer mutates what it finds
     end = len(payload)
     pos = entity_shape(header_schema, _RECORDER)[0](payload, 0, end)
     stop = entity_shape(schema, _RECORDER)[0](payload, pos, end)
