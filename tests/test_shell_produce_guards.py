@@ -122,10 +122,13 @@ async def test_compressed_batches_are_validated_off_the_event_loop(tmp_path, raw
         await b.apply(states, [b.info])
 
         async def ticker() -> None:
+            # 1 ms naps, not a busy loop: a loop that never waits holds the GIL between its
+            # turns, and the worker thread then waits a switch interval (5 ms) for it at every
+            # chunk, which made this test take a minute (a node's loop waits in epoll).
             nonlocal ticks
             while True:
                 ticks += 1
-                await trio.sleep(0)
+                await trio.sleep(0.001)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(ticker)
