@@ -13,7 +13,9 @@ connection of its own:
   the installed libraries can write; a codec left out is named);
 - `array`: the 20-byte ListPartitionReassignments whose array length asks for 256 GiB;
 - `metadata-int32`: a Metadata v1 naming 2^31 - 1 topics in 14 bytes;
-- `fetch-100k`: a legal Fetch v11 naming 100,000 partitions;
+- `fetch-100k`: a legal Fetch v11 naming 99,999 partitions of one topic, the most a request
+  may hold (kafka/bounds.py MAX_REQUEST_ELEMENTS);
+- `fetch-1m`: one naming 1,000,000 (refused, before kio decodes it);
 - `internal`: a Produce of one junk record to `__consumer_offsets`;
 - `flood`: 300 connections from 127.0.0.1 held open at once (max.connections.per.ip is 200);
 - `trickle`: 20 connections sending one byte of a frame every 100 ms.
@@ -283,7 +285,8 @@ def main() -> int:
         say(f"  {name}: {mib} MiB of zeros in {len(body):,} bytes")
     bombs["array"] = ARRAY_BOMB
     bombs["metadata-int32"] = METADATA_BOMB
-    bombs["fetch-100k"] = fetch_frame(100_000)
+    bombs["fetch-100k"] = fetch_frame(99_999)
+    bombs["fetch-1m"] = fetch_frame(1_000_000)
     junk = record_batch(b"\x02\x00\x00\x00\x01\x01\x00", codec=0, count=1)
     bombs["internal"] = produce_frame("__consumer_offsets", junk)
 
