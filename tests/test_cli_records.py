@@ -98,3 +98,15 @@ def test_every_command_with_a_bootstrap_takes_kafkas_spelling_too() -> None:
     assert all(
         set(opts) == {"--bootstrap", "--bootstrap-server"} for opts in with_bootstrap.values()
     )
+
+
+def test_producing_to_an_internal_topic_is_refused_before_connecting() -> None:
+    """One line naming the topic, exit 2, before any connection (the broker refuses it too:
+    INVALID_TOPIC_EXCEPTION), instead of 'unknown topic: create it first', which cannot be."""
+    from click.testing import CliRunner
+    from reassign_cli_support import refused
+
+    result = CliRunner().invoke(
+        main, ["produce", "__consumer_offsets", "--bootstrap-server", "127.0.0.1:1"], input="x\n"
+    )
+    refused(result, "__consumer_offsets is an internal topic")

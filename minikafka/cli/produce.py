@@ -23,6 +23,7 @@ import trio
 from minikafka.cli.common import bootstrap_option, friendly_errors, json_option, resolve_bootstrap
 from minikafka.client.cluster_client import open_client
 from minikafka.client.producer import Producer, ProducerConfig
+from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.core.partitioner import partition_for_key
 from minikafka.core.records import make_batch
 from minikafka.core.types import TopicPartition
@@ -175,6 +176,10 @@ def produce_cmd(
     --num-records (its summary also in kafka-producer-perf-test's format)."""
     from minikafka.tools.perf import PerfSpec, run_produce_perf
 
+    if topic in INTERNAL_TOPICS:  # the broker refuses it too (INVALID_TOPIC_EXCEPTION)
+        raise ConfigError(
+            f"{topic} is an internal topic: only the brokers' group coordinators write it"
+        )
     acks_value = -1 if acks == "all" else int(acks)
     if idempotence and acks_value != -1:
         raise ConfigError(
