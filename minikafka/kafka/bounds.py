@@ -3,7 +3,7 @@
 kio's native readers size a collection from its length prefix before reading an element: a
 20-byte ListPartitionReassignments request whose array length is the varint `FF FF FF FF 7F`
 asks the allocator for 256 GiB, and a failed allocation in native code aborts the process, no
-handler runs (issue 25). Kafka's generated readers refuse such a request first: every array,
+handler runs. Kafka's generated readers refuse such a request first: every array,
 string and bytes length is compared with `remainingBytes()` of the frame (`MessageUtil`,
 `ByteBufferAccessor`; "Tried to allocate a collection of size N, but there are only M bytes
 remaining").

@@ -1,4 +1,4 @@
-"""Structure-aware fuzzing of the Kafka listener's requests: generation and mutation (issue 25).
+"""Structure-aware fuzzing of the Kafka listener's requests: generation and mutation.
 
 Generation: hypothesis builds a valid request of any served API and version from kio's own
 schema classes (`st.from_type(schema)`; kio registers a strategy for each of its primitive

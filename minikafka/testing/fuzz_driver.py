@@ -1,4 +1,4 @@
-"""Fire mutated requests at a running node over TCP, on both listeners (issue 25).
+"""Fire mutated requests at a running node over TCP, on both listeners (docs/front-door.md).
 
 A malformed request closes its connection, so each request gets a connection of its own: the
 frame is sent, the write side closed (EOF: a request that still decoded is answered, then the

@@ -1,4 +1,4 @@
-"""Structure-aware fuzzing of the native listener's requests: generation and mutation (issue 25).
+"""Structure-aware fuzzing of the native listener's requests: generation and mutation.
 
 Generation: hypothesis builds every request message of wire/messages.py's registry from its
 annotations (ints across int64, mostly small; short strings and bytes; `records` fields a valid
