@@ -58,3 +58,11 @@ def test_released_addresses_leave_the_table() -> None:
         assert q.admit(NATIVE, ip) is None
         q.release(NATIVE, ip)
     assert (q.open, q.per_ip, q.per_listener) == (0, {}, {NATIVE: 0})
+
+
+def test_probation_places_are_bounded() -> None:
+    q = quotas()
+    q.max_probation = 2
+    assert [q.try_probation() for _ in range(3)] == [True, True, False]
+    q.end_probation()
+    assert q.try_probation() and q.on_probation == 2

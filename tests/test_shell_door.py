@@ -33,6 +33,7 @@ from minikafka.wire.messages import (
     API,
     API_KEY_OF,
     ApiKey,
+    ClusterHandshakeRequest,
     MetadataRequest,
     MetadataResponse,
     ProducePartition,
@@ -257,4 +258,26 @@ async def test_a_nodes_connection_is_not_metered(autojump_clock, events):
         started = trio.current_time()
         await node.request(produce(50_000))
         assert trio.current_time() - started == pytest.approx(10.0)  # its own wait, no other
+        nursery.cancel_scope.cancel()
+
+
+async def test_probation_places_are_bounded_and_a_failed_proof_ends_one(autojump_clock, events):
+    """A stranger's flood over the limits cannot hold the node's file descriptors: with the
+    client slot full and 2 probation places, of 4 more connections 2 wait on probation and 2
+    are closed at once; a wrong cluster id on probation closes that connection at once."""
+    door = make_door(max_connections=1)
+    door.quotas.max_probation = 2
+    pairs = [trio.testing.memory_stream_pair() for _ in range(5)]
+    async with trio.open_nursery() as nursery:
+        for _, server_end in pairs:
+            nursery.start_soon(server(server_end, door, events, Dispatcher()))
+            await trio.testing.wait_all_tasks_blocked()
+        assert (door.quotas.open, door.quotas.on_probation) == (1, 2)
+        assert events.counts == {"connection_refused": 2}
+        assert trio.current_time() == 0
+        stranger = Peer(pairs[1][0])
+        await stranger.send(ClusterHandshakeRequest(cluster_id="another", node_id=7))
+        assert await stranger.closed_by_server()
+        await trio.testing.wait_all_tasks_blocked()
+        assert door.quotas.on_probation == 1 and trio.current_time() == 0
         nursery.cancel_scope.cancel()

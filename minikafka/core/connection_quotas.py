@@ -13,8 +13,9 @@ inter-broker listener past the broker-wide limit; here nodes share the native li
 clients, so a connection is a node's once it has proven membership (core/cluster_auth.py),
 not by the listener it came in on. A client connection that proves membership moves out of
 the client counts (`to_member`), and a connection that arrives when a limit is full is
-admitted `on_probation` on the native listener: it may only prove membership, within a short
-deadline (the listener enforces both), and is counted as a node's if it does, else closed.
+admitted on probation on the native listener, if one of `max_probation` places is free: it
+may only prove membership, at its first try and within a short deadline (the listener
+enforces both), and is counted as a node's if it does, else closed.
 
 Pure: counts and decisions only; server/listener.py calls it around each connection.
 """
@@ -40,6 +41,10 @@ class ConnectionQuotas:
     per_listener: dict[str, int] = field(default_factory=dict)
     per_ip: dict[str, int] = field(default_factory=dict)
     refused: int = 0
+    # Connections over the limits, waiting to prove they are nodes' (at most max_probation:
+    # a stranger's flood of them must not hold the node's file descriptors).
+    on_probation: int = 0
+    max_probation: int = 64
 
     def full(self, listener: str, ip: str) -> str | None:
         """Why a new client connection from `ip` on `listener` may not be admitted, or None."""
@@ -72,6 +77,17 @@ class ConnectionQuotas:
             self.per_ip[ip] = left
         else:
             del self.per_ip[ip]  # the table holds only addresses with connections open
+
+    def try_probation(self) -> bool:
+        """Take one of the probation places for a connection over the limits (False: none
+        is left, close it at once)."""
+        if self.on_probation >= self.max_probation:
+            return False
+        self.on_probation += 1
+        return True
+
+    def end_probation(self) -> None:
+        self.on_probation -= 1
 
     def to_member(self, listener: str, ip: str) -> None:
         """A client connection proved membership: from now on it is a node's."""

@@ -126,7 +126,7 @@ RECV_CHUNK = 1 << 20
 BETWEEN_FRAMES_CHUNK = 64 << 10
 DEFAULT_IDLE_MS = 600_000  # connections.max.idle.ms (Kafka's default)
 # A connection over the client limits may still be a node's: it has this long to prove it.
-DEFAULT_PROBATION_MS = 10_000
+DEFAULT_PROBATION_MS = 5_000
 
 
 async def serve_connection(
@@ -251,7 +251,10 @@ async def serve_connection(
                     answer = gate.screen(session, body, peer)
                     if session.member is not None and not was_member:
                         proved()
-                    elif answer is None and probation_ms is not None and session.member is None:
+                    elif probation_ms is not None and session.member is None and (
+                        answer is None or getattr(answer, "error_code", 0)
+                    ):
+                        # On probation only a node's proof is heard, at its first try.
                         events.emit("connection_refused", peer=peer, reason="over the limits")
                         nursery.cancel_scope.cancel()
                         return
@@ -394,18 +397,21 @@ async def serve_admitted(
     peer = _peer_name(stream)
     ip = peer.rpartition(":")[0] or peer
     refused = quotas.admit(listener, ip)
-    if refused is not None and gate is None:
+    probation = refused is not None and gate is not None and quotas.try_probation()
+    if refused is not None and not probation:
         events.emit("connection_refused", peer=peer, reason=refused, refused=quotas.refused)
         await trio.aclose_forcefully(stream)
         return
     member = False
 
     def on_member() -> None:
-        nonlocal member
+        nonlocal member, probation
         member = True
         if refused is None:
             quotas.to_member(listener, ip)
         else:
+            quotas.end_probation()
+            probation = False
             quotas.member_admitted()
 
     try:
@@ -427,6 +433,8 @@ async def serve_admitted(
             quotas.member_closed()
         elif refused is None:
             quotas.release(listener, ip)
+        if probation:
+            quotas.end_probation()
 
 
 def _peer_name(stream: trio.SocketStream) -> str:
