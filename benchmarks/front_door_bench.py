@@ -225,10 +225,16 @@ def trickle(address: tuple[str, int], count: int, seconds: float) -> str:
     return f"{count} connections trickled {sent} bytes each"
 
 
-def rss_kib(pid: int) -> tuple[int, int]:
-    """(VmRSS, VmHWM) of a process, in KiB."""
+def rss_kib(pid: int) -> tuple[int, int] | None:
+    """(VmRSS, VmHWM) of a process, in KiB; None once it is gone."""
     fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return None
+    if "\nState:\tZ" in text:  # a zombie: dead, not yet reaped
+        return None
+    for line in text.splitlines():
         key, _, value = line.partition(":")
         if key in ("VmRSS", "VmHWM"):
             fields[key] = int(value.split()[0])
@@ -309,24 +315,31 @@ def main() -> int:
         runner.start()
         time.sleep(2)  # the client's latency with no bombs first
         outcomes: dict[str, list[str]] = {}
-        peak_rss = 0
+        hwm = rss = 0
+        died_after = None
         for _round in range(args.rounds):
-            for name, data in bombs.items():
+            for name, data in [*bombs.items(), ("flood", None), ("trickle", None)]:
                 client.phase = name
-                outcomes.setdefault(name, []).append(send_one(address, data))
-                peak_rss = max(peak_rss, rss_kib(leader.pid)[0])
-                client.phase = "quiet"
+                if name == "flood":
+                    outcome = flood(address, 300)
+                elif name == "trickle":
+                    outcome = trickle(address, 20, 3.0)
+                else:
+                    outcome = send_one(address, data)
+                outcomes.setdefault(name, []).append(outcome)
                 time.sleep(0.5)
-            client.phase = "flood"
-            outcomes.setdefault("flood", []).append(flood(address, 300))
-            client.phase = "trickle"
-            outcomes.setdefault("trickle", []).append(trickle(address, 20, 3.0))
-            client.phase = "quiet"
+                client.phase = "quiet"
+                sample = rss_kib(leader.pid)
+                if sample is None:
+                    died_after = name
+                    break
+                rss, hwm = sample[0], max(hwm, sample[1])
+            if died_after is not None:
+                break
         time.sleep(2)
         client.stop.set()
         runner.join(60)
-        rss, hwm = rss_kib(leader.pid)
-        up = all(s.alive for s in lc.status())
+        up = died_after is None and all(s.alive for s in lc.status())
     lat = sorted(client.latencies_s)
     result = {
         "bombs": {name: sorted(set(o)) for name, o in outcomes.items()},
@@ -341,6 +354,7 @@ def main() -> int:
             k: round(v * 1000, 1) for k, v in sorted(client.worst_by_phase.items())
         },
         "all_nodes_up": up,
+        "leader_died_after": died_after,
         "codecs": sorted(compressors()),
     }
     if args.json:
@@ -359,7 +373,7 @@ def main() -> int:
         )
         worst = ", ".join(f"{k} {v}" for k, v in result["latency_max_ms_by_bomb"].items())
         print(f"client's worst latency (ms) by what was being sent: {worst}")
-        print(f"all nodes up: {up}")
+        print(f"all nodes up: {up}" + (f" (the leader died after {died_after})" if died_after else ""))
     return 0 if up else 1
 
 
