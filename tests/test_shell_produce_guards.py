@@ -144,3 +144,34 @@ async def test_compressed_batches_are_validated_off_the_event_loop(tmp_path, raw
         assert during > 20, during  # inline, the ~64 MiB inflate allowed none
     else:
         assert [r.value for v in iter_batches(stored) for r in decode_records(v)] == [b"v"] * 3
+
+
+async def test_a_compressed_partition_does_not_reorder_another_requests_appends(
+    autojump_clock, tmp_path
+):
+    """Request A names "p" (plain) then "q" (gzip: its validation leaves the event loop);
+    request B names "p" while A waits there. Offsets are stamped and queued at once, in order:
+    had A stamped "p" before leaving the loop, B's later offsets would reach the log writer
+    first and the append would fail. A's and B's records are both stored, in stamp order."""
+
+    async def leave_the_loop(fn, *args):  # a worker thread's await, under the MockClock
+        await trio.sleep(0.01)
+        return fn(*args)
+
+    b, states = broker_leading(tmp_path, "p", "q", run_sync=leave_the_loop)
+    async with b.running():
+        await b.apply(states, [b.info])
+        plain = make_batch([(TS, None, b"a")])
+        gz = v2.build([(TS, None, b"z")], compression=codecs.GZIP)
+        results = {}
+
+        async def send(name, *entries):
+            results[name] = await produce(b, *entries)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send, "A", entry(plain, "p"), entry(gz, "q"))
+            await trio.sleep(0.001)  # A waits at q's validation
+            nursery.start_soon(send, "B", entry(make_batch([(TS, None, b"b")]), "p"))
+        assert [r.error_code for r in results["A"] + results["B"]] == [0, 0, 0]
+        stored = [r.value for v in iter_batches(b.log_bytes("p")) for r in decode_records(v)]
+        assert sorted(stored) == [b"a", b"b"]

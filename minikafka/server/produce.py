@@ -102,6 +102,12 @@ async def handle_produce(
     answers: dict[int, ProducePartitionResponse] = {}  # entry index -> its answer
     pending: list[_Pending] = []
     writes: list[AppendWrite] = []
+    # First every entry's batches are checked, compressed ones off the event loop (a batch
+    # may inflate to decompressed_limit; zlib, lz4 and zstd release the GIL). Only then are
+    # they stamped, all of them with no await between, and queued at once: offsets stamped
+    # in order must reach the log writer in order, and another request stamping the same
+    # partition during such an await would get there first.
+    checked: dict[int, list[BatchView]] = {}
     for key, pp in enumerate(req.partitions):
         code, message = _admit(rm, req.acks, pp, known_topic, internal)
         if code == ErrorCode.NONE:
@@ -109,23 +115,23 @@ async def handle_produce(
                 batches = _checked(pp, max_bytes=_max_bytes(rm, pp.topic))
                 compressed = [b for b in batches if _compressed(b)]
                 if compressed:
-                    # Off the event loop: a batch may inflate to decompressed_limit (zlib, lz4
-                    # and zstd release the GIL); then the partition is looked at afresh.
                     await rm.run_sync(_check_payloads, compressed)
-                    code, message = _admit(rm, req.acks, pp, known_topic, internal)
-                if code == ErrorCode.NONE:
-                    p = rm.partitions[TopicPartition(pp.topic, pp.partition)]
-                    write, item = _stamp(p, pp, batches, entry=key)
-            except (_TooLarge, DecompressedTooLarge) as exc:
-                # Kafka's RecordTooLargeException: a Java producer splits the batch and retries.
-                code, message = ErrorCode.MESSAGE_TOO_LARGE, str(exc)
-            except UnsupportedCompression as exc:
-                code, message = ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc)
-            except CorruptRecordError as exc:
-                code, message = ErrorCode.CORRUPT_MESSAGE, str(exc)
-            except _Refused as exc:
-                code, message = exc.code, str(exc)
-                rm.metrics.inc("produce_sequence_errors")
+                checked[key] = batches
+            except (_TooLarge, DecompressedTooLarge, CorruptRecordError) as exc:
+                code, message = _refusal(exc)
+        if code != ErrorCode.NONE:
+            answers[key] = _answer(pp.topic, pp.partition, code, message)
+    for key, batches in checked.items():
+        pp = req.partitions[key]
+        code, message = _admit(rm, req.acks, pp, known_topic, internal)  # afresh, after awaits
+        if code == ErrorCode.NONE:
+            try:
+                p = rm.partitions[TopicPartition(pp.topic, pp.partition)]
+                write, item = _stamp(p, pp, batches, entry=key)
+            except (_TooLarge, CorruptRecordError, _Refused) as exc:
+                code, message = _refusal(exc)
+                if isinstance(exc, _Refused):
+                    rm.metrics.inc("produce_sequence_errors")
         if code != ErrorCode.NONE:
             answers[key] = _answer(pp.topic, pp.partition, code, message)
             continue
@@ -235,6 +241,18 @@ def _max_bytes(rm: ReplicaManager, topic: str) -> int:
     if own is None:
         return rm.config.message_max_bytes
     return min(own, rm.config.socket_max_frame_bytes - FRAME_HEADROOM_BYTES)
+
+
+def _refusal(exc: Exception) -> tuple[ErrorCode, str]:
+    """The answer to a batch refused by its checks or its producer's sequence."""
+    if isinstance(exc, _TooLarge | DecompressedTooLarge):
+        # Kafka's RecordTooLargeException: a Java producer splits the batch and retries.
+        return ErrorCode.MESSAGE_TOO_LARGE, str(exc)
+    if isinstance(exc, UnsupportedCompression):  # a CorruptRecordError, named apart
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, str(exc)
+    if isinstance(exc, _Refused):
+        return exc.code, str(exc)
+    return ErrorCode.CORRUPT_MESSAGE, str(exc)
 
 
 def _admit(
