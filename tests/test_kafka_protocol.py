@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import io
 import struct
+from functools import partial
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode as KioErrorCode
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
+from kio.serial import entity_reader
 
 from minikafka.errors import ErrorCode, RemoteProtocolError
 from minikafka.kafka.apis import api_versions_response, metadata_response, requested_topics
@@ -25,6 +24,7 @@ from minikafka.kafka.codec import (
     decode_request,
     encode_response,
 )
+from minikafka.testing.fuzz import encode_kafka
 from minikafka.wire.controller_messages import BrokerInfo
 from minikafka.wire.messages import MetadataResponse, PartitionMetadata, TopicMetadata
 
@@ -35,19 +35,8 @@ def _module(api: str, version: int, kind: str) -> Any:
     return importlib.import_module(f"kio.schema.{api}.v{version}.{kind}")
 
 
-def _client_bytes(body: Any, *, correlation_id: int = 42, client_id: str | None = "cli") -> bytes:
-    """Header + body as a Kafka client writes them (what framing.py hands us)."""
-    header_cls = type(body).__header_schema__
-    out = io.BytesIO()
-    header = header_cls(
-        request_api_key=i16(body.__api_key__),
-        request_api_version=i16(body.__version__),
-        correlation_id=i32(correlation_id),
-        client_id=client_id,
-    )
-    entity_writer(header_cls)(out, header)
-    entity_writer(type(body))(out, body)
-    return out.getvalue()
+# Header + body as a Kafka client writes them (what framing.py hands us): the fuzzer's encoder.
+_client_bytes = partial(encode_kafka, correlation_id=42, client_id="cli")
 
 
 def _api_versions_request(version: int) -> Any:

@@ -284,7 +284,8 @@ class KafkaApis:
         return await self.run_sync(fn, *args)
 
     def encoded(self, large: bool, header: KafkaRequest, response: Any) -> Any:
-        """What the listener writes: for a large request, a function encoding it whole."""
+        """What the listener writes: for a large request, the response already encoded here
+        (`Encoded`, in the worker thread that calls this), else the response itself."""
         if not large:
             return response
         return Encoded(encode_response(header.correlation_id, response))
