@@ -15,8 +15,8 @@ A run folder is what one system-test case or experiment leaves behind:
 
 Only `case.json` (with a string "case") and at least one `nodes/*/metrics.jsonl` are required;
 the rest is optional and the report says so by nulls. Bad input is a `ConfigError` with one
-line naming the folder, what is wrong and what is accepted (DESIGN.md rule 6); nothing is read
-past the first bad folder.
+line naming the folder, what is wrong and what is accepted (bad user input is one line and
+changes nothing, everywhere in minikafka); nothing is read past the first bad folder.
 
 A local folder named literally is checked here, on the driver, before Spark starts
 (`load_run`); the case.json of a pattern or a remote folder is read through Spark and checked by
@@ -51,7 +51,7 @@ NOT_LOCAL = "is not a local folder: name a report folder on this machine (--out 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
-    """The thresholds of the verdict (issue text; KIP-73 test plan, REFERENCE.md section 6).
+    """The thresholds of the verdict (issue text; KIP-73 test plan, docs/throttling.md#the-operators-arithmetic).
     A case.json may set its own window span and bound (`ThrottleCheck`); these are the defaults."""
 
     window_s: int = 5  # span of the sliding windows (1 s slide) the throttled rate is averaged over
