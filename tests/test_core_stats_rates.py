@@ -99,7 +99,7 @@ def test_a_zero_bound_holds_back_everything_once_anything_is_measured() -> None:
     for t in (0, 1000, 5000, 10_999):  # 1 B / max(t, 1 s) > 0 while the sample lives
         assert s.quota_exceeded(t), t
     # t=11000: the sample is N*W old and purged: measured 0 is acceptable again (a fetcher
-    # that recorded nothing meanwhile may send one more response; see REFERENCE.md section 2).
+    # that recorded nothing meanwhile may send one more response; see docs/throttling.md#overshoot).
     assert not s.quota_exceeded(11_000)
     # The precise mode's allowance is T * window - S' = 0 - S' <= 0: it never admits a byte.
     fresh = sensor(SimpleRate, quota=0.0)

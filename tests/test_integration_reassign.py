@@ -87,7 +87,7 @@ async def _read_all(client: ClusterClient, tps: list[TopicPartition]) -> list:
 def _tool_throttles(
     current: dict[TopicPartition, list[int]], target: dict[TopicPartition, list[int]]
 ) -> list[ConfigEntity]:
-    """What `reassign --execute --throttle` sets (REFERENCE.md section 4)."""
+    """What `reassign --execute --throttle` sets (docs/throttling.md#the-reassignment-tool)."""
     leader = sorted(f"{tp.partition}:{b}" for tp, rs in current.items() for b in rs)
     follower = sorted(
         f"{tp.partition}:{b}" for tp, rs in target.items() for b in rs if b not in current[tp]

@@ -21,7 +21,7 @@ The proposal's seed is chosen here (the first whose busiest destination gains 2 
 4 MB, so the move lasts ~2 s: a destination with at most throttle x 1 s = 2 MB to copy would get
 it in the quota's first-window burst and say nothing about the throttle), and `--generate` must
 print exactly that proposal. Fetch sizes are small (64 KiB per partition, 256 KiB per response)
-so that no single response is a large share of the 2 MB/s budget (REFERENCE.md section 2).
+so that no single response is a large share of the 2 MB/s budget (docs/throttling.md#overshoot).
 """
 
 from __future__ import annotations

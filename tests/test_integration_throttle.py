@@ -17,8 +17,9 @@ in every ISR, having fetched exactly the leader's bytes (no batch twice, none mi
 
 Node configs, and why: fetch sizes are small (64 KiB per partition, 256 KiB per response) so
 that no response is a large share of the 1 MB/s budget (KIP-73's overshoot is one response:
-REFERENCE.md section 2, "Overshoot", and section 6); `replica.fetch.backoff.ms=100` so that a
-throttled fetcher comes back within 0.1 s, not Kafka's 1 s; `replication.quota.window.num=3`
+docs/throttling.md#overshoot and #the-operators-arithmetic); `replica.fetch.backoff.ms=100`
+so that a throttled fetcher comes back within 0.1 s, not Kafka's 1 s;
+`replication.quota.window.num=3`
 so that the gauge (the quota's own windowed rate) shows the raise quickly (see FAST).
 Timeouts are generous and only there to fail instead of hanging.
 """

@@ -1,4 +1,4 @@
-"""DESIGN.md rule 1: minikafka/core and minikafka/wire are sans-IO.
+"""The layering rule (README, architecture): minikafka/core and minikafka/wire are sans-IO.
 
 Every .py file under those packages is parsed with `ast`; any import of trio, socket, lmdb,
 time, threading, asyncio (or their submodules) or of the shell packages (minikafka.server,
@@ -153,7 +153,7 @@ def test_pure_packages_exist_and_have_files():
 @pytest.mark.parametrize("path", pure_files(), ids=_ids)
 def test_core_and_wire_are_sans_io(path):
     found = violations(path.read_text(encoding="utf-8"), package_of(path), str(path))
-    assert not found, "DESIGN.md rule 1 (layering):\n" + "\n".join(found)
+    assert not found, "sans-IO layering (README, architecture):\n" + "\n".join(found)
 
 
 # ------------------------------------------------- the broker, the launcher and the tools

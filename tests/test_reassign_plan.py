@@ -344,7 +344,7 @@ def test_deadline_refuses_bad_numbers(overrides, pattern):
 
 def test_a_move_within_the_quotas_first_window_is_flagged_as_an_upper_bound():
     """SimpleRate treats its first window as full-sized: an idle sensor admits T x window
-    before it reads "exceeded" (REFERENCE.md section 2, Overshoot). At T = 1 MB/s and 1 s
+    before it reads "exceeded" (docs/throttling.md#overshoot). At T = 1 MB/s and 1 s
     windows, broker 2's 0.8 MB fits in that burst, broker 1's 5 MB does not."""
     prediction = predict_move_time(
         bytes_to_move_per_broker={1: 5_000_000, 2: 800_000, 3: 0},

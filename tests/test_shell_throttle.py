@@ -7,7 +7,7 @@ real replica fetcher, and the throttles come from dynamic configs pushed as the 
 
 The stories are Kafka's ReplicationQuotasTest ones ("a throttled replica catches up no faster
 than the rate, and is not starved") with the bound derived from the SimpleRate the quotas use
-(REFERENCE.md section 3), N = replication.quota.window.num = 11 windows of W = 1 s:
+(docs/throttling.md#measuring-a-rate), N = replication.quota.window.num = 11 windows of W = 1 s:
 
     measure(s) = S(s) / max(s - o(s), W)
 
@@ -451,8 +451,8 @@ async def test_precise_mode_never_bursts_past_the_leader_throttle(
     autojump_clock, tmp_path, precise
 ):
     """Leader throttle 200 kB/s with responses of up to 1 MiB. Kafka's mode checks the measured
-    rate and charges afterwards, so one response overshoots by up to 1 MiB (REFERENCE.md
-    section 2, "Overshoot"). Precise mode (replication.quota.precise) caps every throttled
+    rate and charges afterwards, so one response overshoots by up to 1 MiB
+    (docs/throttling.md#overshoot). Precise mode (replication.quota.precise) caps every throttled
     partition by its share of the allowance left (Sensor.remaining_bytes), so the sensor is
     never over the bound: R(t) <= rate * max(T, W) with no response slack, and the largest
     2-s window carries at most 1.10x the rate.

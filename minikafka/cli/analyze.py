@@ -43,7 +43,8 @@ MASTER_HELP = "local[N], local[*], spark://HOST:PORT, yarn, k8s://URL, sc://HOST
 
 
 class _Command(click.Command):
-    """click's usage errors as one line, exit 2 (DESIGN.md rule 6)."""
+    """click's usage errors as one line, exit 2 (bad user input: one line saying what is
+    accepted, nothing changed)."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
         try:

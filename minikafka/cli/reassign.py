@@ -1,6 +1,6 @@
 """`minikafka reassign`: move partitions between brokers under a throttle, in the style of
-`kafka-reassign-partitions` (REFERENCE.md section 4), with the operator's arithmetic of KIP-73
-(section 6) as `reassign plan`.
+`kafka-reassign-partitions` (docs/throttling.md#the-reassignment-tool), with the operator's
+arithmetic of KIP-73 (docs/throttling.md#the-operators-arithmetic) as `reassign plan`.
 
     minikafka reassign --generate --topics-to-move-json-file topics.json --broker-list 1,2,3
     minikafka reassign --execute --reassignment-json-file moves.json --throttle 2000000 \\
@@ -91,7 +91,8 @@ THROTTLE_MODE_HELP = (
 
 
 class _UsageError(click.ClickException):
-    """click's usage errors as one line, exit 2 (DESIGN.md rule 6)."""
+    """click's usage errors as one line, exit 2 (bad user input: one line saying what is
+    accepted, nothing changed)."""
 
     exit_code = 2
 

@@ -1,6 +1,7 @@
-"""`minikafka reassign plan`: KIP-73's operator arithmetic (REFERENCE.md section 6) for a
-reassignment file, from the live cluster, beside the move model the system tests use
-(tools/reassign/model.py, through tools/reassign/plan_input.py and plan_model.py). Stores nothing.
+"""`minikafka reassign plan`: KIP-73's operator arithmetic
+(docs/throttling.md#the-operators-arithmetic) for a reassignment file, from the live cluster, beside
+the move model the system tests use (tools/reassign/model.py, through tools/reassign/plan_input.py
+and plan_model.py). Stores nothing.
 
     minikafka reassign plan --reassignment-json-file moves.json --throttle 2000000 \\
         [--network-bytes-per-s 125000000] [--throttle-mode replication|reassignment]
@@ -168,7 +169,7 @@ def _broker_table(inputs: Inputs, prediction: plan.MovePrediction) -> list[str]:
         burst = human_bytes(prediction.burst_bytes(_window_size_s(inputs)))
         lines.append(
             f"<=: at most throttle x window size = {burst} to move, which the quota admits at "
-            "once in its first window (REFERENCE.md section 2, Overshoot): likely sooner"
+            "once in its first window (docs/throttling.md#overshoot): likely sooner"
         )
     return lines
 

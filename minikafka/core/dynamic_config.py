@@ -13,7 +13,7 @@ Entities are (entity_type, entity_name):
 A per-entity value wins over the default, key by key (Kafka's DynamicBrokerConfig for brokers,
 ClientQuotaManager's `<client-id>` then `<default>` lookup for clients).
 
-Rules (REFERENCE.md section 1):
+Rules (docs/throttling.md#configs):
 
 - replication rates are B/s, integers >= 0, as Kafka's DynamicConfig.Broker validates them
   (`atLeast(0)`). A rate of 0 holds back everything it throttles once anything has been

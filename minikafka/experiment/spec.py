@@ -153,8 +153,9 @@ class ExperimentSpec:
     lift_broker_configs: bool = False
     reassign: Reassign | None = None
     throttle_bytes_per_s: int | None = None  # checked as a windowed bound when set
-    # The span (whole seconds) the quota itself averages over (REFERENCE.md section 3): Kafka's
-    # SimpleRate keeps N + 1 samples of W (replication.quota.window.num = 11,
+    # The span (whole seconds) the quota itself averages over
+    # (docs/throttling.md#measuring-a-rate): Kafka's SimpleRate keeps N + 1 samples of W
+    # (replication.quota.window.num = 11,
     # window.size.seconds = 1), so after a stretch of underuse (a leader failed, a follower was
     # down) it rightly lets a burst catch up; shorter windows then exceed T without the quota
     # being broken (measured: 1.32x over 5 s and 1.13x over 11 s after a failover, in a run

@@ -1,8 +1,9 @@
 """Node configuration: Kafka's static config names, their defaults, and their validation.
 
 A node is configured with `--set name=value` pairs using Kafka's names
-(`replica.fetch.max.bytes=1048576`). Defaults are Kafka's (REFERENCE.md section 1); a testbed will
-pass smaller values for fast tests. A bad value raises ConfigError naming the accepted form, and
+(`replica.fetch.max.bytes=1048576`). Defaults are Kafka's (docs/throttling.md#configs); a
+testbed will pass smaller values for fast tests. A bad value raises ConfigError naming the accepted
+form, and
 nothing is applied.
 
 Routes (`--route DST_HOST:DST_PORT=VIA_HOST:VIA_PORT`, ours) send this node's connections to
@@ -264,7 +265,7 @@ class NodeConfig:
     controller_port: int = 0
     data_dir: Path = field(default_factory=lambda: Path("."))
     seed: int = 0
-    # Kafka's defaults (REFERENCE.md section 1).
+    # Kafka's defaults (docs/throttling.md#configs).
     replica_fetch_max_bytes: int = 1 * MiB
     replica_fetch_response_max_bytes: int = 10 * MiB
     message_max_bytes: int = 1_048_588  # the largest record batch a produce may carry
@@ -301,7 +302,7 @@ class NodeConfig:
     # What the requests read from all connections and not yet answered may hold, in bytes;
     # -1: unbounded (Kafka's default). Ours is bounded: see server/listener.py.
     queued_max_request_bytes: int = 512 * MiB
-    # Quotas (REFERENCE.md sections 1 and 3).
+    # Quotas (docs/throttling.md#configs and #measuring-a-rate).
     replication_quota_window_num: int = 11
     replication_quota_window_size_seconds: int = 1
     quota_window_num: int = 11

@@ -2,7 +2,8 @@
 
 One object per line: `{"ts": <wall-clock seconds>, "mono_ms": <monotonic ms>, "node": <id>,
 "event": <name>, ...fields}`. Wall-clock time is only written, never compared with `now_ms`
-(DESIGN.md rule 2); `mono_ms` is the node's monotonic clock, for ordering one node's lines.
+(the core's time is `now_ms` alone); `mono_ms` is the node's monotonic clock, for ordering one
+node's lines.
 """
 
 from __future__ import annotations

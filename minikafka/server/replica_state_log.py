@@ -128,7 +128,8 @@ async def run_replica_state_log(
     wall_clock: Callable[[], float] = time.time,
 ) -> None:
     """Append one line per interval (module docstring); `ts` is `wall_clock()` (injected: the
-    tests' lines must differ in time under a MockClock, DESIGN.md rule 2); a delta looks only at the partitions
+    tests' lines must differ in time under a MockClock; wall-clock time is never compared with
+    now_ms); a delta looks only at the partitions
     touched since the last line (`changes`, the replica manager's: server/partition_changes.py)."""
     # A failed write never stops the node, and the file rolls over at its cap (server/jsonl.py).
     out = JsonlFile(path, metrics=metrics, rotation=rotation)

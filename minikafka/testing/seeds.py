@@ -1,4 +1,4 @@
-"""The run's seed, and the RNGs derived from it (DESIGN.md house rule 3).
+"""The run's seed, and the RNGs derived from it (randomness is an explicit `random.Random`).
 
 One policy for every test, experiment, benchmark and tool that draws anything random:
 

@@ -51,7 +51,8 @@ NOT_LOCAL = "is not a local folder: name a report folder on this machine (--out 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
-    """The thresholds of the verdict (issue text; KIP-73 test plan, docs/throttling.md#the-operators-arithmetic).
+    """The thresholds of the verdict (issue text; KIP-73 test plan,
+    docs/throttling.md#the-operators-arithmetic).
     A case.json may set its own window span and bound (`ThrottleCheck`); these are the defaults."""
 
     window_s: int = 5  # span of the sliding windows (1 s slide) the throttled rate is averaged over

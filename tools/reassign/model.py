@@ -18,8 +18,9 @@ Three predictions are made from it: the two below, and Kafka's own algorithm
    - follower side of a destination: C = the sizes of the partitions it copies, K = their
      inbound rate (the follower records every throttled partition's bytes, caught up or not);
    - leader side, KIP-73 lists (`lists`): the leader records the bytes of every partition in its
-     leader list for EVERY follower, in-sync ones included (REFERENCE.md section 2: KAFKA-4313
-     exempts them from throttling, not from counting), so K = inbound x (replicas during the
+     leader list for EVERY follower, in-sync ones included
+     (docs/throttling.md#in-sync-replicas-are-exempt-kafka-4313: KAFKA-4313 exempts them from
+     throttling, not from counting), so K = inbound x (replicas during the
      move - 1); with r=2 plus one destination that is twice the inbound rate;
    - leader side, KIP-542 (`kip542`): only the bytes sent to adding replicas are reassignment
      traffic, so K = inbound x destinations.

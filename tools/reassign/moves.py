@@ -5,7 +5,7 @@ per partition, `calculateCurrentMoveMap` / `calculateProposedMoveMap`); and the 
 `--execute --throttle` sets, either KIP-73's (replica lists + replication rates) or KIP-542's
 (reassignment rates only). The files the tool reads and writes, and `--generate`'s proposal, are
 tools/reassign/assignment_files.py's. Nothing here talks to a cluster: the current assignment
-and the ongoing reassignments come in as arguments (REFERENCE.md section 4).
+and the ongoing reassignments come in as arguments (docs/throttling.md#the-reassignment-tool).
 
 Rules:
 - a partition's sources are its current replicas, or, while a reassignment of it is in progress

@@ -1,4 +1,5 @@
-"""The operator's arithmetic for a throttled move (REFERENCE.md section 6, KIP-73 Q&A), pure.
+"""The operator's arithmetic for a throttled move, pure
+(docs/throttling.md#the-operators-arithmetic).
 
 KIP-73 asks that an admin who wants a move bounded to X% of the network, finishing in Y
 seconds, can "easily determine the appropriate throttle"; no Kafka tool computes it. This module
@@ -28,7 +29,7 @@ from minikafka.tools.reassign.units import human_bytes, human_rate
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
 
-# Kafka's defaults (REFERENCE.md section 1).
+# Kafka's defaults (docs/throttling.md#configs).
 DEFAULT_FETCH_RESPONSE_MAX_BYTES = 10 * 1024 * 1024  # replica.fetch.response.max.bytes
 DEFAULT_WINDOW_NUM = 11  # replication.quota.window.num
 DEFAULT_WINDOW_SIZE_S = 1.0  # replication.quota.window.size.seconds
@@ -96,7 +97,7 @@ class MovePrediction:
     def burst_bytes(self, window_size_s: float) -> float:
         """What a replication quota admits at once: its SimpleRate treats the first window as
         full-sized, so an idle sensor lets T x window size through before it reads "exceeded"
-        (REFERENCE.md sections 2 "Overshoot" and 3). A broker with no more than that to move
+        (docs/throttling.md#overshoot). A broker with no more than that to move
         may finish at full speed: B / T is then only an upper bound."""
         return self.throttle * window_size_s
 

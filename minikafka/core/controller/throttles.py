@@ -1,8 +1,9 @@
 """Throttles recorded with reassignments, removed when the move is over (beyond Kafka).
 
 Kafka leaves the reassignment throttles to `kafka-reassign-partitions --verify`, and a forgotten
-verify leaves them in place for good (REFERENCE.md section 4). Here an AlterPartitionReassignments
-request may record the dynamic configs the reassign tool set for it (`throttle_configs`): they
+verify leaves them in place for good (docs/throttling.md#the-reassignment-tool). Here an
+AlterPartitionReassignments request may record the dynamic configs the reassign tool set for it
+(`throttle_configs`): they
 become a *throttle group*, and each config key is *claimed* by every group that recorded it, the
 latest recorded value winning (so `--additional`, which re-sets the throttles, hands a key on
 instead of racing to remove it). When the last partition of a group completes or is cancelled
