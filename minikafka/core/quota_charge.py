@@ -44,9 +44,14 @@ one short-named topic about 37 P + 25. Kafka groups a response's partitions into
 come, a new topic entry whenever the topic differs from the previous partition's
 (`FetchResponse.toMessage`), so the same topic may appear twice in one response; so here.
 
-Fetch sessions (KIP-227): in an incremental session Kafka leaves partitions that did not change
-out of the response, and so out of the charge. minikafka has no fetch sessions: every follower
-fetch is a full fetch, as in Kafka with sessions off, and every partition of it is charged.
+Fetch sessions (KIP-227): an incremental response leaves out the partitions that have no news
+(no records, error, diverging epoch, new HW or new log start offset: core/fetch_session.py
+`must_respond`, Kafka's `CachedPartition.maybeUpdateResponseData`), and a partition left out is
+not charged, as in Kafka, where the charge is computed over the response actually sent:
+`LeaderThrottle.record` in server/fetch_read.py skips them. Replica fetchers use sessions unless
+`replica.fetch.session.enable=false` (server/fetch_sessions.py); a full fetch (the first of a
+session, or any fetch with sessions off) charges every throttled partition it carries, so the
+header cost above is that of a sessionless fetch.
 """
 
 from __future__ import annotations
