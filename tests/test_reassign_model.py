@@ -236,3 +236,30 @@ def test_kafka_an_old_leader_sensor_admits_a_larger_first_burst():
 def test_unknown_mode_is_refused():
     with pytest.raises(ValueError, match="expected one of lists, kip542"):
         traffic_prediction(wipe(1, 1), throttle=1, mode="kip73")
+
+
+def test_the_simulation_shares_no_code_with_the_brokers_quota():
+    """The prediction judges the brokers' quota, so it must not run the brokers' quota code: a
+    bug in core/stats.py or core/quota_charge.py would move the run and the prediction together
+    and no verdict would see it. Its rate and charge are tools/reassign/kafka_rate.py and
+    fetch_size.py, tested on Kafka's own numbers and kio's bytes (tests/test_kafka_rate.py)."""
+    import ast
+    import inspect
+
+    from minikafka.tools.reassign import kafka_algorithm
+
+    banned = ("minikafka.core.stats", "minikafka.core.quota_charge")
+    tree = ast.parse(inspect.getsource(kafka_algorithm))
+    imported = [
+        n.module if isinstance(n, ast.ImportFrom) else a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    ]
+    assert not [m for m in imported if m and m.startswith(banned)], imported
+    from_banned = {
+        name
+        for name, value in vars(kafka_algorithm).items()
+        if getattr(value, "__module__", "") in banned or getattr(value, "__name__", "") in banned
+    }
+    assert not from_banned

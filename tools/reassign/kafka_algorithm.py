@@ -2,13 +2,16 @@
 tools/reassign/model.py, for clusters that run it (`replication.quota.precise=false`), pure.
 
 `kafka_prediction`: what Kafka's own quota does with the traffic of `MovingPartition`s,
-simulated event by event with the broker's own SimpleRate sensor (core/stats.py): a throttle is
+simulated event by event with Kafka's SimpleRate and quota check (tools/reassign/kafka_rate.py,
+written from Kafka's Java and tested on Kafka's own test numbers: not the brokers' core/stats.py,
+so a bug there cannot move the prediction with the run it judges): a throttle is
 checked against the rate measured so far and charged after the response, so a response goes out
 whole (up to `replica.fetch.response.max.bytes`) whenever the quota is not exceeded at the
 check; a fresh sensor counts its first window as full, so the first responses are free; a leader
 serving two destinations lets both their responses through before it records either; the leader
 charges the Kafka wire size of the throttled partitions of every response, headers included
-(core/quota_charge.py); and checks happen only when a fetch is built or answered: a follower
+(tools/reassign/fetch_size.py, checked against kio's bytes, not the brokers'
+core/quota_charge.py); and checks happen only when a fetch is built or answered: a follower
 whose quota is exceeded and has nothing else to fetch backs off `replica.fetch.backoff.ms`, a
 leader whose quota is exceeded answers an idle follower after `replica.fetch.wait.max.ms`
 (throttled bytes never complete a delayed fetch), but looks again at every write when the
@@ -32,12 +35,11 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from random import Random
 
-from minikafka.core.quota_charge import kafka_fetch_response_size_of_runs
-from minikafka.core.stats import MetricConfig, Sensor, SimpleRate
 from minikafka.server.config import NodeConfig
+from minikafka.tools.reassign.fetch_size import EMPTY_RESPONSE_BYTES, fetch_response_v12_size
+from minikafka.tools.reassign.kafka_rate import QuotaSensor, RateConfig
 from minikafka.tools.reassign.model import VALUE, MovingPartition, check_mode
 
-EMPTY_RESPONSE_BYTES = kafka_fetch_response_size_of_runs(())  # 16: a response, no partition
 # How far the simulation's charges may be from a run's (`step_alternatives`): measured, KIP-73
 # system-test moves without a step ran 0.96-1.10 x the simulation (systemtests/harness/quota_modes.py).
 CHARGE_ERROR = 0.05
@@ -217,15 +219,15 @@ def kafka_prediction(
         load = any(m.inbound_bytes_per_s > 0 for m in partitions)
     shuffle = Random(seed).shuffle
     fetchers = _fetchers(partitions)
-    config = MetricConfig(
+    config = RateConfig(
         samples=settings.window_num, window_ms=round(settings.window_s * 1000), quota=throttle
     )
-    sensors: dict[tuple[int, str], Sensor] = {}
+    sensors: dict[tuple[int, str], QuotaSensor] = {}
     charged: dict[tuple[int, str], list[tuple[float, int]]] = {}
     for f in fetchers:
         for key in ((f.leader, "leader"), (f.follower, "follower")):
             if key[1] in sides and key not in sensors:
-                sensors[key] = Sensor(f"{key}", SimpleRate(config), config)
+                sensors[key] = QuotaSensor(config)
                 charged[key] = []
 
     ages = {k: min(a, settings.span_s) for k, a in (sensor_age_s or {}).items() if k in sensors}
@@ -364,8 +366,8 @@ def _leader_charge(f: _Fetcher, mode: str, taken: dict[int, float] | None, dt: f
         return None
     parts = [(m.topic, int(taken.get(id(m), 0.0))) for m in copying] if taken is not None else []
     parts += [(m.topic, int(m.inbound_bytes_per_s * dt)) for m in in_sync]
-    return kafka_fetch_response_size_of_runs(
-        (topic, size, False, len(list(alike))) for (topic, size), alike in groupby(parts)
+    return fetch_response_v12_size(
+        (topic, size, len(list(alike))) for (topic, size), alike in groupby(parts)
     )
 
 
