@@ -263,3 +263,75 @@ def test_the_simulation_shares_no_code_with_the_brokers_quota():
         if getattr(value, "__module__", "") in banned or getattr(value, "__name__", "") in banned
     }
     assert not from_banned
+
+
+def adding_broker(partitions: int, size: int, inbound: float) -> list[MovingPartition]:
+    """Broker 3 added beside leaders 1 and 2 (the 3-node two-to-one system test): it copies
+    every partition; its leaders stay."""
+    return [
+        MovingPartition(
+            partition=p,
+            leader=1 + p % 2,
+            replicas=(1 + p % 2, 2 - p % 2, 3),
+            destinations=(3,),
+            size_bytes=size,
+            inbound_bytes_per_s=inbound,
+        )
+        for p in range(partitions)
+    ]
+
+
+def test_kafka_follower_charges_every_listed_partition_caught_up_or_not():
+    """Kafka's follower records the record bytes of every partition in its throttled set
+    (ReplicaFetcherThread.processPartitionData: `if (quota.isThrottled(tp)) quota.record(...)`),
+    in-sync ones included. Adding broker 3 under 1.6 MB/s of load with replica lists: its
+    partitions stay listed until the move ends, so its follower sensor carries the 128 MB plus
+    the whole inbound for the whole move, C + K x t (154.7 MB in 18.73 s); charging catch-up
+    bytes only, the simulation carried 144.1 MB and ended at 18.23 s. In KIP-542 a single
+    destination stops being adding when it catches up (its partition's move completes):
+    charged only until then (144.1 MB)."""
+    size, inbound = 1_280_000, 16_000
+    lists = kafka_prediction(adding_broker(100, size, inbound), throttle=8 * MB, mode="lists")
+    kip542 = kafka_prediction(adding_broker(100, size, inbound), throttle=8 * MB, mode="kip542")
+    assert lists.seconds is not None and kip542.seconds is not None
+    carried = {
+        name: sum(n for _t, n in sim.charged[(3, "follower")])
+        for name, sim in (("lists", lists), ("kip542", kip542))
+    }
+    whole = 100 * size + 100 * inbound * lists.seconds  # C + K x t
+    assert carried["lists"] == pytest.approx(whole, rel=0.03)
+    assert carried["kip542"] < carried["lists"] - 5 * MB
+    # Decommissioning broker 1 (lists): a caught-up partition's move completes and its
+    # leadership leaves broker 1, but its destination still fetches it, from the new leader,
+    # and still charges it: each destination's follower sensor carries its half, C/2 + K/2 x t
+    # (80.6 and 78.7 MB of 80.7 MB; 75.3 and 73.4 MB when it charged catch-up bytes only).
+    leaves = kafka_prediction(leaving(100, size, inbound), throttle=8 * MB, mode="lists")
+    assert leaves.seconds is not None
+    half = 50 * size + 50 * inbound * leaves.seconds
+    for broker in (2, 3):
+        got = sum(n for _t, n in leaves.charged[(broker, "follower")])
+        assert got == pytest.approx(half, rel=0.03), broker
+
+
+def test_kafka_kip542_adding_replica_charges_until_its_partitions_move_completes():
+    """One partition copied to brokers 3 and 4 (KIP-542: both adding). While 4 still copies it,
+    3 has caught up but is still adding: its leader and its follower charge its new bytes; once
+    both caught up the move completes and nothing of it is reassignment traffic any more. In
+    lists mode the follower charges it regardless (listed until the throttle is removed)."""
+    from minikafka.tools.reassign import kafka_algorithm as ka
+
+    m = MovingPartition(
+        partition=0, leader=1, replicas=(1, 3, 4), destinations=(3, 4), size_bytes=MB,
+        inbound_bytes_per_s=10_000,
+    )  # fmt: skip
+    fetcher = ka._Fetcher(3, 1, copying=[], in_sync=[m])
+    still_copying = {id(m): {4}}
+    completed = {id(m): set()}
+    assert ka._follower_rate(fetcher, "kip542", still_copying) == 10_000
+    assert ka._follower_rate(fetcher, "kip542", completed) == 0
+    assert ka._follower_rate(fetcher, "lists", completed) == 10_000
+    # The leader: 1 s of its new bytes, 10 kB, in a response of one partition (16 + 58 B).
+    one = ka.fetch_response_v12_size([("t", 10_000, 1)])
+    assert ka._leader_charge(fetcher, "kip542", still_copying, None, 1.0) == one
+    assert ka._leader_charge(fetcher, "kip542", completed, None, 1.0) is None
+    assert ka._leader_charge(fetcher, "lists", completed, None, 1.0) == one

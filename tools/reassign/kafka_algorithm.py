@@ -11,7 +11,10 @@ check; a fresh sensor counts its first window as full, so the first responses ar
 serving two destinations lets both their responses through before it records either; the leader
 charges the Kafka wire size of the throttled partitions of every response, headers included
 (tools/reassign/fetch_size.py, checked against kio's bytes, not the brokers'
-core/quota_charge.py); and checks happen only when a fetch is built or answered: a follower
+core/quota_charge.py); the follower records the record bytes of every partition in its
+throttled set, caught up or not (ReplicaFetcherThread.processPartitionData; in lists mode a
+destination stays listed until the move ends, in KIP-542 it stays adding until its
+partition's move completes); and checks happen only when a fetch is built or answered: a follower
 whose quota is exceeded and has nothing else to fetch backs off `replica.fetch.backoff.ms`, a
 leader whose quota is exceeded answers an idle follower after `replica.fetch.wait.max.ms`
 (throttled bytes never complete a delayed fetch), but looks again at every write when the
@@ -41,7 +44,8 @@ from minikafka.tools.reassign.kafka_rate import QuotaSensor, RateConfig
 from minikafka.tools.reassign.model import VALUE, MovingPartition, check_mode
 
 # How far the simulation's charges may be from a run's (`step_alternatives`): measured, KIP-73
-# system-test moves without a step ran 0.96-1.10 x the simulation (systemtests/harness/quota_modes.py).
+# system-test moves without a step ran 0.96-1.10 x the simulation
+# (systemtests/harness/quota_modes.py).
 CHARGE_ERROR = 0.05
 SIDES = ("leader", "follower")
 
@@ -169,6 +173,10 @@ class _Fetcher:
     done_at: float | None = None
     in_sync_rate: float = 0.0  # inbound bytes/s of the partitions it follows in sync
     led_in_sync: list[MovingPartition] = field(default_factory=list)  # in its leader's list
+    # Lists mode: partitions it copied whose move completed and whose leadership left this
+    # fetcher's leader; the follower still fetches them (from the new leader) and, still in
+    # its follower list until the throttle is removed, still charges them.
+    listed_done: list[MovingPartition] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.backlog = {id(m): float(m.size_bytes) for m in self.copying}
@@ -260,8 +268,12 @@ def kafka_prediction(
             f.in_sync.append(m)
         else:  # the move completes and leadership leaves: its old leader forgets it
             for g in fetchers:
-                if g.leader == m.leader and m in g.in_sync:
-                    g.in_sync.remove(m)
+                if g.leader == m.leader and (m in g.in_sync or g is f):
+                    if m in g.in_sync:
+                        g.in_sync.remove(m)
+                    listed = g.follower in m.destinations and g.follower != m.final_leader
+                    if mode == "lists" and listed:
+                        g.listed_done.append(m)
                     g.update()
         f.update()
         if not f.copying:
@@ -297,7 +309,7 @@ def kafka_prediction(
         lead_key, fol_key = (f.leader, "leader"), (f.follower, "follower")
         # The follower builds its fetch: its throttled partitions out, if its quota is exceeded.
         asks_copying = bool(f.copying) and not exceeded(fol_key, t)
-        if not asks_copying and not f.in_sync:
+        if not asks_copying and not f.in_sync and not f.listed_done:
             later(t + settings.backoff_s, k)  # nothing to fetch: back off
             continue
         sends = asks_copying and not exceeded(lead_key, t)
@@ -328,11 +340,12 @@ def kafka_prediction(
         carried = copied + in_sync_bytes
         t_answer = t + settings.round_trip_s + carried / settings.transfer_bytes_per_s
         responses += 1
-        charge = _leader_charge(f, mode, taken if asks_copying else None, dt)
+        charge = _leader_charge(f, mode, copying, taken if asks_copying else None, dt)
         if charge is not None and lead_key in sensors:
             later(t_answer, -1, lead_key, charge)
-        if copied and fol_key in sensors:
-            later(t_answer, -1, fol_key, int(copied))  # the follower records record bytes only
+        recorded = int(copied + _follower_rate(f, mode, copying) * dt)
+        if recorded and fol_key in sensors:
+            later(t_answer, -1, fol_key, recorded)  # the follower records record bytes only
         for m in list(f.copying):
             f.backlog[id(m)] -= taken.get(id(m), 0.0)
             if f.backlog[id(m)] <= m.inbound_bytes_per_s * settings.round_trip_s:
@@ -354,21 +367,50 @@ def _fetchers(partitions: Sequence[MovingPartition]) -> list[_Fetcher]:
     return [_Fetcher(b, leader, c, s) for (b, leader), (c, s) in sorted(by_pair.items())]
 
 
-def _leader_charge(f: _Fetcher, mode: str, taken: dict[int, float] | None, dt: float) -> int | None:
+def _leader_charge(
+    f: _Fetcher,
+    mode: str,
+    copying: Mapping[int, set[int]],
+    taken: dict[int, float] | None,
+    dt: float,
+) -> int | None:
     """The Kafka size of the partitions of this response the leader charges (copying ones first,
     each with the bytes `taken` from it, 0 if none; None: the fetch left them out); None when it
     charges none. Lists mode lists every source, so every partition of the fetch; KIP-542
-    charges only the partitions sent to an adding replica (a caught-up one stays adding until
-    its whole move completes: ignored)."""
-    copying = f.copying if taken is not None else []
-    in_sync = f.led_in_sync if mode == "lists" else []
-    if not copying and not in_sync:
+    charges the partitions sent to an adding replica, and a caught-up one stays adding until
+    its partition's whole move completes (`copying`: its destinations not caught up)."""
+    copying_now = f.copying if taken is not None else []
+    if mode == "lists":
+        in_sync = f.led_in_sync
+    else:
+        in_sync = [m for m in f.in_sync if f.follower in m.destinations and copying[id(m)]]
+    if not copying_now and not in_sync:
         return None
-    parts = [(m.topic, int(taken.get(id(m), 0.0))) for m in copying] if taken is not None else []
+    parts = []
+    if taken is not None:
+        parts = [(m.topic, int(taken.get(id(m), 0.0))) for m in copying_now]
     parts += [(m.topic, int(m.inbound_bytes_per_s * dt)) for m in in_sync]
     return fetch_response_v12_size(
         (topic, size, len(list(alike))) for (topic, size), alike in groupby(parts)
     )
+
+
+def _follower_rate(f: _Fetcher, mode: str, copying: Mapping[int, set[int]]) -> float:
+    """The inbound bytes/s of the caught-up partitions this follower still charges: Kafka's
+    follower records the record bytes of every partition in its throttled set
+    (ReplicaFetcherThread.processPartitionData: `if (quota.isThrottled(tp))
+    quota.record(records.sizeInBytes)`, membership only), in sync or not. Lists mode: its
+    destinations stay listed until the throttle is removed after the move, wherever they are
+    fetched from (`listed_done`); KIP-542: an adding replica stays adding until its partition's
+    whole move completes."""
+    listed = [
+        m
+        for m in f.in_sync
+        if f.follower in m.destinations and (mode == "lists" or copying[id(m)])
+    ]
+    if mode == "lists":
+        listed += f.listed_done
+    return sum(m.inbound_bytes_per_s for m in listed)
 
 
 def step_alternatives(
