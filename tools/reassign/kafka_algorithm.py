@@ -95,6 +95,9 @@ class KafkaPrediction:
     responses: int
     # Per sensor (broker, side): the bytes it was charged over time, [(second, bytes)].
     charged: dict[tuple[int, str], list[tuple[float, int]]] = field(default_factory=dict)
+    # The run it stands for charges this x the simulation's bytes (1: the nominal simulation;
+    # an alternative across a step, tools/reassign/kafka_steps.py, `step_candidates`).
+    charge_factor: float = 1.0
 
     def max_window_rate(self, sensor: tuple[int, str], span_s: float) -> float | None:
         """The largest rate over any window of `span_s` inside the move (sliding by events)."""
