@@ -138,7 +138,8 @@ def test_rate_rate_test_with_no_prior_available_samples(samples, window_s):
     measured_ms = window_s * 1000 - 1
     clock.sleep(measured_ms)
     observed = rate.measure(config, clock.ms)
-    assert observed == pytest.approx(50.0 / (measured_ms / 1000 + (samples - 1) * window_s), abs=EPS)
+    window_s_assumed = measured_ms / 1000 + (samples - 1) * window_s
+    assert observed == pytest.approx(50.0 / window_s_assumed, abs=EPS)
 
 
 def test_rate_rate_test_is_consistent_after_the_first_window():
@@ -274,7 +275,8 @@ def kio_size(runs: list[tuple[str, int, int]]) -> int:
         error_code=ErrorCode.none,
         session_id=i32(123456),
         responses=tuple(
-            FetchableTopicResponse(topic=TopicName(name), partitions=tuple(parts)) for name, parts in topics
+            FetchableTopicResponse(topic=TopicName(name), partitions=tuple(parts))
+            for name, parts in topics
         ),
     )
     out = io.BytesIO()
