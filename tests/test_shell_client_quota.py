@@ -5,14 +5,16 @@ streams with their own client ids, so the quota is looked up exactly as on a rea
 from the request header, the client's own entry over the default client's). The autojump
 MockClock measures the waits; storage calls run inline.
 
-The arithmetic (REFERENCE.md section 3, core/stats.py): client sensors are Rates over N = 11
-windows of W = 1 s. A fresh sensor is measured as if the N - 1 previous windows had been empty:
-at elapsed 0 its window is (N - 1) * W = 10 s, so a client may send 10 s worth of its quota Q at
-once before the measured rate O = bytes / 10 s exceeds Q. The throttle time is then
-X = round((O - Q) / Q * window_ms) (KIP-13's O * W / (W + X) = Q). Since KIP-219 the answer goes
-out at once, after the append, carrying X; the broker mutes the connection for X and the
-client's Connection sends nothing more to that broker for X either. Clients that pipeline and
-do not wait are in test_shell_client_quota_pipelining.py.
+The arithmetic (core/stats.py, docs/throttling.md#client-quotas-kip-13-and-throttle-time-kip-219):
+client sensors are Rates over N = 11 windows of W = 1 s. A fresh sensor is measured as if the
+N - 1 previous windows had been empty: at elapsed 0 its window is (N - 1) * W = 10 s, so a
+client may send 10 s worth of its quota Q at once before the measured rate O = bytes / 10 s
+exceeds Q. The throttle time is then X = round((O - Q) / Q * window_ms) (KIP-13's
+O * W / (W + X) = Q). Since KIP-219 the answer goes out at once, carrying X; the broker mutes
+the connection for X and the client's Connection sends nothing more to that broker for X
+either. A throttled produce is appended; a throttled fetch is answered empty and its bytes
+un-recorded (KafkaApis.handleFetchRequest), and the consumer fetches the same offset again
+after X. Clients that pipeline and do not wait are in test_shell_client_quota_pipelining.py.
 
 Ported from Kafka's ClientQuotaManagerTest / BaseQuotaTest stories: throttled only once over
 the quota, throttle time as computed, default and per-client quotas, replication exempt.
@@ -283,23 +285,35 @@ async def test_consumer_rate_converges_to_its_quota(autojump_clock, cluster):
     """consumer_byte_rate likewise: a consumer fetching one 10 kB batch at a time is throttled
     once 10 s of quota have gone out (a burst at t = 0), each fetch is answered at once and the
     next one waits its throttle time, and fetching on at 2x Q (every 50 ms) its achieved rate
-    converges to the quota."""
+    converges to the quota. A throttled fetch is answered EMPTY and its bytes un-recorded
+    (KIP-219, KafkaApis): the consumer's position stays, and the batch comes after the throttle,
+    so every offset arrives once, in order."""
     a, _b = cluster
     await preload(a, 900)  # 9 MB: more than 70 s at Q plus the first burst
     a.set_configs({(CLIENTS, "bob"): {CONSUMER_BYTE_RATE: str(Q)}})
     position = 0
+    delivered: list[int] = []  # base offsets of the batches received
 
     async def fetch_one(conn) -> tuple[int, int]:  # noqa: ANN001
         nonlocal position
         resp = await conn.request(consumer_fetch(position))
         assert isinstance(resp, FetchResponse)
+        if resp.throttle_time_ms > 0:
+            assert resp.partitions == []  # getThrottledResponse: no partition at all
+            return resp.throttle_time_ms, 0
         [batch] = iter_batches(resp.partitions[0].records)
+        delivered.append(batch.base_offset)
         position = batch.next_offset
         return resp.throttle_time_ms, batch.size
 
     async with a.network.connect(*a.address, client_id="bob") as conn:
         start = trio.current_time()
         burst = await run_client(lambda: fetch_one(conn), until=first_throttled)
+        # The 100th fetch was over the bound: answered empty, its 10 003 B taken back out of
+        # the sensor, which holds the 99 batches sent (99 x 10 003 B / 10 s).
+        assert [e.nbytes for e in burst] == [SIZE] * 99 + [0]
+        assert a.replica_manager.fetch_quotas.rates(now_ms()) == {"bob": 99 * SIZE / 10}
+        assert a.metrics.snapshot()["bytes_out"] == 99 * SIZE  # only what was sent
         log = burst + await run_client(
             lambda: fetch_one(conn),
             until=lambda log: bool(log) and log[-1].sent_s - start >= 70,
@@ -311,6 +325,8 @@ async def test_consumer_rate_converges_to_its_quota(autojump_clock, cluster):
     # The first fetch after the burst waits out the burst's 3 ms, then the 50 ms pacing starts.
     assert log[len(burst)].answered_s == pytest.approx(burst[-1].throttled_until_s)
     assert_answered_at_once_after_the_previous_throttle(log[len(burst) :], gap_s=0.05)
+    assert delivered == list(range(len(delivered)))  # none skipped, none twice
+    assert all(e.nbytes == 0 for e in log if e.throttle_ms > 0)
     marks = [30, 60, 70]
     rates = cumulative_rates(log, start, marks)
     assert all(abs(r - Q) <= 0.1 * Q for r in rates[1:]), rates
@@ -346,3 +362,4 @@ async def test_follower_fetches_are_never_throttled_by_client_quotas(autojump_cl
     async with a.network.connect(*a.address, client_id=fetcher_id) as conn:
         resp = await conn.request(consumer_fetch(0))
     assert isinstance(resp, FetchResponse) and resp.throttle_time_ms == 3
+    assert resp.partitions == []  # and answered empty (KIP-219)

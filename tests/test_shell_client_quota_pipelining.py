@@ -155,7 +155,8 @@ class PipeliningClient:
                 continue
             _corr_id, response = decode_response(payload, self.response_type)
             if isinstance(response, FetchResponse):
-                nbytes = len(response.partitions[0].records)
+                # A throttled fetch is answered empty (KIP-219, KafkaApis): no partitions.
+                nbytes = sum(len(p.records) for p in response.partitions)
             else:
                 assert response.partitions[0].error_code == ErrorCode.NONE
                 nbytes = SIZE
@@ -176,6 +177,10 @@ async def test_pipelining_client_is_held_to_its_quota_by_the_mute(
 
     (Measured 0.98 to 1.02 x in repeated runs; answers delayed instead, the old behaviour, gave
     1.00, 1.26 and 2.10 x for 1, 8 and 64 in flight, produce and fetch alike.)
+
+    A fetch over its quota is answered empty and its bytes un-recorded (KIP-219 as Kafka's
+    KafkaApis serves it), so its throttle time counts one response that was never sent: fetch
+    gets 0.9503 x for 1, 8 and 64 in flight alike.
     """
     async with leader(tmp_path, quota_window_num=2, quota_window_size_seconds=1) as broker:
         name = PRODUCER_BYTE_RATE if kind == "produce" else CONSUMER_BYTE_RATE
@@ -184,7 +189,10 @@ async def test_pipelining_client_is_held_to_its_quota_by_the_mute(
         client = PipeliningClient(broker, "greedy", request)
         await client.run(in_flight=in_flight, until_s=WARM_UP_S + SPAN_S + 1)
     rate = client.rate(WARM_UP_S, SPAN_S)
-    assert 0.95 * Q <= rate <= 1.05 * Q, rate / Q
+    if kind == "produce":
+        assert 0.95 * Q <= rate <= 1.05 * Q, rate / Q
+    else:  # never above: the requests read before a mute are answered empty too
+        assert 0.93 * Q <= rate <= Q, rate / Q
     assert sum(1 for _t, throttle, _n in client.answers if throttle > 0) > SPAN_S  # held
 
 

@@ -5,7 +5,7 @@ Mirrors `org.apache.kafka.common.metrics` (`MetricConfig`, `stats.SampledStat`,
 `Quota`) and the KIP-13 throttle time of `QuotaUtils.throttleTime` / `ClientQuotaManager`.
 Time comes in as `now_ms` (monotonic, non-decreasing); nothing here reads a clock.
 
-The rules (REFERENCE.md section 3). N = `samples`, W = `window_ms`.
+The rules (docs/throttling.md#measuring-a-rate). N = `samples`, W = `window_ms`.
 
 - A stat keeps a ring of N + 1 samples (start time, last event time, value). The extra slot is
   Kafka's "need to keep one extra sample (see purgeObsoleteSamples() logic)": the slot a record
@@ -310,8 +310,17 @@ class Sensor:
         stat.reconfigure(config)
 
     def record(self, value: float, now_ms: int) -> None:
-        """Always records, even over the bound (REFERENCE.md section 3)."""
+        """Always records, even over the bound (Kafka's Sensor.record with checkQuotas false; the
+        check is `quota_exceeded`)."""
         self.stat.record(value, now_ms)
+
+    def unrecord(self, value: float, now_ms: int) -> None:
+        """Take back a `record(value, now_ms)` whose bytes were not sent: Kafka's
+        ClientQuotaManager.unrecordQuotaSensor records `value * -1` (KIP-219: a throttled fetch
+        is answered empty). At the same `now_ms` it lands in the sample the record went to
+        (that sample started at or before `now_ms`, so it is not complete), so the window's sum
+        is back where it was; the sample's last event time stays moved, as in Kafka."""
+        self.stat.record(-value, now_ms)
 
     def measure(self, now_ms: int) -> float:
         return self.stat.measure(now_ms)

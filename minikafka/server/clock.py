@@ -23,8 +23,12 @@ RunSync = Callable[..., Awaitable[Any]]  # trio.to_thread.run_sync's shape
 
 
 def now_ms() -> int:
+    """Trio's time in whole milliseconds. The nanosecond added absorbs the float error of
+    seconds times 1000: a task woken at a deadline of `until_ms / 1000` (wait_out) reads
+    `until_ms`, not `until_ms - 1` (8.105 * 1000 = 8104.999...); otherwise a 1 ms throttle
+    starting there would end where it began, and under a MockClock time would never move."""
     try:
-        return int(trio.current_time() * 1000)
+        return int(trio.current_time() * 1000 + 1e-6)
     except RuntimeError:
         return 0
 

@@ -16,17 +16,21 @@ server/list_offsets.py, re-exported here for the dispatchers.
 - A follower's fetch in a KIP-227 session (any `session_epoch` but FINAL, or a session id) is
   served by server/fetch_sessions.py: a full one as here, an incremental one with only the
   partitions that moved. The reads and the leader throttle are shared (server/fetch_read.py).
-- Leader throttle (KIP-73, `LeaderThrottle` in server/fetch_read.py): decided per partition at each read, charged once
-  the response is built. Kafka's mode (the default) charges what Kafka's leader records: the
+- Leader throttle (KIP-73, `LeaderThrottle` in server/fetch_read.py): decided per partition at
+  each read, charged once the response is built. Kafka's mode (the default) charges what Kafka's leader records: the
   size of a Kafka Fetch response made of the throttled partitions, headers included
   (core/quota_charge.py). The precise mode (`replication.quota.precise`, beyond Kafka) charges
   record bytes and budgets each response against the allowance left.
-- Client quota (`consumer_byte_rate`, KIP-13) for consumer fetches only: the bytes of the
-  response are recorded for its client id and the answer goes out at once with its
-  `throttle_time_ms`; the connection is then muted for that time (KIP-219: the returned
-  `Reply`). Follower fetches (replica_id >= 0) are exempt: never recorded, never muted.
-  (Kafka's KafkaApis goes one step further: a throttled fetch is answered empty and its bytes
-  are un-recorded. Here the data goes out with the throttle, as REFERENCE.md section 3 says.)
+- Client quota (`consumer_byte_rate`, KIP-13) for consumer fetches only, as Kafka's
+  KafkaApis.handleFetchRequest applies it since KIP-219: the fetch's `max_bytes` is first capped
+  by what the quota window admits (KAFKA-9677, `ClientQuotas.max_value_in_quota_window`); the
+  bytes of the response are recorded for its client id; if that yields a throttle time, the
+  bytes are un-recorded and the answer is EMPTY (no partitions, `fetchContext.
+  getThrottledResponse`) with its `throttle_time_ms`, and the connection is muted for that time
+  (the returned `Reply`). The consumer's position does not move; it fetches the same offsets
+  once the throttle is over, and the data goes out then. Follower fetches (replica_id >= 0) are
+  exempt: never recorded, never muted.
+  (docs/throttling.md#client-quotas-kip-13-and-throttle-time-kip-219)
 """
 
 from __future__ import annotations
@@ -95,20 +99,32 @@ async def fetch_partitions(
         else:
             readable.append((i, fp, checked))
     throttle = LeaderThrottle(rm, req.replica_id, req.partitions, readable) if is_follower else None
-    data = await _read_until_enough(rm, req, readable, throttle, deadline, early=bool(answers))
+    bound: float | None = None
+    if is_follower:  # its own replica.fetch.response.max.bytes
+        max_bytes = req.max_bytes
+    else:  # KafkaApis: capped by fetch.max.bytes and by the client's quota window (KAFKA-9677)
+        bound = rm.dynamic.client_quota(client_id)[1]
+        window_cap = rm.fetch_quotas.max_value_in_quota_window(bound)
+        max_bytes = min(req.max_bytes, rm.config.fetch_max_bytes)
+        max_bytes = max_bytes if window_cap is None else min(max_bytes, window_cap)
+    data = await _read_until_enough(
+        rm, req, readable, throttle, deadline, max_bytes=max_bytes, early=bool(answers)
+    )
     for (i, fp, p), records in zip(readable, data, strict=True):
         answers[i] = answer(fp, p, records)
     parts = [answers[i] for i in range(len(req.partitions))]
+    sent = sum(len(a.records) for a in parts)
     if throttle is not None:  # after the response is built, as KafkaApis records it
         throttle.record(parts)
-    sent = sum(len(a.records) for a in parts)
-    rm.metrics.inc("replication_bytes_out" if is_follower else "bytes_out", sent)
-    throttle_ms = 0
-    if not is_follower:  # KIP-13 for consumers only; replicas are never client-throttled
-        bound = rm.dynamic.client_quota(client_id)[1]
-        throttle_ms = rm.fetch_quotas.record_and_throttle(client_id, sent, bound, now_ms())
-    response = FetchResponse(partitions=parts, throttle_time_ms=throttle_ms)
-    return Reply(response=response, throttle_ms=throttle_ms)
+        rm.metrics.inc("replication_bytes_out", sent)
+        return Reply(response=FetchResponse(partitions=parts))
+    # KIP-13 for consumers only; replicas are never client-throttled.
+    throttle_ms = rm.fetch_quotas.record_and_throttle_fetch(client_id, sent, bound, now_ms())
+    if throttle_ms > 0:  # KIP-219: empty, the bytes un-recorded (module docstring)
+        response = FetchResponse(partitions=[], throttle_time_ms=throttle_ms)
+        return Reply(response=response, throttle_ms=throttle_ms)
+    rm.metrics.inc("bytes_out", sent)  # only what is sent (KafkaApis.recordBytesOutMetric)
+    return Reply(response=FetchResponse(partitions=parts), throttle_ms=0)
 
 
 async def _read_until_enough(
@@ -117,18 +133,21 @@ async def _read_until_enough(
     readable: list[tuple[int, FetchPartition, LocalPartition]],
     throttle: LeaderThrottle | None,
     deadline: float,
+    *,
+    max_bytes: int,
     early: bool,
 ) -> list[bytes]:
     """Read; while below min_bytes and before the deadline, wait for a change and read again.
     A response that already carries an error or a divergence is answered at once (early).
-    Throttled partitions are not read, so their bytes never complete a delayed fetch."""
+    Throttled partitions are not read, so their bytes never complete a delayed fetch.
+    `min_bytes` is capped by `max_bytes`, as KafkaApis caps fetchMinBytes."""
     is_follower = throttle is not None
-    max_bytes = req.max_bytes if is_follower else min(req.max_bytes, rm.config.fetch_max_bytes)
+    min_bytes = min(req.min_bytes, max_bytes)
     while True:
         limits = throttle.limits(now_ms()) if throttle is not None else [None] * len(readable)
         data = await read_once(rm, readable, limits, is_follower=is_follower, max_bytes=max_bytes)
         total = sum(len(d) for d in data)
-        if early or total >= req.min_bytes or trio.current_time() >= deadline or not readable:
+        if early or total >= min_bytes or trio.current_time() >= deadline or not readable:
             return data
         if any(not p.is_leader for _i, _fp, p in readable):
             return data

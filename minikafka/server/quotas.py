@@ -8,6 +8,10 @@ changes, bounds are replaced and the samples kept, as Kafka does. The decisions 
 in core/replication_quota.py and core/stats.py; this module only holds the state and uses the
 time it is given.
 
+A consumer fetch over its quota is answered empty and its bytes un-recorded
+(`record_and_throttle_fetch`, KIP-219 as Kafka's KafkaApis serves it); a produce over its quota
+keeps its bytes recorded, since they were appended.
+
 Per client id, each throttle time imposed is also recorded into an Avg and a Max over the same
 quota window (Kafka's `throttle-time` sensor of ClientQuotaManager, recorded in `throttle()`
 only when a throttle is imposed): the metrics show how long each client was held lately.
@@ -128,6 +132,29 @@ class ClientQuotas:
             self._throttle_avg.setdefault(client_id, Avg(cfg)).record(throttle, now_ms)
             self._throttle_max.setdefault(client_id, Max(cfg)).record(throttle, now_ms)
         return throttle
+
+    def record_and_throttle_fetch(
+        self, client_id: str, nbytes: int, bound: float | None, now_ms: int
+    ) -> int:
+        """A consumer fetch's bytes, as Kafka's KafkaApis.handleFetchRequest charges them since
+        KIP-219: recorded and the throttle time read (`record_and_throttle`); if it is > 0 the
+        response goes out EMPTY, so the bytes are taken back out of the sensor
+        (ClientQuotaManager.unrecordQuotaSensor) and only the throttle time stays recorded.
+        The data is read again and sent once the client comes back after the throttle."""
+        throttle = self.record_and_throttle(client_id, nbytes, bound, now_ms)
+        if throttle > 0:
+            self._sensors[client_id].unrecord(nbytes, now_ms)
+        return throttle
+
+    def max_value_in_quota_window(self, bound: float | None) -> int | None:
+        """The most one response may carry without a certain throttle (None: no bound):
+        bound x (N - 1) x W, what a fresh sensor's window admits. Kafka's
+        ClientQuotaManager.getMaxValueInQuotaWindow, by which KafkaApis caps a consumer's fetch
+        max bytes (KAFKA-9677): since a throttled fetch is answered empty (KIP-219), a response
+        larger than that would be throttled, un-recorded and read again forever."""
+        if bound is None:
+            return None
+        return int(min(bound * (self.samples - 1) * self.window_ms / 1000, 2**31 - 1))
 
     def expire(self, now_ms: int) -> None:
         """Drop the sensors of client ids not recorded for INACTIVE_SENSOR_EXPIRATION_MS (Kafka's
