@@ -12,6 +12,7 @@ from minikafka.core.replication_quota import (
     class_rate,
     decide_fetch_throttles,
     follower_caught_up,
+    follower_charge_class,
     follower_throttle_class,
     leader_throttle_class,
     should_throttle,
@@ -156,3 +157,34 @@ def test_one_decision_throttles_a_fetch_on_either_side(
     parts, over, left, precise, exempt, expected
 ):
     assert decide(parts, over=over, left=left, precise=precise, exempt=exempt) == expected
+
+
+@pytest.mark.parametrize(
+    ("config", "lst", "adding", "expected"),
+    [
+        (BrokerThrottleConfig(), NONE, (), None),
+        (BrokerThrottleConfig(), P0_ON_1, (), REP),  # listed, no rate: recorded, not held
+        (BrokerThrottleConfig(), ALL, (), REP),
+        (BrokerThrottleConfig(follower_all=True), NONE, (), REP),  # KIP-1009 boolean
+        (BrokerThrottleConfig(follower_rate=100), NONE, (), None),  # a rate, no list
+        (BrokerThrottleConfig(follower_rate=100), P0_ON_1, (), REP),
+        (BrokerThrottleConfig(follower_reassignment_rate=100), NONE, (1,), REA),
+        (BrokerThrottleConfig(follower_reassignment_rate=100), P0_ON_1, (1,), REA),
+        (BrokerThrottleConfig(), NONE, (1,), None),  # adding without a reassignment rate
+        (BrokerThrottleConfig(), P0_ON_1, (1,), REP),
+        (BrokerThrottleConfig(), ThrottledReplicas(pairs=frozenset({(0, 2)})), (), None),
+        (BrokerThrottleConfig(), ThrottledReplicas(pairs=frozenset({(1, 1)})), (), None),
+    ],
+)
+def test_follower_charge_class(config, lst, adding, expected):
+    """The follower sensor fetched bytes go to: the throttle class when there is one, else
+    REPLICATION on list membership alone (ReplicaFetcherThread: `if (quota.isThrottled(tp))
+    quota.record(...)`), the leader side's rule. Which partitions are held back is unchanged:
+    a listed partition without a rate has no throttle class."""
+    throttle_class = follower(config, lst=lst, adding=adding)
+    got = follower_charge_class(
+        throttle_class, partition=0, local_id=1, topic_follower_list=lst, config=config
+    )
+    assert got is expected
+    if expected is REP and config.follower_rate is None:
+        assert throttle_class is None

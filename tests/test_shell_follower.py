@@ -24,7 +24,9 @@ from minikafka.core.dynamic_config import (
     TOPICS,
 )
 from minikafka.core.records import make_batch
+from minikafka.core.replication_quota import QuotaSide, ThrottleClass
 from minikafka.errors import ErrorCode
+from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.listener import Reply
 from minikafka.server.produce import handle_produce
@@ -207,3 +209,21 @@ async def test_a_leader_rate_of_0_lets_at_most_one_response_through_per_quota_sp
         await trio.sleep(20)
         assert 1 <= len(served) <= 3 and not caught_up(b)
         assert a.replica_manager.replication_quotas.config.leader_rate == 0
+
+
+async def test_a_listed_partition_is_recorded_before_a_rate_is_set(autojump_clock, tmp_path):
+    """ReplicaFetcherThread.processPartitionData records a partition's bytes when the follower
+    list names it (quota.isThrottled is list membership), with or without a rate: the sensor
+    has the catch-up's history when a rate comes (core/replication_quota.py
+    follower_charge_class). Without a rate nothing is held back: B catches up at once."""
+    listed = {(TOPICS, TOPIC): {FOLLOWER_REPLICAS: "*"}}
+    async with catching_up(tmp_path, b_configs=listed) as (_a, b, _served):
+        with trio.fail_after(2):
+            await wait_until(lambda: caught_up(b), poll_s=0.01)
+        total = PARTITIONS * BATCHES * len(BATCH)  # 511 776 B
+        assert b.metrics.snapshot()["follower_replication_throttled_bytes"] == total
+        # SimpleRate: the whole catch-up within the first window counts over W = 1 s.
+        rate = b.replica_manager.replication_quotas.rate(
+            QuotaSide.FOLLOWER, ThrottleClass.REPLICATION, now_ms()
+        )
+        assert rate == total

@@ -97,6 +97,28 @@ def leader_charge_class(
     return None
 
 
+def follower_charge_class(
+    throttle_class: ThrottleClass | None,
+    *,
+    partition: int,
+    local_id: int,
+    topic_follower_list: ThrottledReplicas,
+    config: BrokerThrottleConfig,
+) -> ThrottleClass | None:
+    """The follower sensor a partition's fetched record bytes are recorded into: its throttle
+    class (`follower_throttle_class`) when it has one; otherwise REPLICATION if the follower
+    list names it. Kafka's ReplicaFetcherThread.processPartitionData records
+    `if (quota.isThrottled(tp))`, and `isThrottled` is list membership alone, so a listed
+    partition is recorded before a rate is set and the sensor has its history once one is
+    (the leader side's `leader_charge_class`). Which partitions are held back is still
+    `follower_throttle_class`'s."""
+    if throttle_class is not None:
+        return throttle_class
+    if config.follower_all or topic_follower_list.contains(partition, local_id):
+        return ThrottleClass.REPLICATION
+    return None
+
+
 def should_throttle(
     *,
     in_sync: bool,

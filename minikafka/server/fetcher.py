@@ -36,6 +36,7 @@ from minikafka.core.replication_quota import (
     ThrottleClass,
     decide_fetch_throttles,
     follower_caught_up,
+    follower_charge_class,
     follower_throttle_class,
 )
 from minikafka.core.types import TopicPartition
@@ -311,9 +312,10 @@ class ReplicaFetcher:
                 self.planner.observe_leader(p.tp, leader_hw)
                 self.manager.metrics.inc("replication_bytes_in", size)
                 p.bytes_in.record(size, t)
-            # After appending: every throttled partition's bytes count, caught up or not.
+            # After appending: every throttled or listed partition's bytes count, caught up or
+            # not (ReplicaFetcherThread.processPartitionData records on list membership).
             for p, _hw, size in appended:
-                cls = _follower_class(self.manager, p)
+                cls = _follower_charge_class(self.manager, p)
                 if cls is not None:
                     self.manager.quotas.record(QuotaSide.FOLLOWER, cls, size, t)
                     self.manager.metrics.inc(f"follower_{cls.value}_throttled_bytes", size)
@@ -401,6 +403,22 @@ def _follower_class(manager: ReplicaFetcherManager, p: LocalPartition) -> Thrott
         partition=p.tp.partition,
         local_id=manager.config.node_id,
         adding_replicas=p.state.adding_replicas,
+        topic_follower_list=follower_list,
+        config=manager.dynamic.broker_config(manager.config.node_id),
+    )
+
+
+def _follower_charge_class(
+    manager: ReplicaFetcherManager, p: LocalPartition
+) -> ThrottleClass | None:
+    """The sensor `p`'s fetched bytes are recorded into (core/replication_quota.py)."""
+    if p.state is None:
+        return None
+    _leader_list, follower_list = manager.dynamic.topic_throttled_replicas(p.tp.topic)
+    return follower_charge_class(
+        _follower_class(manager, p),
+        partition=p.tp.partition,
+        local_id=manager.config.node_id,
         topic_follower_list=follower_list,
         config=manager.dynamic.broker_config(manager.config.node_id),
     )
