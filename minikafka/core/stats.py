@@ -298,7 +298,7 @@ class Sensor:
     """Kafka's Sensor with one rate stat and its quota; the config here governs the stat.
 
     Kafka's `Sensor.record` throws QuotaViolationException after recording; here recording and
-    checking are separate calls and the outcome is a value (DESIGN.md rule 6).
+    checking are separate calls and the outcome is a value, as every decision of the core is.
     """
 
     __slots__ = ("config", "name", "stat")
