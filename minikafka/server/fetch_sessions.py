@@ -16,8 +16,10 @@ ReplicaManager.fetchMessages), around the pure cache of core/fetch_session.py.
   this node's seeded RNG, KIP-73; otherwise the session's rotation, Kafka's), since with a
   session the leader, not the request, picks the partitions that carry data.
 - Throttling is unchanged: `LeaderThrottle` (server/fetch_read.py) decides per partition at
-  each read and charges the response actually sent; a throttled partition returns nothing and stays watched, so it is read
-  again at the next fetch (Kafka keeps it in the session the same way).
+  each read and charges the response actually sent; a throttled partition returns nothing and
+  stays watched, so it is read again at the next fetch (Kafka keeps it in the session the same
+  way). Client quotas never apply here: only followers fetch in sessions (consumers are
+  sessionless on both listeners), and replicas are never client-throttled.
 """
 
 from __future__ import annotations
