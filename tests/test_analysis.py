@@ -45,7 +45,8 @@ CASE_KEYS = {
     "bytes_to_move", "produce_bytes_per_s", "predicted_move_s", "predicted_move_alternatives_s",
     "move_judged_against_s", "throttle_window_s",
     "throttle_bound_bytes_per_s", "throttle_window_past_end", "throttle_judged",
-    "throttle_exempt_counted", "move_source", "move_start_ts",
+    "throttle_exempt_counted", "throttle_bounds_bytes_per_s", "throttle_wire_judged",
+    "wire_violated", "catch_up", "move_source", "move_start_ts",
     "move_end_ts", "move_duration_s", "move_duration_ratio", "moved_bytes",
     "max_window_bytes_per_s", "max_window_throttle_ratio", "max_window_node", "max_window_side",
     "throttle_violated", "brokers", "produce_latency", "isr", "plots", "verdict", "failures",
@@ -54,7 +55,9 @@ BROKER_KEYS = {
     "node", "side", "role", "throttled_bytes_during_move",
     "mean_throttled_bytes_per_s_during_move", "max_window_bytes_per_s",
     "max_window_throttle_ratio", "max_window_start_ts", "max_window_start_s", "windows",
-    "windows_over", "configured_throttle_bytes_per_s", "throttle_violated",
+    "windows_over", "configured_throttle_bytes_per_s", "throttle_violated", "bound_bytes_per_s",
+    "wire_bytes_during_move", "charged_record_bytes_during_move", "max_wire_window_bytes_per_s",
+    "max_wire_window_start_s", "wire_windows_over", "wire_violated",
 }  # fmt: skip
 
 
@@ -267,7 +270,9 @@ def test_report_json_is_the_report_with_every_field(report: Report) -> None:
                                  "duration_ratio_min": 0.9, "duration_ratio_max": 1.2}  # fmt: skip
     for case in on_disk["cases"]:
         assert set(case) == CASE_KEYS
-        assert set(case["produce_latency"]) == {"all", "before", "during", "after"}
+        assert set(case["produce_latency"]) == {
+            "all", "before", "during", "after", "in_sync_during_move"
+        }  # fmt: skip
         for b in case["brokers"]:
             assert set(b) == BROKER_KEYS
 

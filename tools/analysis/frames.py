@@ -29,12 +29,27 @@ collects. The rules:
   the judged interval has a row, and it ends by `ceil(end)` of the move (for "run", by the
   node's last second). With `past_end` a window need only start before `ceil(end)`, the seconds
   from `ceil(end)` on counting zero bytes. Its rate is its bytes / n; the figures are the
-  largest rate, where it starts, how many windows were judged and how many exceeded the bound.
+  largest rate, where it starts, how many windows were judged and how many exceeded the bound:
+  the side's own (case.json `throttle_bounds_bytes_per_s` "<node> <side>"), else the case's.
   A move of D s (start s) with skip 2 s thus gets `ceil(s + D) - ceil(s + 2) - n + 1` windows:
   2 or 3 of 5 s for the quick profile's ~8.2 s idle moves.
+- **Wire and charged bytes.** Per judged side and second, the record bytes on the wire (leader
+  side `replication_bytes_out`, follower side `replication_bytes_in`; in-sync replicas' share
+  inside, which cannot be told apart there) and those the quota charged (the throttled class
+  less its `*_overhead_bytes`), summed over the move's seconds `[floor(start), ceil(end))`; the
+  wire bytes' largest window by the same windows and rules as the counted bytes'.
+- **Catch-up order.** A partition catches up at the first `isr_expand` during the move (start
+  <= ts, ts <= end if it ended) whose new ISR adds a receiving broker (`isr` less `old_isr`).
+  Per case: how many did, the first and last after the move start, and Spearman's rho between
+  partition index and catch-up time: Pearson's r of their ranks, ties sharing their mean rank
+  (null for fewer than two). KIP-73's random partition order gives rho near 0 (sd about
+  1/sqrt(n-1)); a fetcher asking in partition order, near +1.
 - **Produce latency.** Exact percentiles (linear between closest ranks, numpy's default) of
   `latency_ms` per phase: before (ack < start), during (start <= ack <= end), after, and all;
   batches acknowledged before the timeline's `load_start`, when logged (a fill), are left out.
+  `in_sync_during_move`: the batches during the move of partitions not caught up yet (ack
+  before the catch-up, or none in the move), whose ISR is their old replicas, all in sync, with
+  no leader change under way: acks=all waits for no throttled replica (KAFKA-4313).
 - **ISR.** `isr_shrink`/`isr_expand` events per broker, in all and during the move; the last ISR
   logged per partition (become_leader, isr_shrink/expand, isr_updated_by_controller).
 """
@@ -73,6 +88,7 @@ COUNTERS = (
     "follower_reassignment_overhead_bytes",
 )
 RATES = ("leader_rate", "follower_rate", "leader_reassignment_rate", "follower_reassignment_rate")
+IN_SYNC = "in_sync_during_move"  # the latency phase of partitions not caught up yet
 ISR_STATE_EVENTS = ("become_leader", "isr_shrink", "isr_expand", "isr_updated_by_controller")
 
 
@@ -190,16 +206,22 @@ def judged_windows(
     secs: DataFrame, roles: DataFrame, checks: DataFrame, spans: Iterable[int], skip_s: int
 ) -> DataFrame:
     """One row per (run, node, side, second k) of the judged brokers: the window `[k, k+n)`'s
-    mean rate `win_rate`, whether it is judged (`ok`) and above the bound (`over`), and the
-    second's own bytes and throttle (module docstring). `checks`: one row per case with `start`
-    and `end` of the move, `jstart` and `jend` of the judged interval (jend null for "run"),
-    `window_s`, `bound`, `past_end`, `judged`, `exempt_counted`; `spans`: its distinct
-    window_s (a window frame's size is a constant, so each span gets its own)."""
+    mean rate `win_rate` and wire rate `wire_rate`, whether it is judged (`ok`) and above the
+    side's bound (`over`), and the second's own throttled, charged and wire bytes and throttle
+    (module docstring). `roles`: (run, node, side, role, sensor_bound), the sensor's own bound
+    or null; `checks`: one row per case with `start` and `end` of the move, `jstart` and `jend`
+    of the judged interval (jend null for "run"), `window_s`, `bound`, `past_end`, `judged`,
+    `exempt_counted`; `spans`: its distinct window_s (a window frame's size is a constant, so
+    each span gets its own)."""
     df = secs.join(F.broadcast(roles), ["run_key", "node"]).join(F.broadcast(checks), "run_key")
     leader = F.col("side") == "leader"
 
     def side(what: str) -> Column:
         return F.when(leader, F.col(f"leader_{what}")).otherwise(F.col(f"follower_{what}"))
+
+    # The record bytes that crossed the wire (fetch_serve/fetcher count them): in-sync
+    # replicas' share included, it cannot be told apart there.
+    wire = F.when(leader, F.col("replication_bytes_out")).otherwise(F.col("replication_bytes_in"))
 
     sec, n = F.col("sec"), F.col("window_s")
     open_end = F.col("judged") == "run"  # to the end of the node's logs
@@ -213,11 +235,14 @@ def judged_windows(
         F.col("jstart")
     )
     df = df.select(
-        "run_key", "node", "side", "role", "sec", "start", "end", "window_s", "bound",
+        "run_key", "node", "side", "role", "sec", "start", "end", "window_s",
+        F.coalesce("sensor_bound", "bound").alias("bound"),
         "past_end", open_end.alias("open_end"), end.alias("jend_sec"), first.alias("first"),
         side("throttled_bytes").alias("bytes"), side("throttle").alias("cfg"),
+        (side("throttled_bytes") - side("overhead_bytes")).alias("charged"), wire.alias("wire"),
         F.when(inside, F.when(F.col("exempt_counted"), side("throttled_bytes")).otherwise(held))
         .otherwise(0).alias("counted"),
+        F.when(inside, wire).otherwise(0).alias("wire_counted"),
         F.when(inside, 1).alias("inside"),
     )  # fmt: skip
     parts = []
@@ -227,6 +252,7 @@ def judged_windows(
             df.where(n == span).select(
                 "*",
                 F.sum("counted").over(w).alias("win_sum"),
+                F.sum("wire_counted").over(w).alias("win_wire_sum"),
                 F.count("inside").over(w).alias("win_n"),
             )
         )
@@ -238,20 +264,30 @@ def judged_windows(
     rate = F.col("win_sum") / n
     return df.select(
         "run_key", "node", "side", "role", "sec", "start", "end", "first", "bytes", "cfg",
+        "bound", "charged", "wire",
         ((sec >= F.floor("first")) & (open_end | (sec < end))).alias("judged_sec"),
         F.coalesce(ok, F.lit(False)).alias("ok"),
         rate.alias("win_rate"),
+        (F.col("win_wire_sum") / n).alias("wire_rate"),
         F.coalesce(ok & (rate > F.col("bound")), F.lit(False)).alias("over"),
     )  # fmt: skip
 
 
 def broker_windows(windows: DataFrame) -> DataFrame:
-    """Per (run, node, side) of `judged_windows`: throttled bytes during the move, the largest
-    judged window's rate and start, how many windows were judged and how many exceeded the
-    bound, where the judged interval starts, and the configured throttle while judged."""
+    """Per (run, node, side) of `judged_windows`: throttled, charged and wire bytes during the
+    move, the largest judged window's rate and start (of the counted bytes and of the wire
+    bytes), how many windows were judged and how many exceeded the side's bound (which is
+    given), where the judged interval starts, and the configured throttle while judged."""
     ok, in_move = F.col("ok"), (F.col("sec") >= F.floor("start")) & (F.col("sec") < F.ceil("end"))
+    wire_rate = F.when(ok, F.col("wire_rate"))
     return windows.groupBy("run_key", "node", "side", "role").agg(
         F.sum(F.when(in_move, F.col("bytes"))).alias("bytes_during_move"),
+        F.sum(F.when(in_move, F.col("charged"))).alias("charged_during_move"),
+        F.sum(F.when(in_move, F.col("wire"))).alias("wire_during_move"),
+        F.max(wire_rate).alias("max_wire_window"),
+        F.max_by(F.when(ok, F.col("sec")), wire_rate).alias("max_wire_window_sec"),
+        F.count(F.when(wire_rate > F.col("bound"), 1)).alias("wire_windows_over"),
+        F.max("bound").alias("bound"),
         F.count(F.when(in_move, 1)).alias("seconds_during_move"),
         F.max(F.when(ok, F.col("win_rate"))).alias("max_window"),
         F.max_by(F.when(ok, F.col("sec")), F.when(ok, F.col("win_rate"))).alias("max_window_sec"),
@@ -294,14 +330,83 @@ def _latency_aggs() -> list[Column]:
     ]
 
 
-def latency_phases(phased: DataFrame) -> DataFrame:
+def latency_phases(phased: DataFrame, caught: DataFrame) -> DataFrame:
+    """Per run and phase (all, before, during, after, in_sync_during_move): batches, records,
+    p50 and p99 and the largest latency. `caught`: `catch_ups`' rows; a batch acknowledged
+    during the move is in sync when its partition had not caught up yet (ack before its catch-up,
+    or none in the move): its ISR then is its old replicas, all in sync, and no leader changes,
+    so acks=all waits for no moving replica (KAFKA-4313: in-sync replicas are never throttled)."""
     everything = phased.groupBy("run_key").agg(*_latency_aggs()).withColumn("phase", F.lit("all"))
     phases = phased.where(F.col("phase").isNotNull()).groupBy("run_key", "phase")
-    return everything.unionByName(phases.agg(*_latency_aggs()))
+    keys = ["run_key", "topic", "partition"]
+    during = phased.where(
+        (F.col("phase") == "during") & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    )
+    in_sync = during.join(F.broadcast(caught.select(*keys, "caught")), keys, "left").where(
+        F.col("caught").isNull() | (F.col("ts") < F.col("caught"))
+    )
+    return everything.unionByName(phases.agg(*_latency_aggs())).unionByName(
+        in_sync.groupBy("run_key").agg(*_latency_aggs()).withColumn("phase", F.lit(IN_SYNC))
+    )
 
 
 def latency_per_second(phased: DataFrame) -> DataFrame:
     return phased.groupBy("run_key", F.floor("ts").alias("sec")).agg(*_latency_aggs())
+
+
+def catch_ups(events: DataFrame, moves_df: DataFrame, roles: DataFrame) -> DataFrame:
+    """(run, topic, partition, caught): the first time, during the move (start <= ts, and ts <=
+    end when it ended: `with_phase`'s "during"), that an `isr_expand` added one of the run's
+    receiving brokers to the partition's ISR: its new replica caught up (Kafka's
+    Partition.maybeExpandIsr)."""
+    receiving = (
+        roles.where(F.col("side") == "follower")
+        .groupBy("run_key")
+        .agg(F.collect_set("node").alias("receiving"))
+    )
+    df = (
+        events.where((F.col("event") == "isr_expand") & F.col("partition").isNotNull())
+        .join(F.broadcast(moves_df), "run_key")
+        .join(F.broadcast(receiving), "run_key")
+    )
+    ts, end = F.col("ts"), F.col("end")
+    during = (ts >= F.col("start")) & (end.isNull() | (ts <= end))
+    added = F.arrays_overlap(F.array_except("isr", "old_isr"), F.col("receiving"))
+    return (
+        df.where(during & added)
+        .groupBy("run_key", "topic", "partition")
+        .agg(F.min("ts").alias("caught"))
+    )
+
+
+def catch_up_order(caught: DataFrame, moves_df: DataFrame) -> DataFrame:
+    """Per run: how many partitions caught up in the move (`catch_ups`), Spearman's rho between
+    partition index and catch-up time (Pearson's r of their ranks, tied values sharing their mean
+    rank), and the first and last catch-up in seconds after the move start."""
+    run = Window.partitionBy("run_key")
+
+    def mean_rank(col: str) -> Column:
+        ties = Window.partitionBy("run_key", col)
+        return F.rank().over(run.orderBy(col)) + (F.count(F.lit(1)).over(ties) - 1) / 2
+
+    ranked = caught.select(
+        "run_key", "caught", mean_rank("partition").alias("p"), mean_rank("caught").alias("t")
+    )
+    start = F.col("start")
+    return (
+        ranked.groupBy("run_key")
+        .agg(
+            F.count(F.lit(1)).alias("partitions"),
+            F.corr("p", "t").alias("rho"),
+            F.min("caught").alias("first"),
+            F.max("caught").alias("last"),
+        )
+        .join(F.broadcast(moves_df.select("run_key", "start")), "run_key", "left")
+        .select(
+            "run_key", "partitions", "rho",
+            (F.col("first") - start).alias("first_s"), (F.col("last") - start).alias("last_s"),
+        )  # fmt: skip
+    )
 
 
 def isr_counts(events: DataFrame, moves_df: DataFrame) -> DataFrame:

@@ -259,7 +259,12 @@ def _html_case(case: Mapping[str, Any]) -> str:
         "windows",
         "windows_over",
         "configured_throttle_bytes_per_s",
+        "bound_bytes_per_s",
         "throttle_violated",
+        "wire_bytes_during_move",
+        "charged_record_bytes_during_move",
+        "max_wire_window_bytes_per_s",
+        "wire_violated",
     )
     parts.append(_html_table(bcols, ([b[k] for k in bcols] for b in case["brokers"])))
     lat = case["produce_latency"]
@@ -268,6 +273,12 @@ def _html_case(case: Mapping[str, Any]) -> str:
             ["phase", "batches", "p50_ms", "p99_ms", "max_ms"],
             ([p, v["batches"], v["p50_ms"], v["p99_ms"], v["max_ms"]] for p, v in lat.items()),
         )
+    )
+    up = case["catch_up"]
+    parts.append(
+        f"<p>catch-up: {up['partitions']} partitions caught up in the move, from "
+        f"t={up['first_s']} s to t={up['last_s']} s; Spearman's rho of partition index against "
+        f"catch-up time {up['rank_correlation']}</p>"
     )
     isr = case["isr"]
     parts.append(

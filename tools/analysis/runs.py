@@ -28,7 +28,9 @@ a run's `RunCase` lists are never found here: Spark lists them (inputs.list_logs
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,6 +42,8 @@ from minikafka.tools.analysis.sources import LogFiles, RunSource, parse_source
 
 THROTTLE_MODES = ("lists", "kip542")
 JUDGED = ("move", "run")  # ThrottleCheck.judged
+SENSOR = re.compile(r"([0-9]+) (leader|follower)")  # a key of throttle_bounds_bytes_per_s
+SENSOR_BOUNDS = 'a map "<node> leader|follower" -> B/s (a number > 0), e.g. {"1 leader": 1.2e7}'
 LAYOUT = (
     "case.json, nodes/node-<id>/metrics.jsonl and events.jsonl, "
     "clients/produced.jsonl, timeline.jsonl"
@@ -83,6 +87,13 @@ class ThrottleCheck:
     - `exempt_counted` (`throttle_exempt_counted`, default true): whether in-sync replicas' bytes
       (`*_exempt_bytes`: counted by the quota, KAFKA-4313, never held back) count; false judges
       only the bytes the throttle could hold back.
+    - `sensor_bounds` (`throttle_bounds_bytes_per_s`, default none): a judged side's own bound,
+      "<node> <side>" -> B/s (each of Kafka's quota sensors, ReplicationQuotaManager, is one
+      broker's leader or follower side, and their predicted rates differ); a side with an entry
+      is judged against it, the others against `bound_bytes_per_s` (`bound_for`).
+    - `wire_judged` (`throttle_wire_judged`, default false): whether the record bytes on the
+      wire (in-sync replicas' share inside, which cannot be told apart there) are judged
+      against the same bound too, beside the bytes the quota counted.
     """
 
     window_s: int
@@ -90,6 +101,17 @@ class ThrottleCheck:
     past_end: bool
     judged: str
     exempt_counted: bool
+    sensor_bounds: Mapping[tuple[int, str], float]
+    wire_judged: bool
+
+    def sensor_bound(self, node: int, side: str) -> float | None:
+        """The side's own bound, None where case.json gives none."""
+        return self.sensor_bounds.get((node, side))
+
+    def bound_for(self, node: int, side: str) -> float | None:
+        """The bound a judged side's windows are judged against: its own, else the case's."""
+        own = self.sensor_bound(node, side)
+        return own if own is not None else self.bound_bytes_per_s
 
     def describe(self) -> dict[str, Any]:
         """The case's fields in the report (the values used, defaults filled in)."""
@@ -99,6 +121,10 @@ class ThrottleCheck:
             "throttle_window_past_end": self.past_end,
             "throttle_judged": self.judged,
             "throttle_exempt_counted": self.exempt_counted,
+            "throttle_bounds_bytes_per_s": {
+                f"{node} {side}": bound for (node, side), bound in sorted(self.sensor_bounds.items())
+            },
+            "throttle_wire_judged": self.wire_judged,
         }
 
 
@@ -128,6 +154,9 @@ class RunCase:
     throttle_window_past_end: bool
     throttle_judged: str
     throttle_exempt_counted: bool
+    # (node, side, B/s): the sensors' own bounds (ThrottleCheck.sensor_bounds)
+    throttle_bounds_bytes_per_s: tuple[tuple[int, str, float], ...] = ()
+    throttle_wire_judged: bool = False
     metrics_files: tuple[str, ...] = ()  # filled in from Spark's listing (`with_logs`)
     events_files: tuple[str, ...] = ()
     produced_file: str | None = None
@@ -163,6 +192,8 @@ class RunCase:
             past_end=self.throttle_window_past_end,
             judged=self.throttle_judged,
             exempt_counted=self.throttle_exempt_counted,
+            sensor_bounds={(n, side): b for n, side, b in self.throttle_bounds_bytes_per_s},
+            wire_judged=self.throttle_wire_judged,
         )
 
 
@@ -319,7 +350,30 @@ def _case_fields(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
         "throttle_window_past_end": flag("throttle_window_past_end", False),
         "throttle_judged": judged,
         "throttle_exempt_counted": flag("throttle_exempt_counted", True),
+        "throttle_bounds_bytes_per_s": _sensor_bounds(raw.get("throttle_bounds_bytes_per_s"), where),
+        "throttle_wire_judged": flag("throttle_wire_judged", False),
     }
+
+
+def _sensor_bounds(value: Any, where: str) -> tuple[tuple[int, str, float], ...]:
+    """case.json's `throttle_bounds_bytes_per_s` (null: none), checked: (node, side, B/s)."""
+    if value is None:
+        return ()
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{where}: 'throttle_bounds_bytes_per_s' is {value!r}; expected {SENSOR_BOUNDS}"
+        )
+    out = []
+    for key, bound in value.items():
+        sensor = SENSOR.fullmatch(key)
+        number = isinstance(bound, int | float) and not isinstance(bound, bool)
+        if sensor is None or not number or not math.isfinite(bound) or bound <= 0:
+            raise ConfigError(
+                f"{where}: 'throttle_bounds_bytes_per_s' has {key!r}: {bound!r}; "
+                f"expected {SENSOR_BOUNDS}"
+            )
+        out.append((int(sensor[1]), sensor[2], float(bound)))
+    return tuple(sorted(out))
 
 
 def _int(value: float | None) -> int | None:

@@ -4,9 +4,10 @@ Every log is read with `spark.read.json` and an explicit schema (a half-written 
 field of an unexpected type, becomes nulls instead of failing the job); `input_file_name()`
 names the run folder each line came from. The transformations and their rules are in `frames`;
 only small results reach the driver (one row per broker-second, per case, per phase, per judged
-window), in three actions: the per-second series, the move bounds, and everything else in one
-union. Each case's throttle is judged as its case.json says (`RunCase.throttle_check`): the
-move bounds collected in the second action give the judged interval of each case.
+window, per caught-up partition), in three actions: the per-second series, the move bounds,
+and everything else in one union. Each case's throttle is judged as its case.json says
+(`RunCase.throttle_check`, each judged sensor against its own bound where case.json gives one):
+the move bounds collected in the second action give the judged interval of each case.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from minikafka.tools.analysis.frames import (
     COUNTERS,
     RATES,
     broker_windows,
+    catch_up_order,
+    catch_ups,
     isr_counts,
     judged_windows,
     last_isr,
@@ -83,11 +86,14 @@ EVENTS_SCHEMA = T.StructType(
         T.StructField("topic", T.StringType()),
         T.StructField("partition", T.LongType()),
         T.StructField("isr", T.ArrayType(T.LongType())),
+        T.StructField("old_isr", T.ArrayType(T.LongType())),
     ]
 )
 PRODUCED_SCHEMA = T.StructType(
     [
         T.StructField("ts", T.DoubleType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.LongType()),
         T.StructField("count", T.LongType()),
         T.StructField("latency_ms", T.DoubleType()),
     ]
@@ -107,11 +113,21 @@ def cases_frame(spark: SparkSession, runs: Sequence[RunCase]) -> DataFrame:
     return spark.createDataFrame(rows, "run_key string, mode string, throttle long")
 
 
-def roles_frame(spark: SparkSession, runs: Sequence[RunCase]) -> DataFrame:
-    """(run, node, side): follower side on receiving brokers, leader side on sending ones."""
-    rows = [(r.key, n, "follower", "receiving") for r in runs for n in r.receiving_brokers]
-    rows += [(r.key, n, "leader", "sending") for r in runs for n in r.sending_brokers]
-    return spark.createDataFrame(rows, "run_key string, node long, side string, role string")
+def roles_frame(
+    spark: SparkSession, runs: Sequence[RunCase], checks: Mapping[str, ThrottleCheck]
+) -> DataFrame:
+    """(run, node, side, role, sensor_bound): follower side on receiving brokers, leader side on
+    sending ones; the sensor's own bound where case.json gives one, else null."""
+    sides = [("follower", "receiving", "receiving_brokers"), ("leader", "sending", "sending_brokers")]
+    rows = [
+        (r.key, n, side, role, checks[r.key].sensor_bound(n, side))
+        for side, role, field in sides
+        for r in runs
+        for n in getattr(r, field)
+    ]
+    return spark.createDataFrame(
+        rows, "run_key string, node long, side string, role string, sensor_bound double"
+    )
 
 
 def checks_frame(
@@ -218,7 +234,8 @@ def shuffle_partitions(spark: SparkSession, runs: Sequence[RunCase]) -> int:
 def collect(
     spark: SparkSession, runs: Sequence[RunCase], params: Params, say: Callable[[str], None]
 ) -> Collected:
-    keys, roles = cases_frame(spark, runs), roles_frame(spark, runs)
+    checks = {r.key: r.throttle_check(params) for r in runs}
+    keys, roles = cases_frame(spark, runs), roles_frame(spark, runs, checks)
     metrics = read_lines(spark, [f for r in runs for f in r.metrics_files], METRICS_SCHEMA)
     secs = per_second(metrics, keys).cache()
     try:
@@ -231,7 +248,6 @@ def collect(
             spark, [r.timeline_file for r in runs if r.timeline_file], TIMELINE_SCHEMA
         )
         move_rows = rows(moves(timeline, secs, roles, keys))
-        checks = {r.key: r.throttle_check(params) for r in runs}
         bounds = [
             (m["run_key"], *case_move(checks[m["run_key"]], m)[:2], m["load_start"])
             for m in move_rows
@@ -249,13 +265,15 @@ def collect(
             spark, [r.produced_file for r in runs if r.produced_file], PRODUCED_SCHEMA
         )
         phased = with_phase(produced, moves_df)
+        caught = catch_ups(events, moves_df, roles)
         small = rows_of_many(
             {
                 "windows": broker_windows(windows),
                 "window_series": window_series(windows),
                 "isr_counts": isr_counts(events, moves_df),
                 "last_isr": last_isr(events),
-                "latency": latency_phases(phased),
+                "catch_up": catch_up_order(caught, moves_df),
+                "latency": latency_phases(phased, caught),
                 "latency_seconds": latency_per_second(phased),
             }
         )

@@ -1,18 +1,31 @@
 """From the Spark job's small result rows to the report: one object per case, the verdicts and
 a summary. Pure (no Spark, no files), so every rule here is a plain unit test.
 
-Verdict of a case (issue text): it fails when any judged broker side has a window above the
-case's bound (the largest rate over sliding windows of the case's span, 1 s slide, as
-frames.judged_windows computes it; span and bound from case.json, else `Params.window_s` and
-`violation_factor` x the throttle: `ThrottleCheck`), or when a prediction exists and the move
+Verdict of a case (issue text): it fails when any judged broker side has a window above its
+bound (the largest rate over sliding windows of the case's span, 1 s slide, as
+frames.judged_windows computes it; span and bound from case.json, the sensor's own bound
+`throttle_bounds_bytes_per_s` "<node> <side>" first, else `Params.window_s` and
+`violation_factor` x the throttle: `ThrottleCheck`), when the case judges the wire
+(`throttle_wire_judged`) and a window of the side's wire bytes is above that bound, or when a
+prediction exists and the move
 took less than `duration_ratio_min` or more than `duration_ratio_max` of it (or was not found at
 all); a case.json with alternatives across a step of the quota algorithm is judged against the
 first prediction whose accepted ratios hold the move (`judged_prediction`). Each case reports
-the window span, bound, prediction and rules it was judged with.
+the window span, bounds, prediction and rules it was judged with, each broker side the bound
+it was judged against.
+
+Figures beside the verdict: per judged side, the record bytes on the wire (leader side
+`replication_bytes_out`, follower side `replication_bytes_in`) and those the quota charged
+(throttled less overhead bytes) during the move, and the largest wire window; per case, the
+order partitions caught up in (`catch_up`: Spearman's rho of partition index against catch-up
+time, near 0 under KIP-73's random partition order, near +1 for a fetcher that always asks in
+partition order) and the produce latency of partitions not caught up yet during the move
+(`produce_latency.in_sync_during_move`, KAFKA-4313).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -21,7 +34,7 @@ from typing import Any
 from minikafka.tools.analysis.runs import Params, RunCase, ThrottleCheck, slugs
 
 SCHEMA = "minikafka-analysis/1"
-PHASES = ("all", "before", "during", "after")
+PHASES = ("all", "before", "during", "after", "in_sync_during_move")
 Row = Mapping[str, Any]
 
 
@@ -37,6 +50,7 @@ class Collected:
     last_isr: list[dict[str, Any]]
     latency: list[dict[str, Any]]
     latency_seconds: list[dict[str, Any]]
+    catch_up: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,10 +125,13 @@ def build_case(run: RunCase, case_id: str, data: Collected, params: Params) -> d
     )
     ratio = duration / predicted if duration is not None and predicted else None
     brokers = [
-        broker_figures(w, run.throttle_bytes_per_s, check.bound_bytes_per_s, duration)
+        broker_figures(
+            w, run.throttle_bytes_per_s, check.bound_for(w["node"], w["side"]), duration,
+            wire_judged=check.wire_judged,
+        )
         for w in sorted(data.windows, key=lambda w: (w["node"], w["side"]))
         if w["run_key"] == run.key
-    ]
+    ]  # fmt: skip
     judged = [b for b in brokers if b["max_window_throttle_ratio"] is not None]
     top = max(judged, key=lambda b: b["max_window_throttle_ratio"], default=None)
     moved = sum(b["throttled_bytes_during_move"] or 0 for b in brokers if b["side"] == "follower")
@@ -135,7 +152,9 @@ def build_case(run: RunCase, case_id: str, data: Collected, params: Params) -> d
         "max_window_node": top["node"] if top else None,
         "max_window_side": top["side"] if top else None,
         "throttle_violated": any(b["throttle_violated"] for b in brokers),
+        "wire_violated": any(b["wire_violated"] for b in brokers) if check.wire_judged else None,
         "brokers": brokers,
+        "catch_up": catch_up_figures(data.catch_up, run.key),
         "produce_latency": latency_by_phase(data.latency, run.key),
         "isr": isr_figures(data.isr_counts, data.last_isr, run.key),
         "plots": {
@@ -181,14 +200,23 @@ def judged_bounds(check: ThrottleCheck, row: Row) -> tuple[float | None, float |
 
 
 def broker_figures(
-    w: Row, throttle: int | None, bound: float | None, duration: float | None
+    w: Row,
+    throttle: int | None,
+    bound: float | None,
+    duration: float | None,
+    *,
+    wire_judged: bool = False,
 ) -> dict[str, Any]:
     """One judged broker side (a `frames.broker_windows` row): violated when its largest
-    window's rate is above `bound`; its start in seconds after the judged interval's start."""
-    max_window = w.get("max_window")
+    window's rate is above `bound` (the side's own: `ThrottleCheck.bound_for`); its start in
+    seconds after the judged interval's start. Its wire is violated (only when `wire_judged`,
+    else None) when its largest window of wire bytes is above `bound` too."""
+    max_window, max_wire = w.get("max_window"), w.get("max_wire_window")
     ratio = max_window / throttle if max_window is not None and throttle else None
     during = w.get("bytes_during_move")
     at, start = w.get("max_window_sec"), w.get("judged_from")
+    wire_at = w.get("max_wire_window_sec")
+    wire_over = max_wire is not None and bound is not None and max_wire > bound
     return {
         "node": w["node"],
         "side": w["side"],
@@ -206,7 +234,17 @@ def broker_figures(
         "windows": w.get("windows") or 0,
         "windows_over": w.get("windows_over") or 0,
         "configured_throttle_bytes_per_s": w.get("cfg"),
+        "bound_bytes_per_s": _round(bound, 1),
         "throttle_violated": max_window is not None and bound is not None and max_window > bound,
+        # The record bytes on the wire beside those the quota was charged (less its headers).
+        "wire_bytes_during_move": _round(w.get("wire_during_move"), 0),
+        "charged_record_bytes_during_move": _round(w.get("charged_during_move"), 0),
+        "max_wire_window_bytes_per_s": _round(max_wire, 1),
+        "max_wire_window_start_s": _round(
+            wire_at - start if wire_at is not None and start is not None else None, 3
+        ),
+        "wire_windows_over": w.get("wire_windows_over") or 0,
+        "wire_violated": wire_over if wire_judged else None,
     }
 
 
@@ -215,6 +253,23 @@ def latency_by_phase(rows: Sequence[Row], key: str) -> dict[str, dict[str, Any]]
     found = {r["phase"]: _latency(r) for r in rows if r["run_key"] == key}
     empty = {"batches": 0, "records": 0, "p50_ms": None, "p99_ms": None, "max_ms": None}
     return {p: found.get(p, dict(empty)) for p in PHASES}
+
+
+def catch_up_figures(rows: Sequence[Row], key: str) -> dict[str, Any]:
+    """{partitions, rank_correlation, first_s, last_s} of a case (`frames.catch_up_order`); no
+    partition caught up in the move: 0 and nulls. rho is null where it is undefined (fewer than
+    two partitions, or all caught up in the same instant)."""
+    r = next((r for r in rows if r["run_key"] == key), None)
+    if r is None:
+        return {"partitions": 0, "rank_correlation": None, "first_s": None, "last_s": None}
+    rho = r.get("rho")
+    finite = isinstance(rho, int | float) and math.isfinite(rho)  # NaN: no variance
+    return {
+        "partitions": r["partitions"],
+        "rank_correlation": _round(rho, 4) if finite else None,
+        "first_s": _round(r.get("first_s"), 3),
+        "last_s": _round(r.get("last_s"), 3),
+    }
 
 
 def _latency(r: Row) -> dict[str, Any]:
@@ -260,8 +315,16 @@ def verdict_failures(case: Mapping[str, Any], params: Params) -> list[str]:
                     if ratio
                     else ""
                 )
-                + f" (bound {case['throttle_bound_bytes_per_s']:.0f} B/s; "
+                + f" (bound {b['bound_bytes_per_s']:.0f} B/s; "
                 f"{b['windows_over']} of {b['windows']} windows above it)"
+            )
+        if b.get("wire_violated"):
+            failures.append(
+                f"wire above the bound: node {b['node']} {b['side']} sent or fetched "
+                f"{b['max_wire_window_bytes_per_s']:.0f} B/s of records over "
+                f"{case['throttle_window_s']} s from t={b['max_wire_window_start_s']} s (bound "
+                f"{b['bound_bytes_per_s']:.0f} B/s; {b['wire_windows_over']} of {b['windows']} "
+                "windows above it)"
             )
     predicted = case["predicted_move_s"]
     if predicted:
