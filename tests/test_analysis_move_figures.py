@@ -227,3 +227,17 @@ def test_latency_of_partitions_still_in_sync_during_the_move(report: Report) -> 
     # Shuffled: t-5 caught up at 14 s, so its batch at 16.5 s is left out as well.
     other = report.case("case_bound")["produce_latency"]["in_sync_during_move"]
     assert (other["batches"], other["max_ms"]) == (7, 80.0)
+
+
+def test_catch_up_figures_of_no_or_one_partition() -> None:
+    from minikafka.tools.analysis.summary import catch_up_figures
+
+    assert catch_up_figures([], "r") == {
+        "partitions": 0, "rank_correlation": None, "first_s": None, "last_s": None,
+    }  # fmt: skip
+    # One partition (Spark's corr: null), or all in the same instant (NaN): rho is undefined.
+    for rho in (None, math.nan):
+        row = {"run_key": "r", "partitions": 1, "rho": rho, "first_s": 2.5, "last_s": 2.5}
+        assert catch_up_figures([row], "r")["rank_correlation"] is None
+    row = {"run_key": "r", "partitions": 3, "rho": -0.123456, "first_s": 1.0, "last_s": 4.0}
+    assert catch_up_figures([row], "r")["rank_correlation"] == -0.1235
