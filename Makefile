@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements-dev.lock
 PIP_TOOLS := pip-tools==7.6.2
 
-.PHONY: setup demo test test-fast lint bench clean lock
+.PHONY: setup demo test test-fast mutants lint bench clean lock
 
 # The lock's packages (hash-checked: pip refuses a file whose hash is not in the lock, and a
 # dependency the lock does not name), then minikafka itself, editable, taking nothing more.
@@ -44,6 +44,10 @@ lint: $(STAMP)
 test: $(STAMP) lint
 	$(VENV)/bin/pytest -q
 	$(VENV)/bin/pytest -q systemtests --profile quick --quota-mode both
+
+# The KIP-73 verdicts against deliberate bugs (systemtests/test_mutants.py): about 10 minutes.
+mutants: $(STAMP)
+	$(VENV)/bin/pytest -q systemtests -m mutants
 
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -m "not integration and not spark"

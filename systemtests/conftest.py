@@ -29,6 +29,7 @@ minikafka/testing/seeds.py) plus its index in the matrix
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -36,9 +37,12 @@ from typing import Any
 
 import pytest
 
+from minikafka.testing.mutants import CONTROL
 from minikafka.testing.run_folder import RunFolder
 from minikafka.testing.seeds import resolve_seed
 from systemtests.harness.matrix import seed_offset
+from systemtests.harness.mutation import MutantResult, run_mutants
+from systemtests.harness.mutation import table as mutation_table
 from systemtests.harness.profiles import PROFILES, get_profile
 from systemtests.harness.quota_modes import QUOTA_MODES
 from systemtests.harness.runner import CaseRun, CaseSpec, run_case
@@ -54,7 +58,8 @@ from systemtests.harness.verdicts import (
 CALIBRATED_SEED = 73
 RUN_KEY = pytest.StashKey[Path]()
 SUMMARY_KEY = pytest.StashKey[list]()
-STEP_KEY = pytest.StashKey[bool]()  # a case was judged across a step (verdicts.STEP_LEGEND)
+STEP_KEY = pytest.StashKey[bool]()
+MUTANTS_KEY = pytest.StashKey[list]()  # the mutation table's lines  # a case was judged across a step (verdicts.STEP_LEGEND)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -86,13 +91,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect the soak unless `-m` names it, and the cases of the quota mode `--quota-mode`
-    leaves out."""
-    if "soak" not in (config.getoption("-m") or ""):
-        soak = [item for item in items if item.get_closest_marker("soak") is not None]
-        if soak:
-            config.hook.pytest_deselected(items=soak)
-            items[:] = [item for item in items if item.get_closest_marker("soak") is None]
+    """Deselect the soak and the mutants unless `-m` names them, and the cases of the quota mode
+    `--quota-mode` leaves out."""
+    for marker in ("soak", "mutants"):
+        if marker in (config.getoption("-m") or ""):
+            continue
+        drop = [item for item in items if item.get_closest_marker(marker) is not None]
+        if drop:
+            config.hook.pytest_deselected(items=drop)
+            items[:] = [item for item in items if item.get_closest_marker(marker) is None]
     chosen = config.getoption("--quota-mode")
     if chosen == "both":
         return
@@ -183,6 +190,7 @@ class Matrix:
                 case,
                 report_path=None if report is None else report.out_dir / "report.json",
                 analysis_error=analysis_error,
+                per_second=[] if report is None else report.per_second,
             )
             res["seed"] = seed
             RunFolder(run.path).write_results(res)
@@ -205,6 +213,45 @@ def system_matrix(pytestconfig: pytest.Config, tmp_path_factory) -> Matrix:
     return Matrix(pytestconfig, profile, session_dir, tmp_path_factory.mktemp("clusters"))
 
 
+@pytest.fixture(scope="session")
+def mutation_results(request: pytest.FixtureRequest, system_matrix: Matrix):
+    """`row(mutant)`: that mutant's MutantResult; the first call runs every selected mutant
+    (systemtests/test_mutants.py) and writes the table."""
+    found: dict[str, MutantResult] = {}
+
+    def row(mutant: str) -> MutantResult:
+        if not found:
+            chosen = _selected_mutants(request.session.items)
+            rows = run_mutants(
+                chosen,
+                profile=system_matrix.profile,
+                session_dir=system_matrix.session_dir / "mutants",
+                tmp=system_matrix.tmp / "mutants",
+                seed_base=system_matrix.seed_base,
+                spark_master=system_matrix.config.getoption("--spark-master"),
+                say=system_matrix._say,
+            )
+            found.update({r.mutant: r for r in rows})
+            out = system_matrix.session_dir / "mutants"
+            lines = mutation_table(rows)
+            (out / "mutants.md").write_text("\n".join(lines) + "\n")
+            (out / "mutants.json").write_text(json.dumps([r.to_json() for r in rows], indent=1))
+            request.config.stash[MUTANTS_KEY] = lines
+        return found[mutant]
+
+    return row
+
+
+def _selected_mutants(items: list[pytest.Item]) -> list[str]:
+    """The mutants of the selected tests, the control first (it runs if any mutant does)."""
+    chosen = {CONTROL}
+    for it in items:
+        spec = getattr(it, "callspec", None)
+        if spec is not None and "mutant" in spec.params:
+            chosen.add(spec.params["mutant"])
+    return [CONTROL, *sorted(chosen - {CONTROL})]
+
+
 @pytest.fixture
 def case_result(request: pytest.FixtureRequest, system_matrix: Matrix, case: CaseSpec) -> dict:
     """results.json of this test's `case` (its module's batch is run if it has not been)."""
@@ -224,6 +271,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config) -> None:
+    table = config.stash.get(MUTANTS_KEY, [])
+    if table:
+        terminalreporter.section("KIP-73 verdicts against deliberate bugs")
+        for line in table:
+            terminalreporter.write_line(line)
     lines = config.stash.get(SUMMARY_KEY, [])
     if lines:
         terminalreporter.section("KIP-73 system tests")

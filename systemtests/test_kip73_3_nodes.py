@@ -58,4 +58,5 @@ LOADED = [c for c in THREE_NODES if c.load and c.quota == "precise"]
 def test_in_sync_followers_are_not_held_back_so_producers_do_not_wait(case, case_result):
     during = (case_result["analysis"] or {}).get("produce_latency_during_move") or {}
     assert during.get("batches"), f"no acknowledged batch during the move: {case_result['run_dir']}"
-    assert during["p99_ms"] < LATENCY_P99_MS, (case_result["run_dir"], during)
+    cpu = case_result.get("cpu_during_move")  # a shared machine shows here (harness/machine.py)
+    assert during["p99_ms"] < LATENCY_P99_MS, (case_result["run_dir"], during, cpu)

@@ -36,4 +36,5 @@ def test_in_sync_followers_are_not_held_back_so_the_kafka_client_does_not_wait(c
     during = (case_result["analysis"] or {}).get("produce_latency_during_move") or {}
     run_dir = case_result["run_dir"]
     assert during.get("batches"), f"no acknowledged record during the move: {run_dir}"
-    assert during["p99_ms"] < LATENCY_P99_MS, (run_dir, during)
+    cpu = case_result.get("cpu_during_move")  # a shared machine shows here (harness/machine.py)
+    assert during["p99_ms"] < LATENCY_P99_MS, (run_dir, during, cpu)

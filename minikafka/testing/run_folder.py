@@ -72,9 +72,12 @@ OPTIONAL = {
     "throttle_window_past_end": False,
     "throttle_judged": "move",
     "throttle_exempt_counted": True,
+    "throttle_bounds_bytes_per_s": {},
+    "throttle_wire_judged": False,
 }
 NODE_LOGS = ("events.jsonl", "metrics.jsonl", "replicas.jsonl", "node.out")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SENSOR = re.compile(r"[0-9]+ (leader|follower)")
 
 
 def _ids(name: str, value: Sequence[int]) -> list[int]:
@@ -111,6 +114,11 @@ class CaseInfo:
     throttle_window_past_end: bool = False
     throttle_judged: str = "move"
     throttle_exempt_counted: bool = True
+    # A sensor's own bound, "<node> <side>" -> B/s, where it differs from the case's bound.
+    throttle_bounds_bytes_per_s: Mapping[str, float] = field(default_factory=dict)
+    # Whether every replication byte on the judged brokers' wire is of the throttled class, so
+    # the wire's windows are judged against the bound too (the analysis' `wire_violated`).
+    throttle_wire_judged: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -159,7 +167,21 @@ class CaseInfo:
         b = self.throttle_bound_bytes_per_s
         if b is not None and (isinstance(b, bool) or not isinstance(b, int | float) or b <= 0):
             raise ConfigError(f"throttle_bound_bytes_per_s {b!r}: expected B/s > 0 or None")
-        for name in ("throttle_window_past_end", "throttle_exempt_counted"):
+        bounds = self.throttle_bounds_bytes_per_s
+        if not isinstance(bounds, Mapping) or any(
+            not isinstance(k, str)
+            or not _SENSOR.fullmatch(k)
+            or isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or v <= 0
+            for k, v in bounds.items()
+        ):
+            raise ConfigError(
+                f"throttle_bounds_bytes_per_s {bounds!r}: expected a map of "
+                '"<node> leader|follower" to B/s > 0'
+            )
+        object.__setattr__(self, "throttle_bounds_bytes_per_s", dict(bounds))
+        for name in ("throttle_window_past_end", "throttle_exempt_counted", "throttle_wire_judged"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} {getattr(self, name)!r}: expected true or false")
         if self.throttle_judged not in THROTTLE_JUDGED:

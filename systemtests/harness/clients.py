@@ -7,9 +7,10 @@ sent without keeping the values in memory. The checker (minikafka/testing/checke
 
 Every acknowledged batch goes to clients/produced.jsonl (with `"phase": "fill" | "load"`), every
 chunk read back to clients/consumed.jsonl. The load is paced on the clock: by time t after its
-start, floor(rate x t / batch size) batches are due; each 100 ms tick sends the ones due in one
-request per leader (`Producer.send_batches`), at most `in_flight` requests outstanding, so a slow
-acknowledgement delays the next ticks' batches but never the average rate. Partitions are served
+start, floor(rate x t / batch size) batches are due; each 100 ms tick sends the ones due, each
+batch in a request of its own (`Producer.send_batches`), so its latency is its own, at most
+`in_flight` ticks outstanding, so a slow acknowledgement delays the next ticks' batches but never
+the average rate. Partitions are served
 round-robin, so each partition receives rate / partitions. Both loads are the kit's
 (minikafka/testing/load.py), bounded in count and time: the fill by its batches and
 `timeout_s`, the steady load by `stop` and `max_s`.
@@ -216,11 +217,19 @@ async def run_load(
     sent = 0
     task_status.started()
 
+    async def alone(item: tuple) -> None:
+        t0 = time.time()
+        stats.bytes_acked += await send(producer, workload, [item], folder, "load")
+        stats.max_latency_ms = max(stats.max_latency_ms, (time.time() - t0) * 1000)
+
     async def one(items: list) -> None:
+        # Each batch sent and timed on its own, so its latency is its own: sent together, a
+        # batch would wait for the slowest of its tick (after a leader change, one retried on
+        # its partition's new leader, whose new follower Kafka's lists mode may throttle).
         try:
-            t0 = time.time()
-            stats.bytes_acked += await send(producer, workload, items, folder, "load")
-            stats.max_latency_ms = max(stats.max_latency_ms, (time.time() - t0) * 1000)
+            async with trio.open_nursery() as sends:
+                for item in items:
+                    sends.start_soon(alone, item)
         finally:
             slots.release()
 

@@ -30,15 +30,18 @@ Kafka's algorithm has steps of its own, too: whether one more whole response pas
 can turn on a per cent of the bytes charged before it, and the move then ends a round of
 responses (or a wait for one to leave the quota's window) earlier or later. The simulation
 matches a run's charges to a few per cent, not better (Kafka-mode moves without a step ran
-0.96-1.10 x it), so near a step it cannot say which side a run lands on. `step_alternatives`
-(tools/reassign/kafka_algorithm.py) simulates the move again with the charges 2.5 % and 5 %
-lighter and heavier (`CHARGE_ERROR`); a duration the accepted ratios of the prediction cannot
-hold is the prediction across a step, and a run may match either. Measured on
-3n-one-to-two-reassign-lists-load-kafka: predicted 17.2 s, 23.2 s with charges 2.5 % heavier;
-seven runs took 18.3, 18.4 s (1.07 x) and 21.9-23.4 s (0.94-1.01 x the alternative): the
-leader's rate after the first four rounds of two 10 MiB responses sat within 1 % of T through
-its 1 s sawtooth (window 11-12 s), and a run whose lowest tooth stayed above T waited for the
-first round to leave the 12 s window. Cases off a step keep the one prediction.
+0.96-1.10 x it), so near a step it cannot say which side a run lands on. It predicts both:
+`step_candidates` (tools/reassign/kafka_steps.py) simulates the move again with the charges
+2.5 % and 5 % lighter and heavier and keeps the times more than 10 % apart. A run is not
+accepted against whichever candidate its duration fits (that accepted 0.90-1.67 x of 17.2 s for
+the decommission under load): each candidate's cumulative charge to each judged sensor, second
+by second (`Judging.step_curves`, case.json `step_curves`), is compared with the run's own
+(harness/verdicts.py `followed_step`), and the move is judged against the candidate it
+followed. Measured on 3n-one-to-two-reassign-lists-load-kafka: candidates 17.2 s and 23.2 s
+(charges 2.5 % heavier), whose leader curves part at second 6 by a round of two 10 MiB
+responses (a mean gap of 5.6 % of the bytes moved): the leader's rate after the first four
+rounds sits within 1 % of T through its 1 s sawtooth, and a run whose lowest tooth stays above
+T waits for the first round to leave the 12 s window. Cases off a step keep the one prediction.
 
 Both modes: the duration must be 0.9-1.2 x the prediction (KIP-73's test plan; Kafka's own
 throttling_test.py asserts >= 0.9 x its estimate), `DURATION_RATIO`.
@@ -52,12 +55,11 @@ from typing import Any
 
 from minikafka.tools.reassign.kafka_algorithm import (
     aged_sensors,
-    kafka_prediction,
     overshoot_bound,
     sensor_fetchers,
     settings_from_configs,
-    step_alternatives,
 )
+from minikafka.tools.reassign.kafka_steps import charge_curve, step_candidates
 from minikafka.tools.reassign.model import MovingPartition, traffic_prediction
 
 QUOTA_MODES = ("precise", "kafka")
@@ -135,6 +137,12 @@ class Judging:
     alternatives_s: tuple[float, ...] = ()
     window_s: int | None = None
     bound_bytes_per_s: float | None = None
+    # Each judged sensor's own bound, "<node> <side>" -> B/s (case.json
+    # throttle_bounds_bytes_per_s); `bound_bytes_per_s` is the largest of them.
+    bounds_bytes_per_s: dict[str, float] = field(default_factory=dict)
+    # Across a step: per judged sensor, each candidate's cumulative charge at each whole second
+    # of the move (the nominal first, then `alternatives_s`'), for `followed_step`.
+    step_curves: dict[str, list[list[int]]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -160,29 +168,34 @@ def judging(
         raise ValueError(f"quota mode {quota!r}: expected one of {', '.join(QUOTA_MODES)}")
     settings = settings_from_configs(NODE_CONFIGS["kafka"])
     ages = aged_sensors(moving, mode, up_s)
-    sim = kafka_prediction(
+    candidates = step_candidates(
         moving, throttle=throttle, mode=mode, settings=settings, sensor_age_s=ages
     )
+    sim = candidates[0]
     fetchers = sensor_fetchers(moving, mode)
-    bound = max(
-        overshoot_bound(throttle=throttle, fetchers=fetchers.get(s, 1), settings=settings)
-        for s in judged
-    )
+    bounds = {
+        f"{b} {side}": round(
+            overshoot_bound(
+                throttle=throttle, fetchers=fetchers.get((b, side), 1), settings=settings
+            ),
+            1,
+        )
+        for b, side in judged
+    }
+    bound = max(bounds.values())
     span = round(settings.span_s)
     windows = {s: sim.max_window_rate(s, settings.span_s) for s in sorted(sim.charged)}
     return Judging(
         predicted_s=sim.seconds,
-        alternatives_s=step_alternatives(
-            moving,
-            throttle=throttle,
-            mode=mode,
-            settings=settings,
-            sensor_age_s=ages,
-            nominal=sim.seconds,
-            accepted=DURATION_RATIO,
-        ),
+        alternatives_s=tuple(round(c.seconds, 3) for c in candidates[1:] if c.seconds),
+        step_curves={
+            f"{b} {side}": [charge_curve(c, (b, side)) for c in candidates]
+            for b, side in judged
+            if len(candidates) > 1
+        },
         window_s=span,
-        bound_bytes_per_s=round(bound, 1),
+        bound_bytes_per_s=bound,
+        bounds_bytes_per_s=bounds,
         extra={
             "traffic_model_move_s": None if traffic.seconds is None else round(traffic.seconds, 3),
             "kafka_simulation": {

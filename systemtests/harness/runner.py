@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from minikafka.testing.run_folder import CaseInfo, RunFolder
 from systemtests.harness.clients import HarnessError, LoadStats, Workload, fill, read_back, run_load
 from systemtests.harness.kafka_load import run_kafka_load
 from systemtests.harness.layout import Layout, Prediction, make_layout, moving_partitions, predict
+from systemtests.harness.machine import CpuShare
 from systemtests.harness.profiles import Profile
 from systemtests.harness.quota_modes import NODE_CONFIGS, Judging, judging, sensor_warmup_s
 from systemtests.harness.topic_state import (
@@ -129,7 +130,11 @@ class Scenario:
         self.load_stats = LoadStats()
         self.sizes_at_start: dict[int, int] = {}
         self.move_s: tuple[float, float] | None = None
+        self.cpu = CpuShare()  # who used the machine during the move (harness/machine.py)
         self.up_since = 0.0  # when the leaders' quota sensors start recording (topic created)
+
+    def pids(self) -> list[int | None]:
+        return [self.cluster.pid(n.node_id) for n in self.cluster.spec.nodes]
 
     @property
     def final_replicas(self) -> Mapping[int, tuple[int, ...]]:
@@ -288,8 +293,10 @@ class Scenario:
                 lambda: self.cluster.restart(victim, ready_timeout_s=WAIT_S)
             )
             started = self.folder.event("move_start", how="restart", node=victim)
+            self.cpu.start(self.pids())
             done = lambda s: all(victim in isr for _l, _r, isr in s.values())  # noqa: E731
             ended = await wait_until(client, done, f"broker {victim} in every ISR", limit)
+            self.cpu.stop(self.pids())
             self.folder.event("move_end", ts=ended)
             self.move_s = (started, ended)
             delete = "leader.replication.throttled.rate,follower.replication.throttled.rate"
@@ -329,6 +336,7 @@ class Scenario:
         self.folder.event("execute", tool="reassign")
         await self.tool("reassign-execute", "reassign", "--execute", *file, *throttle, *mode)
         started = self.folder.event("move_start", how="reassign --execute")
+        self.cpu.start(self.pids())
         self.folder.event(
             "throttle_set", ts=started, tool="reassign", bytes_per_s=self.throttle,
             mode=spec.mode, brokers=sorted({*self.layout.sending, *self.layout.receiving}),
@@ -346,6 +354,7 @@ class Scenario:
         if scope.cancelled_caught:
             await self.tool("reassign-verify-timeout", "reassign", "--verify", *file)
             raise HarnessError(f"the reassignment did not complete within {limit:.0f} s")
+        self.cpu.stop(self.pids())
         self.folder.event("move_end", ts=seen)
         self.move_s = (started, seen)
         await self.tool("reassign-verify", "reassign", "--verify", *file)
@@ -381,8 +390,12 @@ class Scenario:
         judged = self.run.judging
         if judged is not None:
             extra |= judged.extra
+            if judged.step_curves:
+                extra["step_curves"] = judged.step_curves
         if self.move_s is not None:
             extra["move_observed_s"] = round(self.move_s[1] - self.move_s[0], 3)
+        if self.cpu.figures is not None:
+            extra["cpu_during_move"] = self.cpu.figures
         self.run.info = CaseInfo(
             case=self.run.spec.name,
             seed=self.cluster.spec.seed,
@@ -401,15 +414,28 @@ class Scenario:
             predicted_move_alternatives_s=() if judged is None else judged.alternatives_s,
             throttle_window_s=None if judged is None else judged.window_s,
             throttle_bound_bytes_per_s=None if judged is None else judged.bound_bytes_per_s,
+            throttle_bounds_bytes_per_s={} if judged is None else judged.bounds_bytes_per_s,
+            # Idle, every replication byte on the judged brokers is of the throttled class (the
+            # moving partitions are all listed, or all adding); under load in-sync followers of
+            # unlisted or non-adding replicas add bytes the throttle does not govern.
+            throttle_wire_judged=not self.run.spec.load,
             extra=extra,
         )
         self.folder.write_case(self.run.info)
 
 
 def run_case(
-    spec: CaseSpec, profile: Profile, *, runs_dir: Path, cluster_dir: Path, seed: int
+    spec: CaseSpec,
+    profile: Profile,
+    *,
+    runs_dir: Path,
+    cluster_dir: Path,
+    seed: int,
+    node_command: Sequence[str] | None = None,
 ) -> CaseRun:
-    """Run one case; never raises for a failure of the case (it is in `CaseRun.error`)."""
+    """Run one case; never raises for a failure of the case (it is in `CaseRun.error`).
+    `node_command`: how its nodes start (default `minikafka node`; a mutant's,
+    minikafka/testing/mutants.py)."""
     t0 = time.monotonic()
     folder = RunFolder.create(runs_dir, spec.name)
     run = CaseRun(spec=spec, folder=folder)
@@ -423,7 +449,7 @@ def run_case(
     folder.event("cluster_up", seed=seed, brokers=list(layout.brokers))
     scenario = None
     try:
-        with LocalCluster.up(cspec, ready_timeout_s=WAIT_S) as lc:
+        with LocalCluster.up(cspec, node_command=node_command, ready_timeout_s=WAIT_S) as lc:
             scenario = Scenario(run, lc, layout, profile)
             try:
                 trio.run(scenario.main)

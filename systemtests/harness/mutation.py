@@ -1,0 +1,158 @@
+"""The mutation run: each deliberate bug of minikafka/testing/mutants.py against the KIP-73 cases
+that should catch it, and the table of what caught what.
+
+A verdict is proven by the bugs it catches. For each mutant, its cases (`CATCHERS`) run with every
+node under the mutant; the mutant is caught when at least one verdict of one of its cases fails
+(systemtests/harness/verdicts.py, `VERDICTS`). The control (the real code, started through the
+same launcher) runs every case any mutant uses, in the same session: a verdict that fails the
+control proves nothing about the mutants. All folders are analysed in one Spark job.
+
+The cases are the matrix's, Kafka's quota mode: the mode whose verdicts a reviewer found too
+loose. Which case for which bug:
+- the leader side binds in the decommission (one-to-two: broker 1 sends everything), the
+  follower side in the addition (two-to-one: broker 3 receives everything);
+- KAFKA-4313 shows under load with replica lists, where in-sync followers' partitions are
+  listed (KIP-542 throttles only adding replicas, so there is nothing to exempt);
+- the partition order shows in the wipe (one fetcher re-copies all 100 partitions).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from minikafka.testing.mutants import CONTROL, MUTANTS, node_command
+from minikafka.testing.run_folder import RunFolder
+from systemtests.harness.matrix import MATRIX, seed_offset
+from systemtests.harness.profiles import get_profile
+from systemtests.harness.runner import CaseRun, CaseSpec, run_case
+from systemtests.harness.verdicts import case_of, results, run_analysis
+
+LEADER_BINDS = "3n-one-to-two-reassign-lists-idle-kafka"
+FOLLOWER_BINDS = "3n-two-to-one-reassign-lists-idle-kafka"
+IN_SYNC_LOAD = "3n-one-to-two-reassign-lists-load-kafka"
+ONE_FETCHER = "2n-wipe-configs-lists-idle-kafka"
+
+CATCHERS: dict[str, tuple[str, ...]] = {
+    "leader-throttle-off": (LEADER_BINDS,),
+    "follower-throttle-off": (FOLLOWER_BINDS,),
+    "kafka-4313-off": (IN_SYNC_LOAD,),
+    "kafka-4313-inverted": (IN_SYNC_LOAD,),
+    "fixed-partition-order": (ONE_FETCHER,),
+    "response-cap-ignored": (LEADER_BINDS,),
+    "uncharged-tenth-partition": (LEADER_BINDS,),
+    "simplerate-purge-by-start": (IN_SYNC_LOAD,),
+    "records-only-charge": (LEADER_BINDS,),
+}
+CATCHERS[CONTROL] = tuple(sorted({c for cases in CATCHERS.values() for c in cases}))
+assert set(CATCHERS) == set(MUTANTS), "every mutant has its cases"
+
+
+def case_named(name: str) -> CaseSpec:
+    found = [c for c in MATRIX if c.name == name]
+    if len(found) != 1:
+        raise KeyError(f"no matrix case {name!r}")
+    return found[0]
+
+
+@dataclass(slots=True, kw_only=True)
+class MutantResult:
+    """One row of the table: a mutant, its cases, and the verdicts that failed in each."""
+
+    mutant: str
+    breaks: str
+    failed: dict[str, list[str]] = field(default_factory=dict)  # case -> failed verdicts
+    failures: dict[str, list[str]] = field(default_factory=dict)  # case -> messages
+    run_dirs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def caught(self) -> bool:
+        return any(self.failed.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mutant": self.mutant,
+            "breaks": self.breaks,
+            "caught": self.caught,
+            "failed_verdicts": self.failed,
+            "failures": self.failures,
+            "run_dirs": self.run_dirs,
+        }
+
+
+def run_mutants(
+    mutants: Sequence[str],
+    *,
+    profile: str,
+    session_dir: Path,
+    tmp: Path,
+    seed_base: int,
+    spark_master: str,
+    say: Callable[[str], None] = print,
+) -> list[MutantResult]:
+    """Run each mutant's cases (the control's too, if named), analyse every folder in one Spark
+    job, and return the table's rows in the order given."""
+    runs: list[tuple[str, CaseRun]] = []
+    total = sum(len(CATCHERS[m]) for m in mutants)
+    for m in mutants:
+        for name in CATCHERS[m]:
+            case = case_named(name)
+            seed = seed_base + seed_offset(case)
+            say(f"\n[mutants {len(runs) + 1}/{total}] {m}: {name} (seed {seed}) ...")
+            run = run_case(
+                case,
+                get_profile(profile, case.quota),
+                runs_dir=session_dir / m,
+                cluster_dir=tmp / m / name,
+                seed=seed,
+                node_command=node_command(m),
+            )
+            say(f"  {run.error or 'ran'} in {run.wall_s:.1f} s: {run.path}")
+            runs.append((m, run))
+    analysable = [r for _m, r in runs if r.info is not None]
+    report, analysis_error = None, None
+    if analysable:
+        t0 = time.monotonic()
+        say(f"[mutants] Spark analysis of {len(analysable)} run folder(s) ...")
+        try:
+            report = run_analysis(
+                analysable, master=spark_master, out_dir=session_dir / "analysis" / "mutants"
+            )
+        except Exception as exc:  # noqa: BLE001 - every row then says so
+            analysis_error = f"{type(exc).__name__}: {exc}"
+        say(f"  {analysis_error or 'analysed'} in {time.monotonic() - t0:.1f} s")
+    rows = {m: MutantResult(mutant=m, breaks=MUTANTS[m].breaks) for m in mutants}
+    for m, run in runs:
+        case = None if report is None else case_of(report, run)
+        res = results(
+            run,
+            case,
+            report_path=None if report is None else report.out_dir / "report.json",
+            analysis_error=analysis_error,
+            per_second=[] if report is None else report.per_second,
+        )
+        res["mutant"] = m
+        RunFolder(run.path).write_results(res)
+        row = rows[m]
+        row.failed[run.spec.name] = res["failed_verdicts"]
+        row.failures[run.spec.name] = res["failures"]
+        row.run_dirs[run.spec.name] = str(run.path)
+    return [rows[m] for m in mutants]
+
+
+def table(rows: Sequence[MutantResult]) -> list[str]:
+    """The mutation table in Markdown: mutant, what it breaks, its cases, the verdicts caught."""
+    out = [
+        "| mutant | what it breaks | case | verdicts that failed |",
+        "|---|---|---|---|",
+    ]
+    for r in rows:
+        for case, verdicts in r.failed.items():
+            caught = ", ".join(verdicts) or (
+                "none (passes)" if r.mutant == CONTROL else "**none: not caught**"
+            )
+            out.append(f"| {r.mutant} | {r.breaks} | {case} | {caught} |")
+    return out
