@@ -336,18 +336,19 @@ def latency_phases(phased: DataFrame, caught: DataFrame) -> DataFrame:
     during the move is in sync when its partition had not caught up yet (ack before its catch-up,
     or none in the move): its ISR then is its old replicas, all in sync, and no leader changes,
     so acks=all waits for no moving replica (KAFKA-4313: in-sync replicas are never throttled)."""
-    everything = phased.groupBy("run_key").agg(*_latency_aggs()).withColumn("phase", F.lit("all"))
-    phases = phased.where(F.col("phase").isNotNull()).groupBy("run_key", "phase")
     keys = ["run_key", "topic", "partition"]
-    during = phased.where(
-        (F.col("phase") == "during") & F.col("topic").isNotNull() & F.col("partition").isNotNull()
+    df = phased.join(F.broadcast(caught.select(*keys, "caught")), keys, "left")
+    in_sync = (
+        (F.col("phase") == "during")
+        & F.col("topic").isNotNull()
+        & F.col("partition").isNotNull()
+        & (F.col("caught").isNull() | (F.col("ts") < F.col("caught")))
     )
-    in_sync = during.join(F.broadcast(caught.select(*keys, "caught")), keys, "left").where(
-        F.col("caught").isNull() | (F.col("ts") < F.col("caught"))
-    )
-    return everything.unionByName(phases.agg(*_latency_aggs())).unionByName(
-        in_sync.groupBy("run_key").agg(*_latency_aggs()).withColumn("phase", F.lit(IN_SYNC))
-    )
+    # Each batch counts in "all", its phase and maybe in_sync_during_move: one pass over the
+    # acknowledged batches for every phase (a union of one aggregate per phase reads them each).
+    each = F.explode(F.array(F.lit("all"), F.col("phase"), F.when(in_sync, F.lit(IN_SYNC))))
+    rows = df.select("run_key", "count", "latency_ms", each.alias("phase"))
+    return rows.where(F.col("phase").isNotNull()).groupBy("run_key", "phase").agg(*_latency_aggs())
 
 
 def latency_per_second(phased: DataFrame) -> DataFrame:
