@@ -45,7 +45,7 @@ test: $(STAMP) lint
 	$(VENV)/bin/pytest -q
 	$(VENV)/bin/pytest -q systemtests --profile quick --quota-mode both
 
-# The KIP-73 verdicts against deliberate bugs (systemtests/test_mutants.py): about 10 minutes.
+# The KIP-73 verdicts against deliberate bugs (systemtests/test_mutants.py): about 14 minutes.
 mutants: $(STAMP)
 	$(VENV)/bin/pytest -q systemtests -m mutants
 

@@ -58,8 +58,8 @@ from systemtests.harness.verdicts import (
 CALIBRATED_SEED = 73
 RUN_KEY = pytest.StashKey[Path]()
 SUMMARY_KEY = pytest.StashKey[list]()
-STEP_KEY = pytest.StashKey[bool]()
-MUTANTS_KEY = pytest.StashKey[list]()  # the mutation table's lines  # a case was judged across a step (verdicts.STEP_LEGEND)
+STEP_KEY = pytest.StashKey[bool]()  # a case was judged across a step (verdicts.STEP_LEGEND)
+MUTANTS_KEY = pytest.StashKey[list]()  # the mutation table's lines
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

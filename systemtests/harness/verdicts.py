@@ -28,6 +28,8 @@ Kafka's design promises beside it):
   class): no window of the bytes on the wire exceeds the bound, and a sending leader's quota was
   charged for the record bytes it sent (0.98-1.02 of them): a leader that forgets to charge some
   partitions passes its own counters but not the wire;
+- header-charge (Kafka's mode): a sending leader was charged Kafka's response headers as well
+  as the records (at least 37 B per long poll of 500 ms);
 - catch-up-order: partitions catch up in no order of their index (|Spearman rho| <= 0.5),
   KIP-73's random partition order;
 - in-sync-latency (cases with load): acks=all p99 of the partitions not catching up stays under
@@ -192,6 +194,7 @@ VERDICTS = {
     "binding-side": "at least one window was judged on a sensor the prediction says binds",
     "wire-windows": "idle: no judged window of the replication bytes on the wire above the bound",
     "charge-coverage": "idle: each sending leader was charged for the record bytes it sent",
+    "header-charge": "Kafka's mode: each sending leader was charged Kafka's response headers too",
     "catch-up-order": "partitions caught up in no order of their index (KIP-73's random order)",
     "in-sync-latency": "KAFKA-4313: acks=all batches of partitions not catching up are not held",
     "acked-writes": "every acknowledged record was read back at its offset",
@@ -201,6 +204,13 @@ VERDICTS = {
 # counted on the same response (fetch_read's charge, fetch_serve's replication_bytes_out), so
 # only the metrics lines' edges separate them.
 COVERAGE = (0.98, 1.02)
+# header-charge: Kafka's leader charges the wire size of a Fetch response of the throttled
+# partitions, headers included (core/quota_charge.py): at least one partition's 37 bytes per
+# response, and a fetcher gets at least one response per long poll (replica.fetch.wait.max.ms
+# 500). Measured on 3n-one-to-two-reassign-lists-idle-kafka: 24,974 B in a 16.6 s move, where
+# this floor is 1,221 B; a leader charging record bytes only is charged none.
+HEADER_BYTES = 37
+LONG_POLL_S = 0.5
 # catch-up-order: |Spearman rho| between partition index and catch-up time. Under a random
 # order rho has sd ~ 1 / sqrt(n - 1) (0.1 for 100 partitions): 0.5 is 5 sd; a fetcher that
 # always asks in index order catches partitions up in index order (rho near 1).
@@ -267,7 +277,8 @@ def _move_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
                 f"{b['max_wire_window_bytes_per_s']:.0f} B/s on the wire (bound {bound:.0f} B/s)",
             ))  # fmt: skip
         if wire_judged and b["side"] == "leader":
-            wire, charged = b.get("wire_bytes_during_move"), b.get("charged_record_bytes_during_move")
+            wire = b.get("wire_bytes_during_move")
+            charged = b.get("charged_record_bytes_during_move")
             if not wire:
                 out.append(("charge-coverage", f"{where}: no replication bytes sent in the move"))
             elif not COVERAGE[0] <= (charged or 0) / wire <= COVERAGE[1]:
@@ -276,6 +287,20 @@ def _move_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
                     f"{where}: charged {charged or 0:.0f} record bytes for {wire:.0f} sent "
                     f"({(charged or 0) / wire:.3f}, expected {COVERAGE[0]}-{COVERAGE[1]})",
                 ))  # fmt: skip
+    duration = a["move_duration_s"] or 0.0
+    if run.spec.quota == "kafka":
+        floor = HEADER_BYTES * math.floor(duration / LONG_POLL_S)
+        for b in a["brokers"]:
+            charged = b["throttled_bytes_during_move"]
+            records = b.get("charged_record_bytes_during_move")
+            if b["side"] == "leader" and charged is not None and records is not None:
+                if charged - records < floor:
+                    out.append((
+                        "header-charge",
+                        f"node {b['node']} leader: {charged - records:.0f} B of Kafka headers "
+                        f"charged in a {duration:.1f} s move, under {floor} B (one partition "
+                        f"header per long poll)",
+                    ))  # fmt: skip
     binding = _binding_side(run)
     judged = [b for b in a["brokers"] if (b["node"], b["side"]) in binding and b["windows"]]
     if binding and not judged:

@@ -1,0 +1,143 @@
+"""The verdicts' rules on made-up figures (systemtests/harness/verdicts.py): each fires on its
+anomaly and on nothing else; which step candidate a run followed. Pure: no cluster, no Spark.
+The same verdicts against real runs of deliberate bugs: systemtests/test_mutants.py."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from systemtests.harness.quota_modes import Judging
+from systemtests.harness.runner import CaseRun, CaseSpec
+from systemtests.harness.verdicts import failures, followed_step
+
+
+def run(*, load=False, quota="kafka", wire=True, cpu=None, judging=None) -> CaseRun:
+    spec = CaseSpec(layout="one-to-two", load=load, mode="lists", tool="reassign", quota=quota)
+    info = SimpleNamespace(throttle_wire_judged=wire, extra={"cpu_during_move": cpu})
+    sensor = SimpleNamespace(broker=1, side="leader", seconds=15.0)
+    prediction = SimpleNamespace(seconds=15.0, sensors=(sensor,))
+    return CaseRun(spec=spec, folder=None, info=info, prediction=prediction, judging=judging)
+
+
+def broker(**over):
+    b = {
+        "node": 1,
+        "side": "leader",
+        "role": "sending",
+        "bound_bytes_per_s": 11e6,
+        "throttle_violated": False,
+        "max_window_throttle_ratio": 1.0,
+        "max_window_bytes_per_s": 8e6,
+        "windows": 4,
+        "throttled_bytes_during_move": 120_030_000,
+        "charged_record_bytes_during_move": 120_000_000,
+        "wire_bytes_during_move": 120_000_000,
+        "max_wire_window_bytes_per_s": 8e6,
+        "wire_violated": False,
+    }
+    return b | over
+
+
+def result(brokers=None, **over):
+    analysis = {
+        "move_duration_s": 15.0,
+        "move_duration_ratio": 1.0,
+        "window_s": 12,
+        "bound_bytes_per_s": 12.8e6,
+        "brokers": brokers or [broker()],
+        "catch_up": {"partitions": 100, "rank_correlation": 0.05},
+        "produce_latency_in_sync": {"batches": 500, "p99_ms": 200.0, "max_ms": 300.0},
+    } | over
+    return {
+        "error": None,
+        "analysis_error": None,
+        "analysis": analysis,
+        "checker": {"ok": True, "summary": ""},
+        "isr": {"ok": True, "problems": []},
+    }
+
+
+HEADERS_ON_124 = {"throttled_bytes_during_move": 124.03e6}
+
+
+def verdicts(res, r=None) -> set[str]:
+    return {v for v, _ in failures(res, r or run())}
+
+
+def test_the_real_figures_pass():
+    assert verdicts(result()) == set()
+    assert verdicts(result(), run(load=True)) == set()
+
+
+@pytest.mark.parametrize(
+    ("figures", "verdict"),
+    [
+        ({"move_duration_ratio": 0.85}, "duration"),
+        ({"move_duration_ratio": None}, "duration"),
+        ({"brokers": [broker(throttle_violated=True)]}, "windows"),
+        ({"brokers": [broker(windows=0)]}, "binding-side"),
+        ({"brokers": [broker(wire_violated=True)]}, "wire-windows"),
+        ({"brokers": [broker(charged_record_bytes_during_move=108_000_000)]}, "charge-coverage"),
+        ({"brokers": [broker(charged_record_bytes_during_move=124e6, **HEADERS_ON_124)]},
+         "charge-coverage"),
+        ({"brokers": [broker(wire_bytes_during_move=0)]}, "charge-coverage"),
+        ({"brokers": [broker(throttled_bytes_during_move=120_000_000)]}, "header-charge"),
+        ({"catch_up": {"partitions": 100, "rank_correlation": 0.93}}, "catch-up-order"),
+        ({"catch_up": {"partitions": 100, "rank_correlation": -0.6}}, "catch-up-order"),
+        ({"catch_up": {"partitions": 5, "rank_correlation": 0.0}}, "catch-up-order"),
+    ],
+)
+def test_each_verdict_catches_its_anomaly(figures, verdict):
+    assert verdicts(result(**figures)) == {verdict}
+
+
+def test_wire_verdicts_only_where_every_byte_is_throttled():
+    off = run(wire=False)
+    res = result(brokers=[broker(wire_violated=True, charged_record_bytes_during_move=1)])
+    assert verdicts(res, off) == set()
+
+
+def test_header_charge_is_kafkas_mode_only():
+    res = result(brokers=[broker(throttled_bytes_during_move=120_000_000)])
+    assert verdicts(res, run(quota="precise")) == set()
+
+
+def test_in_sync_latency_under_load_by_mode():
+    slow = result(produce_latency_in_sync={"batches": 500, "p99_ms": 700.0, "max_ms": 900.0})
+    assert verdicts(slow, run(load=True, quota="kafka")) == set()  # under 1 s
+    assert verdicts(slow, run(load=True, quota="precise")) == {"in-sync-latency"}
+    assert verdicts(slow, run(load=False, quota="precise")) == set()  # idle: not judged
+    none = result(produce_latency_in_sync={"batches": 0})
+    assert verdicts(none, run(load=True)) == {"in-sync-latency"}
+
+
+def test_a_latency_failure_names_a_shared_machine():
+    slow = result(produce_latency_in_sync={"batches": 500, "p99_ms": 2000.0, "max_ms": 3000.0})
+    shared = run(load=True, cpu={"other_share": 0.42})
+    (message,) = [m for v, m in failures(slow, shared) if v == "in-sync-latency"]
+    assert message.endswith("while other processes used 42% of the machine")
+    (quiet,) = [m for v, m in failures(slow, run(load=True)) if v == "in-sync-latency"]
+    assert "machine" not in quiet
+
+
+def test_the_run_is_judged_against_the_candidate_it_followed():
+    # Two candidates, 10 s and 14 s, whose leader curves part at second 4 (a stall of a round).
+    nominal = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100]
+    across = [0, 10, 20, 30, 30, 30, 30, 40, 50, 60, 70, 80, 90, 100, 100]
+    judging = Judging(predicted_s=10.0, alternatives_s=(14.0,), step_curves={"1 leader": [
+        nominal, across]})  # fmt: skip
+    case = {"id": "c", "move_duration_s": 13.6}
+
+    def rows(curve):  # per-second bytes from a cumulative curve, at t_s = k - 0.4
+        return [
+            {"case_id": "c", "node": 1, "t_s": k - 0.4, "leader_throttled_bytes_per_s": b - a}
+            for k, (a, b) in enumerate(zip(curve, curve[1:], strict=False))
+        ]
+
+    r = run(judging=judging)
+    step = followed_step(r, case, rows(across))
+    assert step["followed"] == 1 and step["candidates_s"] == [10.0, 14.0]
+    assert followed_step(r, case | {"move_duration_s": 10.2}, rows(nominal))["followed"] == 0
+    assert followed_step(run(), case, rows(across)) is None  # off a step: no candidates
