@@ -46,14 +46,7 @@ from systemtests.harness.mutation import table as mutation_table
 from systemtests.harness.profiles import PROFILES, get_profile
 from systemtests.harness.quota_modes import QUOTA_MODES
 from systemtests.harness.runner import CaseRun, CaseSpec, run_case
-from systemtests.harness.verdicts import (
-    STEP_LEGEND,
-    across_step,
-    case_of,
-    results,
-    run_analysis,
-    summary_line,
-)
+from systemtests.harness.verdicts import STEP_LEGEND, across_step, judge_runs, summary_line
 
 CALIBRATED_SEED = 73
 RUN_KEY = pytest.StashKey[Path]()
@@ -169,29 +162,14 @@ class Matrix:
             )
             self._say(f"  {run.error or 'ran'} in {run.wall_s:.1f} s: {run.path}")
             runs.append((run, seed, cluster_dir))
-        analysable = [r for r, _s, _c in runs if r.info is not None]
-        report, analysis_error = None, None
-        if analysable:
-            t0 = time.monotonic()
-            self._say(f"[{module}] Spark analysis of {len(analysable)} run folder(s) ...")
-            try:
-                report = run_analysis(
-                    analysable,
-                    master=self.config.getoption("--spark-master"),
-                    out_dir=self.session_dir / "analysis" / module,
-                )
-            except Exception as exc:  # noqa: BLE001 - a failure of every case of the batch
-                analysis_error = f"{type(exc).__name__}: {exc}"
-            self._say(f"  {analysis_error or 'analysed'} in {time.monotonic() - t0:.1f} s")
-        for run, seed, cluster_dir in runs:
-            case = None if report is None else case_of(report, run)
-            res = results(
-                run,
-                case,
-                report_path=None if report is None else report.out_dir / "report.json",
-                analysis_error=analysis_error,
-                per_second=[] if report is None else report.per_second,
-            )
+        judged = judge_runs(
+            [r for r, _s, _c in runs],
+            master=self.config.getoption("--spark-master"),
+            out_dir=self.session_dir / "analysis" / module,
+            label=module,
+            say=self._say,
+        )
+        for (run, seed, cluster_dir), res in zip(runs, judged, strict=True):
             res["seed"] = seed
             RunFolder(run.path).write_results(res)
             self.config.stash[SUMMARY_KEY].append(summary_line(res) + f"  seed {seed}")

@@ -22,6 +22,7 @@ attribute), so each breaks exactly one decision and leaves the rest of the code 
 
 from __future__ import annotations
 
+import runpy
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -240,10 +241,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args or args[0] not in MUTANTS:
         sys.exit(f"usage: python -m minikafka.testing.mutants {{{','.join(MUTANTS)}}} ARGS...")
     MUTANTS[args[0]].apply()
-    from minikafka.cli import main as minikafka
-
+    # The program itself, as `python -m minikafka` runs it (runpy is what -m uses): the
+    # launcher runs the CLI, it does not build on it.
     sys.argv = ["minikafka", *args[1:]]
-    minikafka()
+    runpy.run_module("minikafka", run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":

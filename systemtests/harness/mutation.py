@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,7 @@ from minikafka.testing.run_folder import RunFolder
 from systemtests.harness.matrix import MATRIX, seed_offset
 from systemtests.harness.profiles import get_profile
 from systemtests.harness.runner import CaseRun, CaseSpec, run_case
-from systemtests.harness.verdicts import case_of, results, run_analysis
+from systemtests.harness.verdicts import judge_runs
 
 LEADER_BINDS = "3n-one-to-two-reassign-lists-idle-kafka"
 FOLLOWER_BINDS = "3n-two-to-one-reassign-lists-idle-kafka"
@@ -164,33 +163,20 @@ def run_mutants(
             )
             say(f"  {run.error or 'ran'} in {run.wall_s:.1f} s: {run.path}")
             runs.append((m, run))
-    analysable = [r for _m, r in runs if r.info is not None]
-    report, analysis_error = None, None
-    if analysable:
-        t0 = time.monotonic()
-        say(f"[mutants] Spark analysis of {len(analysable)} run folder(s) ...")
-        try:
-            report = run_analysis(
-                analysable, master=spark_master, out_dir=session_dir / "analysis" / "mutants"
-            )
-        except Exception as exc:  # noqa: BLE001 - every row then says so
-            analysis_error = f"{type(exc).__name__}: {exc}"
-        say(f"  {analysis_error or 'analysed'} in {time.monotonic() - t0:.1f} s")
+    judged = judge_runs(
+        [r for _m, r in runs],
+        master=spark_master,
+        out_dir=session_dir / "analysis" / "mutants",
+        label="mutants",
+        say=say,
+    )
     rows = {m: MutantResult(mutant=m, breaks=MUTANTS[m].breaks) for m in mutants}
     root = Path(__file__).resolve().parents[2]
     for m in mutants:
         say(f"[mutants] {m}: the fast tests ...")
         rows[m].fast_failed = run_fast_tests(m, root)
         say(f"  {rows[m].fast_failed or 'all passed'}")
-    for m, run in runs:
-        case = None if report is None else case_of(report, run)
-        res = results(
-            run,
-            case,
-            report_path=None if report is None else report.out_dir / "report.json",
-            analysis_error=analysis_error,
-            per_second=[] if report is None else report.per_second,
-        )
+    for (m, run), res in zip(runs, judged, strict=True):
         res["mutant"] = m
         RunFolder(run.path).write_results(res)
         row = rows[m]

@@ -42,7 +42,8 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,35 @@ def run_analysis(
         return analyze([r.path for r in runs], spark=spark, params=PARAMS, out_dir=out_dir)
     finally:
         watchdog.cancel()
+
+
+def judge_runs(
+    runs: Sequence[CaseRun], *, master: str, out_dir: Path, label: str, say: Callable[[str], None]
+) -> list[dict[str, Any]]:
+    """Analyse every run that has a case.json in ONE Spark job (report in `out_dir`), then each
+    run's results.json (written into its folder too), in the order given. A failed analysis is
+    every run's failure, not an exception."""
+    analysable = [r for r in runs if r.info is not None]
+    report, analysis_error = None, None
+    if analysable:
+        t0 = time.monotonic()
+        say(f"[{label}] Spark analysis of {len(analysable)} run folder(s) ...")
+        try:
+            report = run_analysis(analysable, master=master, out_dir=out_dir)
+        except Exception as exc:  # noqa: BLE001 - a failure of every case of the batch
+            analysis_error = f"{type(exc).__name__}: {exc}"
+        say(f"  {analysis_error or 'analysed'} in {time.monotonic() - t0:.1f} s")
+    out = []
+    for run in runs:
+        res = results(
+            run,
+            None if report is None else case_of(report, run),
+            report_path=None if report is None else report.out_dir / "report.json",
+            analysis_error=analysis_error,
+            per_second=[] if report is None else report.per_second,
+        )
+        out.append(res)
+    return out
 
 
 def case_of(report: Report, run: CaseRun) -> dict[str, Any] | None:
