@@ -7,12 +7,11 @@ frames.judged_windows computes it; span and bound from case.json, the sensor's o
 `throttle_bounds_bytes_per_s` "<node> <side>" first, else `Params.window_s` and
 `violation_factor` x the throttle: `ThrottleCheck`), when the case judges the wire
 (`throttle_wire_judged`) and a window of the side's wire bytes is above that bound, or when a
-prediction exists and the move
-took less than `duration_ratio_min` or more than `duration_ratio_max` of it (or was not found at
-all); a case.json with alternatives across a step of the quota algorithm is judged against the
-first prediction whose accepted ratios hold the move (`judged_prediction`). Each case reports
-the window span, bounds, prediction and rules it was judged with, each broker side the bound
-it was judged against.
+prediction exists and the move took less than `duration_ratio_min` or more than
+`duration_ratio_max` of it (or was not found at all); a case.json with alternatives across a
+step of the quota algorithm is judged against the first prediction whose accepted ratios hold
+the move (`judged_prediction`). Each case reports the window span, bounds, prediction and
+rules it was judged with, each broker side the bound it was judged against.
 
 Figures beside the verdict: per judged side, the record bytes on the wire (leader side
 `replication_bytes_out`, follower side `replication_bytes_in`) and those the quota charged
