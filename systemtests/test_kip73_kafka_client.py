@@ -33,6 +33,8 @@ def test_moves_at_the_quota_rate_under_a_kafka_clients_load(case, case_result):
 def test_in_sync_followers_are_not_held_back_so_the_kafka_client_does_not_wait(case, case_result):
     """KAFKA-4313 as systemtests/test_kip73_3_nodes.py asserts it for the native load; here a
     record's latency is librdkafka's own (produce() to delivery report)."""
+    if busy := case_result["not_judged"].get("in-sync-latency"):
+        pytest.skip(f"{case_result['run_dir']}: {busy}")
     during = (case_result["analysis"] or {}).get("produce_latency_during_move") or {}
     run_dir = case_result["run_dir"]
     assert during.get("batches"), f"no acknowledged record during the move: {run_dir}"

@@ -141,3 +141,11 @@ def test_the_run_is_judged_against_the_candidate_it_followed():
     assert step["followed"] == 1 and step["candidates_s"] == [10.0, 14.0]
     assert followed_step(r, case | {"move_duration_s": 10.2}, rows(nominal))["followed"] == 0
     assert followed_step(run(), case, rows(across)) is None  # off a step: no candidates
+
+
+def test_a_case_that_saturates_the_machine_is_not_judged_on_latency():
+    slow = result(produce_latency_in_sync={"batches": 500, "p99_ms": 1700.0, "max_ms": 3700.0})
+    busy = {"wall_s": 11.0, "cores": 2, "case_cpu_s": 19.0, "other_share": 0.0}
+    assert verdicts(slow, run(load=True, quota="precise", cpu=busy)) == set()
+    spare = busy | {"case_cpu_s": 12.0}  # 55 % of the machine: judged
+    assert verdicts(slow, run(load=True, quota="precise", cpu=spare)) == {"in-sync-latency"}

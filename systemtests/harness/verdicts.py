@@ -210,6 +210,8 @@ def results(
             a["move_judged_against_s"] = against = step["candidates_s"][step["followed"]]
             d = a["move_duration_s"]
             a["move_duration_ratio"] = None if d is None else round(d / against, 4)
+    busy = saturated(run) if run.spec.load else None
+    out["not_judged"] = {} if busy is None else {"in-sync-latency": busy}
     found = failures(out, run)
     out["failures"] = [f"{verdict}: {message}" for verdict, message in found]
     out["failed_verdicts"] = sorted({verdict for verdict, _ in found})
@@ -349,7 +351,7 @@ def _move_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
             f"partitions caught up in index order: Spearman rho {rho:.2f} between index and "
             f"catch-up time (|rho| <= {RANK_CORRELATION_MAX} expected of a random order)",
         ))  # fmt: skip
-    if run.spec.load:
+    if run.spec.load and saturated(run) is None:  # else not judged: results.json not_judged
         lat = a.get("produce_latency_in_sync") or {}
         if not lat.get("batches"):
             out.append(("in-sync-latency", "no batch of a partition not catching up was acked"))
@@ -361,6 +363,31 @@ def _move_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
                 f"{bound:.0f} ms: in-sync followers were held back{shared_machine(run)}",
             ))  # fmt: skip
     return out
+
+
+# A case whose own processes kept the machine this busy during its move is CPU-bound: its
+# acks=all latency is then the machine's run queue, not the throttle's doing, and is not judged
+# (results.json `not_judged` says so; the test of the precise mode's latency is skipped with
+# the reason). Measured 2026-11-27 on the librdkafka case, on a VM whose plain Python ran
+# 1.6-2 x slower than the same morning: its processes used 86 % of the 2 cores, p99 1.6-1.8 s,
+# with this code and with the code before this work alike; the same case passed under 500 ms
+# on the faster machine earlier that day.
+SATURATED = 0.8
+
+
+def saturated(run: CaseRun) -> str | None:
+    """Why the case's latency cannot be judged (its own processes saturated the machine during
+    the move), or None."""
+    cpu = None if run.info is None else run.info.extra.get("cpu_during_move")
+    if not cpu or not cpu.get("wall_s"):
+        return None
+    share = cpu["case_cpu_s"] / (cpu["cores"] * cpu["wall_s"])
+    if share < SATURATED:
+        return None
+    return (
+        f"the case's own processes used {share:.0%} of the machine's {cpu['cores']} cores "
+        f"during the move: CPU-bound, its latency is the machine's (harness/machine.py)"
+    )
 
 
 def shared_machine(run: CaseRun) -> str:
