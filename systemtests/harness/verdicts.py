@@ -292,47 +292,7 @@ def _move_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
         out.append(("duration", f"move duration / predicted = {ratio}, expected within {lo}-{hi}"))
     wire_judged = run.info is not None and run.info.throttle_wire_judged
     for b in a["brokers"]:
-        where = f"node {b['node']} {b['side']}"
-        bound = b.get("bound_bytes_per_s") or a["bound_bytes_per_s"]
-        if b["throttle_violated"]:  # its largest window above its own bound
-            r = b["max_window_throttle_ratio"]
-            out.append((
-                "windows",
-                f"{where}: a {a['window_s']} s window at {b['max_window_bytes_per_s']:.0f} B/s"
-                + ("" if r is None else f", {r:.3f} x the throttle")
-                + f" (bound {bound:.0f} B/s)",
-            ))  # fmt: skip
-        if wire_judged and b.get("wire_violated"):
-            out.append((
-                "wire-windows",
-                f"{where}: a {a['window_s']} s window of "
-                f"{b['max_wire_window_bytes_per_s']:.0f} B/s on the wire (bound {bound:.0f} B/s)",
-            ))  # fmt: skip
-        if wire_judged and b["side"] == "leader":
-            wire = b.get("wire_bytes_during_move")
-            charged = b.get("charged_record_bytes_during_move")
-            if not wire:
-                out.append(("charge-coverage", f"{where}: no replication bytes sent in the move"))
-            elif not COVERAGE[0] <= (charged or 0) / wire <= COVERAGE[1]:
-                out.append((
-                    "charge-coverage",
-                    f"{where}: charged {charged or 0:.0f} record bytes for {wire:.0f} sent "
-                    f"({(charged or 0) / wire:.3f}, expected {COVERAGE[0]}-{COVERAGE[1]})",
-                ))  # fmt: skip
-    duration = a["move_duration_s"] or 0.0
-    if run.spec.quota == "kafka":
-        floor = HEADER_BYTES * math.floor(duration / LONG_POLL_S)
-        for b in a["brokers"]:
-            charged = b["throttled_bytes_during_move"]
-            records = b.get("charged_record_bytes_during_move")
-            if b["side"] == "leader" and charged is not None and records is not None:
-                if charged - records < floor:
-                    out.append((
-                        "header-charge",
-                        f"node {b['node']} leader: {charged - records:.0f} B of Kafka headers "
-                        f"charged in a {duration:.1f} s move, under {floor} B (one partition "
-                        f"header per long poll)",
-                    ))  # fmt: skip
+        out += _sensor_failures(a, b, wire_judged=wire_judged, kafka=run.spec.quota == "kafka")
     binding = _binding_side(run)
     judged = [b for b in a["brokers"] if (b["node"], b["side"]) in binding and b["windows"]]
     if binding and not judged:
@@ -341,28 +301,85 @@ def _move_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
             f"no {a['window_s']} s window after the first {PARAMS.window_skip_s} s on the "
             f"binding side {sorted(binding)}: the move was too short to judge the throttle",
         ))  # fmt: skip
+    out += _order_failures(a)
+    if run.spec.load and saturated(run) is None:  # else not judged: results.json not_judged
+        out += _latency_failures(a, run)
+    return out
+
+
+def _sensor_failures(
+    a: dict[str, Any], b: dict[str, Any], *, wire_judged: bool, kafka: bool
+) -> list[tuple[str, str]]:
+    """One judged broker side: its windows, and (where judged) its wire and its charges."""
+    out: list[tuple[str, str]] = []
+    where = f"node {b['node']} {b['side']}"
+    bound = b.get("bound_bytes_per_s") or a["bound_bytes_per_s"]
+    if b["throttle_violated"]:  # its largest window above its own bound
+        r = b["max_window_throttle_ratio"]
+        out.append((
+            "windows",
+            f"{where}: a {a['window_s']} s window at {b['max_window_bytes_per_s']:.0f} B/s"
+            + ("" if r is None else f", {r:.3f} x the throttle")
+            + f" (bound {bound:.0f} B/s)",
+        ))  # fmt: skip
+    if wire_judged and b.get("wire_violated"):
+        out.append((
+            "wire-windows",
+            f"{where}: a {a['window_s']} s window of "
+            f"{b['max_wire_window_bytes_per_s']:.0f} B/s on the wire (bound {bound:.0f} B/s)",
+        ))  # fmt: skip
+    if b["side"] != "leader":
+        return out
+    charged = b["throttled_bytes_during_move"]
+    records = b.get("charged_record_bytes_during_move")
+    if wire_judged:
+        wire = b.get("wire_bytes_during_move")
+        if not wire:
+            out.append(("charge-coverage", f"{where}: no replication bytes sent in the move"))
+        elif not COVERAGE[0] <= (records or 0) / wire <= COVERAGE[1]:
+            out.append((
+                "charge-coverage",
+                f"{where}: charged {records or 0:.0f} record bytes for {wire:.0f} sent "
+                f"({(records or 0) / wire:.3f}, expected {COVERAGE[0]}-{COVERAGE[1]})",
+            ))  # fmt: skip
+    duration = a["move_duration_s"] or 0.0
+    floor = HEADER_BYTES * math.floor(duration / LONG_POLL_S)
+    if kafka and charged is not None and records is not None and charged - records < floor:
+        out.append((
+            "header-charge",
+            f"{where}: {charged - records:.0f} B of Kafka headers charged in a "
+            f"{duration:.1f} s move, under {floor} B (one partition header per long poll)",
+        ))  # fmt: skip
+    return out
+
+
+def _order_failures(a: dict[str, Any]) -> list[tuple[str, str]]:
     catch_up = a.get("catch_up") or {}
     n, rho = catch_up.get("partitions") or 0, catch_up.get("rank_correlation")
     if n < MIN_CATCH_UPS or rho is None:
-        out.append(("catch-up-order", f"{n} partitions seen catching up, {MIN_CATCH_UPS} needed"))
-    elif abs(rho) > RANK_CORRELATION_MAX:
-        out.append((
+        return [("catch-up-order", f"{n} partitions seen catching up, {MIN_CATCH_UPS} needed")]
+    if abs(rho) > RANK_CORRELATION_MAX:
+        return [(
             "catch-up-order",
             f"partitions caught up in index order: Spearman rho {rho:.2f} between index and "
             f"catch-up time (|rho| <= {RANK_CORRELATION_MAX} expected of a random order)",
-        ))  # fmt: skip
-    if run.spec.load and saturated(run) is None:  # else not judged: results.json not_judged
-        lat = a.get("produce_latency_in_sync") or {}
-        if not lat.get("batches"):
-            out.append(("in-sync-latency", "no batch of a partition not catching up was acked"))
-        elif lat["p99_ms"] >= (bound := IN_SYNC_P99_MS[run.spec.quota]):
-            out.append((
-                "in-sync-latency",
-                f"acks=all p99 {lat['p99_ms']:.0f} ms (max {lat['max_ms']:.0f} ms) over "
-                f"{lat['batches']} batches of partitions not catching up, expected under "
-                f"{bound:.0f} ms: in-sync followers were held back{shared_machine(run)}",
-            ))  # fmt: skip
-    return out
+        )]  # fmt: skip
+    return []
+
+
+def _latency_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
+    lat = a.get("produce_latency_in_sync") or {}
+    if not lat.get("batches"):
+        return [("in-sync-latency", "no batch of a partition not catching up was acked")]
+    bound = IN_SYNC_P99_MS[run.spec.quota]
+    if lat["p99_ms"] < bound:
+        return []
+    return [(
+        "in-sync-latency",
+        f"acks=all p99 {lat['p99_ms']:.0f} ms (max {lat['max_ms']:.0f} ms) over "
+        f"{lat['batches']} batches of partitions not catching up, expected under "
+        f"{bound:.0f} ms: in-sync followers were held back{shared_machine(run)}",
+    )]  # fmt: skip
 
 
 # A case whose own processes kept the machine this busy during its move is CPU-bound: its
