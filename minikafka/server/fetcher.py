@@ -396,32 +396,33 @@ class ReplicaFetcher:
 
 
 def _follower_class(manager: ReplicaFetcherManager, p: LocalPartition) -> ThrottleClass | None:
-    if p.state is None:
-        return None
-    _leader_list, follower_list = manager.dynamic.topic_throttled_replicas(p.tp.topic)
-    return follower_throttle_class(
-        partition=p.tp.partition,
-        local_id=manager.config.node_id,
-        adding_replicas=p.state.adding_replicas,
-        topic_follower_list=follower_list,
-        config=manager.dynamic.broker_config(manager.config.node_id),
-    )
+    """The class `p` is held back by (core/replication_quota.py `follower_throttle_class`)."""
+    return _follower_classes(manager, p)[0]
 
 
 def _follower_charge_class(
     manager: ReplicaFetcherManager, p: LocalPartition
 ) -> ThrottleClass | None:
-    """The sensor `p`'s fetched bytes are recorded into (core/replication_quota.py)."""
+    """The sensor `p`'s fetched bytes are recorded into (`follower_charge_class`)."""
+    return _follower_classes(manager, p)[1]
+
+
+def _follower_classes(
+    manager: ReplicaFetcherManager, p: LocalPartition
+) -> tuple[ThrottleClass | None, ThrottleClass | None]:
+    """(throttle class, charge class) of `p`, from one read of the configs."""
     if p.state is None:
-        return None
+        return None, None
     _leader_list, follower_list = manager.dynamic.topic_throttled_replicas(p.tp.topic)
-    return follower_charge_class(
-        _follower_class(manager, p),
-        partition=p.tp.partition,
-        local_id=manager.config.node_id,
-        topic_follower_list=follower_list,
-        config=manager.dynamic.broker_config(manager.config.node_id),
-    )
+    config = manager.dynamic.broker_config(manager.config.node_id)
+    where = {
+        "partition": p.tp.partition,
+        "local_id": manager.config.node_id,
+        "topic_follower_list": follower_list,
+        "config": config,
+    }
+    throttled = follower_throttle_class(adding_replicas=p.state.adding_replicas, **where)
+    return throttled, follower_charge_class(throttled, **where)
 
 
 class _FollowerThrottle:
