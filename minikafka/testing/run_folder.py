@@ -106,8 +106,8 @@ class CaseInfo:
     bytes_to_move: int
     produce_bytes_per_s: float
     predicted_move_s: float | None
-    # What the move may take instead, across a step of the quota algorithm: a run matching
-    # any of them passes (systemtests/harness/quota_modes.py, `step_alternatives`).
+    # What the move may take instead, across a step of the quota algorithm (the system tests
+    # judge a run against the one its charges followed: systemtests/harness/verdicts.py).
     predicted_move_alternatives_s: Sequence[float] = ()
     throttle_window_s: int | None = None
     throttle_bound_bytes_per_s: float | None = None

@@ -133,7 +133,7 @@ class Judging:
     windows (None: verdicts.PARAMS' defaults). `extra` goes to case.json beside them."""
 
     predicted_s: float | None
-    # Across a step of Kafka's algorithm, what the move may take instead (`step_alternatives`).
+    # Across a step of Kafka's algorithm, what the move may take instead (`step_candidates`).
     alternatives_s: tuple[float, ...] = ()
     window_s: int | None = None
     bound_bytes_per_s: float | None = None

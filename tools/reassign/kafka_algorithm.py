@@ -26,8 +26,8 @@ turn on a per cent of the bytes charged before it, finer than a simulation match
 and the move then ends a round of responses (or a wait for one to leave the quota's window)
 earlier or later. So the move is simulated again with every charge `CHARGE_ERROR` and half of it
 lighter and heavier, and a time far from the simulated one is what the move may take instead.
-Its successor, tools/reassign/kafka_steps.py (`step_candidates`, `closest_curve`), also says
-which side a run took, from its charges; this one stays until the harness switches.
+`reassign plan` shows these times; the system tests use tools/reassign/kafka_steps.py
+(`step_candidates`, `closest_curve`), which also says which side a run took, from its charges.
 
 Rates are bytes per second, sizes bytes, times seconds.
 """
