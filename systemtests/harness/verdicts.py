@@ -50,6 +50,7 @@ from typing import Any
 from minikafka.testing.checker import Verdict
 from minikafka.tools.analysis import Params, Report, analyze, spark_session
 from minikafka.tools.reassign.kafka_steps import closest_curve, curve_gaps
+from systemtests.harness import machine
 from systemtests.harness.quota_modes import DURATION_RATIO
 from systemtests.harness.runner import CaseRun
 
@@ -382,37 +383,19 @@ def _latency_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
     )]  # fmt: skip
 
 
-# A case whose own processes kept the machine this busy during its move is CPU-bound: its
-# acks=all latency is then the machine's run queue, not the throttle's doing, and is not judged
-# (results.json `not_judged` says so; the test of the precise mode's latency is skipped with
-# the reason). Measured 2026-11-27 on the librdkafka case, on a VM whose plain Python ran
-# 1.6-2 x slower than the same morning: its processes used 86 % of the 2 cores, p99 1.6-1.8 s,
-# with this code and with the code before this work alike; the same case passed under 500 ms
-# on the faster machine earlier that day.
-SATURATED = 0.8
+def _cpu(run: CaseRun) -> dict[str, Any] | None:
+    return None if run.info is None else run.info.extra.get("cpu_during_move")
 
 
 def saturated(run: CaseRun) -> str | None:
-    """Why the case's latency cannot be judged (its own processes saturated the machine during
-    the move), or None."""
-    cpu = None if run.info is None else run.info.extra.get("cpu_during_move")
-    if not cpu or not cpu.get("wall_s"):
-        return None
-    share = cpu["case_cpu_s"] / (cpu["cores"] * cpu["wall_s"])
-    if share < SATURATED:
-        return None
-    return (
-        f"the case's own processes used {share:.0%} of the machine's {cpu['cores']} cores "
-        f"during the move: CPU-bound, its latency is the machine's (harness/machine.py)"
-    )
+    """Why the case's latency cannot be judged (harness/machine.py `saturated`), or None."""
+    return machine.saturated(_cpu(run))
 
 
 def shared_machine(run: CaseRun) -> str:
-    """", while other processes used N % of the machine" when they did (harness/machine.py):
-    a latency verdict assumes a quiet machine, and a failure says when it was not."""
-    cpu = None if run.info is None else run.info.extra.get("cpu_during_move")
-    share = (cpu or {}).get("other_share") or 0.0
-    return f", while other processes used {share:.0%} of the machine" if share >= 0.05 else ""
+    """", while other processes used N % of the machine" when they did: a latency verdict
+    assumes a quiet machine, and a failure says when it was not."""
+    return machine.shared(_cpu(run))
 
 
 def followed_step(
