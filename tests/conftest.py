@@ -22,9 +22,10 @@ def analysis_ready() -> None:
         pytest.skip(str(exc))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """A local SparkSession for the module's `spark` tests (one JVM per module), stopped after."""
+    """One local SparkSession for every `spark` test of the run, stopped at its end: a JVM's
+    start costs 15-40 s here, once per module before."""
     from minikafka.tools.analysis import spark_session
 
     session = spark_session("local[2]")

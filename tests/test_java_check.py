@@ -6,6 +6,8 @@ Every java here is a fake: a shell script in tmp_path printing what a real one p
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -150,16 +152,24 @@ def test_the_library_path_makes_the_same_check_before_starting_spark(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """analyze() (the experiment runner's report) and spark_session() (the system tests') start
-    Spark through spark_session, which runs require_analysis first: no JVM is started."""
+    Spark through spark_session, which runs require_analysis first: no JVM is started. In a
+    process of its own: the other Spark tests share one session for the whole run."""
     pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
-
-    from minikafka.tools.analysis import analyze
-
-    if SparkSession.getActiveSession() is not None:
-        pytest.skip("a Spark session is already running here (it would be reused)")
     fake_java(tmp_path / "jdk11", JAVA_11)
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk11"))
-    with pytest.raises(AnalysisUnavailable, match="is Java 11"):
-        analyze([RUNS / "clean_move"], out_dir=tmp_path / "out")
-    assert SparkSession.getActiveSession() is None and not (tmp_path / "out").exists()
+    script = f"""
+from pyspark.sql import SparkSession
+from minikafka.tools.analysis import analyze
+from minikafka.tools.analysis.environment import AnalysisUnavailable
+try:
+    analyze([{str(RUNS / "clean_move")!r}], out_dir={str(tmp_path / "out")!r})
+except AnalysisUnavailable as exc:
+    print("refused:", exc)
+print("session:", SparkSession.getActiveSession())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "refused:" in done.stdout and "is Java 11" in done.stdout, done.stdout
+    assert "session: None" in done.stdout and not (tmp_path / "out").exists()
