@@ -7,8 +7,9 @@ retriable error such as NOT_LEADER_OR_FOLLOWER). Connections that break are reop
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import partial
 
 import trio
 
@@ -32,9 +33,15 @@ def parse_bootstrap(text: str) -> list[tuple[str, int]]:
 
 class ClusterClient:
     def __init__(
-        self, nursery: trio.Nursery, bootstrap: Sequence[tuple[str, int]], client_id: str
+        self,
+        nursery: trio.Nursery,
+        bootstrap: Sequence[tuple[str, int]],
+        client_id: str,
+        *,
+        connect: Callable[..., AbstractAsyncContextManager[Connection]] | None = None,
     ) -> None:
         self._nursery = nursery
+        self._connect = connect  # open_connection's signature; None: open_connection itself
         self.bootstrap = list(bootstrap)
         self.client_id = client_id
         self._conns: dict[tuple[str, int], tuple[Connection, trio.CancelScope]] = {}
@@ -60,7 +67,9 @@ class ClusterClient:
             return conn
 
     async def _open(self, address: tuple[str, int]) -> tuple[Connection, trio.CancelScope]:
-        return await self._nursery.start(hold_connection, address, self.client_id)
+        return await self._nursery.start(
+            partial(hold_connection, address, self.client_id, connect=self._connect)
+        )
 
     async def node_connection(self, node_id: int) -> Connection:
         info = self.brokers.get(node_id)
@@ -123,15 +132,18 @@ class ClusterClient:
 
 @asynccontextmanager
 async def open_client(
-    bootstrap: str | Sequence[tuple[str, int]], *, client_id: str = "minikafka-client"
+    bootstrap: str | Sequence[tuple[str, int]],
+    *,
+    client_id: str = "minikafka-client",
+    connect: Callable[..., AbstractAsyncContextManager[Connection]] | None = None,
 ) -> AsyncIterator[ClusterClient]:
-    """A ClusterClient for the block. What the block raises comes out as itself, not wrapped in
-    the pool's nursery's ExceptionGroup, so callers' `except ConfigError` work (as with
-    `open_connection`)."""
+    """A ClusterClient for the block (connecting with `connect`, open_connection's signature,
+    if given). What the block raises comes out as itself, not wrapped in the pool's nursery's
+    ExceptionGroup, so callers' `except ConfigError` work (as with `open_connection`)."""
     addresses = parse_bootstrap(bootstrap) if isinstance(bootstrap, str) else list(bootstrap)
     try:
         async with trio.open_nursery() as nursery:
-            client = ClusterClient(nursery, addresses, client_id)
+            client = ClusterClient(nursery, addresses, client_id, connect=connect)
             try:
                 yield client
             finally:

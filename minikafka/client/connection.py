@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
 import trio
 
@@ -179,14 +179,16 @@ async def open_connection(
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
     connect_timeout_s: float = 10.0,
     credential: ClusterCredential | None = None,
+    open_stream: Callable[[str, int], Awaitable[trio.abc.Stream]] = trio.open_tcp_stream,
 ) -> AsyncIterator[Connection]:
     """Connect and run the reader for the duration of the block. With a `credential` (the
     cluster's own nodes), first prove membership of the cluster (client/membership.py): BrokerError
-    CLUSTER_AUTHORIZATION_FAILED if the server refuses."""
+    CLUSTER_AUTHORIZATION_FAILED if the server refuses. `open_stream` is TCP, or the
+    simulation's network (minikafka/sim/network.py)."""
     label = f"{host}:{port}"
     try:
         with trio.fail_after(connect_timeout_s):
-            stream = await trio.open_tcp_stream(host, port)
+            stream = await open_stream(host, port)
     except (OSError, trio.TooSlowError) as exc:
         raise _network_error(label, exc) from None
     conn = Connection(stream, client_id=client_id, max_frame_bytes=max_frame_bytes, label=label)
@@ -240,12 +242,14 @@ async def hold_connection(
     client_id: str,
     *,
     credential: ClusterCredential | None = None,
+    connect: Callable[..., AbstractAsyncContextManager[Connection]] | None = None,
     task_status: trio.TaskStatus[tuple[Connection, trio.CancelScope]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Open a connection inside the caller's nursery (`nursery.start`) and keep it open until the
-    returned cancel scope is cancelled: for long-lived connections owned by a pool."""
+    returned cancel scope is cancelled: for long-lived connections owned by a pool. `connect`
+    has open_connection's signature (the default) and is how a simulation connects."""
     with trio.CancelScope() as scope:
-        async with open_connection(
+        async with (connect or open_connection)(
             address[0], address[1], client_id=client_id, credential=credential
         ) as conn:
             task_status.started((conn, scope))

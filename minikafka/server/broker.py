@@ -101,12 +101,16 @@ class ControllerLink:
         port: int,
         offline: OfflineReplicas,
         kafka_endpoint: tuple[str, int] | None = None,
+        connect: Callable[..., AbstractAsyncContextManager[Connection]] = open_connection,
+        incarnation_id: str | None = None,
     ) -> None:
         self.config = config
         self.events = events
         self.port = port  # our advertised port
         self.kafka_endpoint = kafka_endpoint  # our Kafka-protocol listener, advertised too
-        self.incarnation_id = uuid.uuid4().hex
+        # New at every start, so the controller can tell this run of the broker from the last.
+        self.incarnation_id = uuid.uuid4().hex if incarnation_id is None else incarnation_id
+        self.connect = connect  # open_connection's signature (server/edges.py)
         self.broker_epoch = -1
         self.registered = trio.Event()
         self._epoch_changed = trio.Event()
@@ -125,7 +129,7 @@ class ControllerLink:
         host, port = c.route(c.controller_host, c.controller_port)  # maybe via the fault proxy
         while True:
             try:
-                async with open_connection(
+                async with self.connect(
                     host, port, client_id=f"broker-{c.node_id}", credential=c.credential
                 ) as conn:
                     self._conn = conn

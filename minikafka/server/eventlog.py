@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -27,18 +28,20 @@ class EventLog:
         echo: IO[str] | None = None,
         metrics: Metrics | None = None,
         rotation: Rotation = DEFAULT_ROTATION,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         # A failed write never stops the node, and the file rolls over at its cap (server/jsonl.py).
         self._file = (
             JsonlFile(path, metrics=metrics, rotation=rotation) if path is not None else None
         )
         self._node_id = node_id
+        self._wall_clock = wall_clock  # the `ts` of each line (server/edges.py)
         self._echo = echo
         self.counts: dict[str, int] = {}
 
     def emit(self, event: str, **fields: object) -> None:
         self.counts[event] = self.counts.get(event, 0) + 1
-        record = {"ts": round(time.time(), 3), "mono_ms": now_ms(), "node": self._node_id}
+        record = {"ts": round(self._wall_clock(), 3), "mono_ms": now_ms(), "node": self._node_id}
         record["event"] = event
         record.update(fields)
         line = json.dumps(record, separators=(",", ":"), default=str)

@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 import traceback
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -251,8 +251,10 @@ async def serve_connection(
                     answer = gate.screen(session, body, peer)
                     if session.member is not None and not was_member:
                         proved()
-                    elif probation_ms is not None and session.member is None and (
-                        answer is None or getattr(answer, "error_code", 0)
+                    elif (
+                        probation_ms is not None
+                        and session.member is None
+                        and (answer is None or getattr(answer, "error_code", 0))
                     ):
                         # On probation only a node's proof is heard, at its first try.
                         events.emit("connection_refused", peer=peer, reason="over the limits")
@@ -342,7 +344,7 @@ async def run_listener(
     idle_ms: int = DEFAULT_IDLE_MS,
     gate: ClusterGate | None,
     codec: WireCodec = NATIVE,
-    listeners: list[trio.SocketListener] | None = None,
+    listeners: Sequence[trio.abc.Listener[Any]] | None = None,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Listen on host:port (0 = any free port) and report the bound port through task_status;
@@ -375,8 +377,10 @@ async def open_listeners(host: str, port: int) -> list[trio.SocketListener]:
     return await trio.open_tcp_listeners(port, host=host)
 
 
-def bound_port(listeners: list[trio.SocketListener]) -> int:
-    return listeners[0].socket.getsockname()[1]
+def bound_port(listeners: Sequence[trio.abc.Listener[Any]]) -> int:
+    """The port of listeners bound to port 0: theirs or, for the simulation's, their `socket`
+    stand-in's (anything with `getsockname()`)."""
+    return listeners[0].socket.getsockname()[1]  # type: ignore[attr-defined]
 
 
 async def serve_admitted(

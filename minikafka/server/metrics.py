@@ -43,9 +43,11 @@ async def run_metrics_log(
     node_id: int,
     interval_ms: int,
     rotation: Rotation = DEFAULT_ROTATION,
+    wall_clock: Callable[[], float] = time.time,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """Append one JSON line per interval: totals, and rates (`<counter>_per_s`) since the last."""
+    """Append one JSON line per interval: totals, and rates (`<counter>_per_s`) since the last;
+    `ts` is `wall_clock()`."""
     task_status.started()
     # A failed write never stops the node, and the file rolls over at its cap (server/jsonl.py).
     out = JsonlFile(path, metrics=metrics, rotation=rotation)
@@ -61,7 +63,7 @@ async def run_metrics_log(
                 f"{k}_per_s": round((v - last.get(k, 0)) / elapsed_s, 1)
                 for k, v in metrics.counters.items()
             }
-            line = {"ts": round(time.time(), 3), "mono_ms": t, "node": node_id, **snap, **rates}
+            line = {"ts": round(wall_clock(), 3), "mono_ms": t, "node": node_id, **snap, **rates}
             out.write_line(json.dumps(line, separators=(",", ":")))
             last, last_ms = dict(metrics.counters), t
     finally:

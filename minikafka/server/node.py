@@ -20,6 +20,7 @@ from pathlib import Path
 
 import trio
 
+from minikafka.client.connection import hold_connection
 from minikafka.core.connection_quotas import KAFKA as KAFKA_LISTENER
 from minikafka.core.connection_quotas import NATIVE as NATIVE_LISTENER
 from minikafka.core.connection_quotas import ConnectionQuotas
@@ -29,12 +30,13 @@ from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
+from minikafka.server.edges import MACHINE, Edges
 from minikafka.server.eventlog import EventLog
 from minikafka.server.group_offsets_api import dispatch_group_offsets
 from minikafka.server.groups import GroupService
 from minikafka.server.jsonl import Rotation
 from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis, topic_config_defaults
-from minikafka.server.listener import Door, bound_port, open_listeners, run_listener
+from minikafka.server.listener import Door, bound_port, run_listener
 from minikafka.server.metrics import Metrics, run_metrics_log
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.prometheus import serve_metrics
@@ -63,11 +65,12 @@ from minikafka.wire.messages import (
 
 
 class Node:
-    def __init__(self, config: NodeConfig) -> None:
+    def __init__(self, config: NodeConfig, *, edges: Edges = MACHINE) -> None:
         # A node answers the control plane only from its cluster's own nodes (issue 11): without
         # the cluster's id and secret it refuses to start, before touching its data dir.
         config.require_cluster_identity()
         self.config = config
+        self.edges = edges  # what it reaches outside itself for (server/edges.py)
         # Before anything else in the data dir: one node per data dir (DataDirInUse otherwise),
         # held until `run` ends or the process dies (minikafka/storage/dir_lock.py).
         self.dir_lock = lock_data_dir(config.data_dir)
@@ -81,6 +84,7 @@ class Node:
             node_id=config.node_id,
             metrics=self.metrics,
             rotation=self.log_rotation,
+            wall_clock=edges.wall_clock,
         )
         self.rng = random.Random(f"{config.seed}/{config.node_id}")
         self.gate = ClusterGate(
@@ -126,7 +130,12 @@ class Node:
                 if c.is_controller:
                     assert self.meta_store is not None
                     self.controller = ControllerService(
-                        config=c, store=self.meta_store, events=self.events, rng=self.rng
+                        config=c,
+                        store=self.meta_store,
+                        events=self.events,
+                        rng=self.rng,
+                        hold=partial(hold_connection, connect=self.edges.connect),
+                        run_sync=self.edges.run_sync,
                     )
                     await nursery.start(self.controller.run)
                 self.port = await nursery.start(self._listen)
@@ -140,6 +149,7 @@ class Node:
                         node_id=c.node_id,
                         interval_ms=c.metrics_interval_ms,
                         rotation=self.log_rotation,
+                        wall_clock=self.edges.wall_clock,
                     )
                 )
                 if c.metrics_port >= 0:
@@ -162,6 +172,7 @@ class Node:
 
     async def _listen(self, *, task_status: trio.TaskStatus[int]) -> None:
         c = self.config
+        listeners = await self.edges.listen(c.host, c.port)
         await run_listener(
             c.host,
             c.port,
@@ -172,6 +183,7 @@ class Node:
             idle_ms=c.connections_max_idle_ms,
             door=Door(quotas=self.quotas, listener=NATIVE_LISTENER, memory=self.request_memory),
             gate=self.gate,
+            listeners=listeners,
             task_status=task_status,
         )
 
@@ -182,11 +194,17 @@ class Node:
         # The Kafka listener is bound first: its port is part of the broker's registration.
         kafka_sockets = None
         if c.kafka_listen is not None:
-            kafka_sockets = await open_listeners(*c.kafka_listen)
+            kafka_sockets = await self.edges.listen(*c.kafka_listen)
             self.kafka_port = bound_port(kafka_sockets)
         kafka_endpoint = None if kafka_sockets is None else (c.kafka_listen[0], self.kafka_port)
         link = ControllerLink(
-            c, self.events, port=self.port, offline=offline, kafka_endpoint=kafka_endpoint
+            c,
+            self.events,
+            port=self.port,
+            offline=offline,
+            kafka_endpoint=kafka_endpoint,
+            connect=self.edges.connect,
+            incarnation_id=self.edges.token_bytes(16).hex(),
         )
         self.broker = build_broker(
             config=c,
@@ -197,6 +215,8 @@ class Node:
             dynamic=self.dynamic,
             offline=offline,
             rng=self.rng,
+            connect=self.edges.connect,
+            run_sync=self.edges.run_sync,
         )
         rm = self.broker.replica_manager
         await nursery.start(rm.run)
@@ -210,6 +230,7 @@ class Node:
                 changes=rm.changes,
                 metrics=self.metrics,
                 rotation=self.log_rotation,
+                wall_clock=self.edges.wall_clock,
             )
         )
         if kafka_sockets is not None:
@@ -230,6 +251,7 @@ class Node:
                 broker=self.broker.dispatch,
                 groups=group_service,
                 topic_defaults=topic_config_defaults(c),
+                run_sync=self.edges.run_sync,
             )
             await nursery.start(
                 partial(
@@ -285,7 +307,9 @@ class Node:
             "metrics_port": self.metrics_port,
             "kafka_port": self.kafka_port,
             "pid": os.getpid(),
-            "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "started_at": time.strftime(
+                "%Y-%m-%dT%H:%M:%S%z", time.localtime(self.edges.wall_clock())
+            ),
         }
         tmp = c.data_dir / "node.json.tmp"
         tmp.write_text(json.dumps(doc))

@@ -1,0 +1,44 @@
+"""What a node reaches outside itself for, as one argument: `Edges`.
+
+A node's code decides with `now_ms` (Trio's clock) and its seeded RNG; everything else it needs
+from the world comes through here: the connections it opens (to the controller, to leaders),
+the sockets it listens on, the thread it runs a blocking LMDB call in, the wall-clock time its
+logs carry, and the bytes of its incarnation id. The defaults are the machine's; the simulation
+(minikafka/sim) passes its own, so that the node's code runs unchanged in simulated time.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+import trio
+
+from minikafka.client.connection import Connection, open_connection
+from minikafka.server.clock import RunSync
+
+# open_connection's signature: (host, port, *, client_id, credential, ...) -> Connection block
+Connect = Callable[..., AbstractAsyncContextManager[Connection]]
+# (host, port) -> listeners bound there, not yet accepting (port 0: any free one)
+Listen = Callable[[str, int], Awaitable[Sequence[trio.abc.Listener[Any]]]]
+
+
+async def listen_tcp(host: str, port: int) -> Sequence[trio.abc.Listener[Any]]:
+    """TCP sockets bound to host:port (0: any free port), not yet accepting."""
+    return await trio.open_tcp_listeners(port, host=host)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Edges:
+    connect: Connect = open_connection
+    listen: Listen = listen_tcp
+    run_sync: RunSync = trio.to_thread.run_sync
+    wall_clock: Callable[[], float] = time.time
+    token_bytes: Callable[[int], bytes] = secrets.token_bytes  # incarnation ids
+
+
+MACHINE = Edges()
