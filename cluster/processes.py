@@ -59,26 +59,33 @@ def node_argv(
     argv += ["--node-id", str(node.node_id), "--roles", ",".join(node.roles)]
     argv += ["--listen", node.address, "--controller", spec.controller_address]
     argv += ["--data-dir", str(node.data_dir), "--seed", str(spec.seed)]
-    for key, value in spec.node_configs.items():
+    for key, value in node_settings(spec, node, cluster_id=cluster_id).items():
         argv += ["--set", f"{key}={value}"]
+    return argv + route_args(spec, node)
+
+
+def node_settings(spec: ClusterSpec, node: NodeSpec, *, cluster_id: str = "") -> dict[str, str]:
+    """The Kafka-named settings `node` starts with (its `--set` options): the cluster's node
+    configs and what a local cluster adds. The simulation (minikafka/sim) starts its nodes with
+    the same."""
+    settings = dict(spec.node_configs)
     if node.is_broker and "kafka.listen" not in spec.node_configs:
         # Every broker of a local cluster speaks Kafka's protocol too, on the port its spec
         # fixes (a free one if it has none); node.json's kafka_port says which it bound.
-        argv += ["--set", f"kafka.listen={node.host}:{node.kafka_port or 0}"]
+        settings["kafka.listen"] = f"{node.host}:{node.kafka_port or 0}"
     if "metrics.port" not in spec.node_configs:
         # The Prometheus port its spec fixes, so the targets in prometheus-targets.json stay
         # valid across restarts (a free one if it has none).
-        argv += ["--set", f"metrics.port={node.metrics_port or 0}"]
+        settings["metrics.port"] = str(node.metrics_port or 0)
     if node.is_broker and "offsets.topic.replication.factor" not in spec.node_configs:
         # Kafka's default (3) refuses __consumer_offsets, so every consumer group, on a cluster
         # of fewer brokers; its own config/server.properties sets 1 for local use. Ours: as
         # many replicas as Kafka's default allows on this cluster.
-        factor = min(3, len(spec.brokers))
-        argv += ["--set", f"offsets.topic.replication.factor={factor}"]
+        settings["offsets.topic.replication.factor"] = str(min(3, len(spec.brokers)))
     if cluster_id:
-        argv += ["--set", f"cluster.id={cluster_id}"]
-        argv += ["--set", f"cluster.secret.file={secret_path(spec.base_dir)}"]
-    return argv + route_args(spec, node)
+        settings["cluster.id"] = cluster_id
+        settings["cluster.secret.file"] = str(secret_path(spec.base_dir))
+    return settings
 
 
 class NodeProcess(ManagedProcess):

@@ -17,7 +17,7 @@ Bad input raises `ConfigError` with a one-line message naming what is accepted.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -159,8 +159,11 @@ def plan_cluster(
     name: str | None = None,
     host: str = "127.0.0.1",
     fault_proxy: bool = False,
+    ports: Callable[[int, str], list[int]] | None = None,
 ) -> ClusterSpec:
-    """Lay out a cluster of `brokers` brokers plus a controller, on fresh ports of `host`.
+    """Lay out a cluster of `brokers` brokers plus a controller, on fresh ports of `host`
+    (`ports(n, host)`: n of them; `free_ports` by default, the simulation's own the same in
+    every run).
 
     With `fault_proxy`, also a proxy control port and one port per talking pair of nodes.
     """
@@ -182,7 +185,7 @@ def plan_cluster(
             f"and proxy ports), at most {MAX_PORTS}; "
             "use fewer brokers"
         )
-    ports = free_ports(wanted, host)
+    ports = (ports or free_ports)(wanted, host)
     kafka_ports = dict(zip(kafka, ports[len(layout) : len(layout) + len(kafka)], strict=True))
     metrics_ports = ports[len(layout) + len(kafka) : 2 * len(layout) + len(kafka)]
     proxy_ports = ports[2 * len(layout) + len(kafka) :]
@@ -285,13 +288,22 @@ def proxy_config(spec: ClusterSpec) -> ProxyConfig:
     )
 
 
-def route_args(spec: ClusterSpec, node: NodeSpec) -> list[str]:
-    """The `--route DST=VIA` options of `node`: one per link it opens, none without a proxy."""
+def node_routes(spec: ClusterSpec, node: NodeSpec) -> dict[tuple[str, int], tuple[str, int]]:
+    """{peer's address: the proxy port that carries `node`'s connections to it}: one per link
+    it opens, none without a proxy (NodeConfig.routes)."""
     proxy = spec.fault_proxy
     if proxy is None:
-        return []
+        return {}
+    return {
+        (spec.node(dst).host, spec.node(dst).port): (proxy.host, port)
+        for (src, dst), port in proxy.links.items()
+        if src == node.node_id
+    }
+
+
+def route_args(spec: ClusterSpec, node: NodeSpec) -> list[str]:
+    """The `--route DST=VIA` options of `node` (`node_routes`)."""
     args = []
-    for (src, dst), port in proxy.links.items():
-        if src == node.node_id:
-            args += ["--route", f"{spec.node(dst).address}={proxy.host}:{port}"]
+    for (host, port), (via_host, via_port) in node_routes(spec, node).items():
+        args += ["--route", f"{host}:{port}={via_host}:{via_port}"]
     return args

@@ -18,7 +18,7 @@ from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer
 from minikafka.core.types import TopicPartition
-from minikafka.sim.cluster import SimCluster
+from minikafka.sim.cluster import SimCluster, plan_sim_cluster
 from minikafka.sim.determinism import pinned_scheduler
 
 TOPIC = "sim"
@@ -46,7 +46,7 @@ def _story(base: Path, seed: int) -> dict[str, object]:
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            cluster = SimCluster(base, brokers=3, seed=seed)
+            cluster = SimCluster(plan_sim_cluster(base, brokers=3, seed=seed))
             await cluster.start(nursery)
             connect = cluster.network.connect
             async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
@@ -108,3 +108,68 @@ def test_the_same_seed_writes_the_same_bytes(tmp_path: Path) -> None:
     again = _story(base, seed=11)
     assert again["simulated_s"] == first["simulated_s"]
     assert _digest(base) == digest
+
+
+def test_a_blocked_link_takes_the_follower_out_of_the_isr_after_the_lag_time(
+    tmp_path: Path,
+) -> None:
+    """Through the real fault proxy on the simulated network: the follower's link to its leader
+    blocked and a record written, the follower leaves the ISR once replica.lag.time.max.ms
+    (30 s) has passed without it catching up, at the next run of the expiration task (the
+    acks=all write is acknowledged then), and comes back after the heal."""
+    seen: dict[str, object] = {}
+
+    async def isr(c, tp: TopicPartition) -> list[int]:
+        md = await c.refresh_metadata([TOPIC])
+        (p,) = [p for p in md.topics[0].partitions if p.partition == tp.partition]
+        return sorted(p.isr)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            spec = plan_sim_cluster(tmp_path / "run", brokers=2, seed=3, fault_proxy=True)
+            cluster = SimCluster(spec)
+            await cluster.start(nursery)
+            assert cluster.proxy is not None
+            connect = cluster.network.connect
+            async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
+                await Admin(c).create_topic(TOPIC, partitions=1, replication_factor=2)
+                (tp,) = c.partitions_of(TOPIC)
+                leader = c.leader_of(tp)
+                follower = 3 - leader
+                producer = Producer(c)
+                await producer.send_records(tp, [(0, None, b"before")])
+                assert await isr(c, tp) == [1, 2]
+                blocked_at = trio.current_time()
+                reply = cluster.proxy.handle(
+                    {"op": "set", "links": [[follower, leader]], "blocked": True}
+                )
+                assert reply["ok"], reply
+
+                async def write_while_blocked() -> None:
+                    # acks=all waits until the follower is out of the ISR (Kafka's rule: a
+                    # follower at the leader's end is in sync however long ago it fetched, so
+                    # only a write makes it lag)
+                    await producer.send_records(tp, [(1, None, b"during")])
+                    seen["acked_after_s"] = trio.current_time() - blocked_at
+
+                nursery.start_soon(write_while_blocked)
+                with trio.fail_after(60):  # simulated seconds
+                    while await isr(c, tp) != [leader]:
+                        await trio.sleep(0.5)
+                seen["shrunk_after_s"] = trio.current_time() - blocked_at
+                cluster.proxy.handle({"op": "heal"})
+                healed_at = trio.current_time()
+                with trio.fail_after(60):
+                    while await isr(c, tp) != [1, 2]:
+                        await trio.sleep(0.5)
+                seen["back_after_s"] = trio.current_time() - healed_at
+            await cluster.stop()
+            nursery.cancel_scope.cancel()
+
+    with pinned_scheduler(3):
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    # Kafka's isr-expiration task runs every replica.lag.time.max.ms / 2: a follower leaves
+    # between 30 s and 45 s after it last caught up (plus the AlterPartition round trip)
+    assert 30 <= seen["shrunk_after_s"] <= 46, seen
+    assert 30 <= seen["acked_after_s"] <= 46, seen
+    assert seen["back_after_s"] < 5, seen

@@ -17,7 +17,7 @@ import json
 import os
 import signal
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,11 @@ from minikafka.faults.requests import (
 CONNECT_TIMEOUT_S = 10.0
 
 Dial = Callable[[str, int], Awaitable[trio.abc.Stream]]
+Listen = Callable[[str, int], Awaitable[Sequence[trio.abc.Listener[Any]]]]
+
+
+async def listen_tcp(host: str, port: int) -> Sequence[trio.abc.Listener[Any]]:
+    return await trio.open_tcp_listeners(port, host=host)
 
 
 async def dial_tcp(host: str, port: int) -> trio.abc.Stream:
@@ -54,24 +59,30 @@ async def dial_tcp(host: str, port: int) -> trio.abc.Stream:
 class FaultProxy:
     """Every link's fault state and live connections; `run()` serves them over TCP."""
 
-    def __init__(self, config: ProxyConfig, *, dial: Dial = dial_tcp) -> None:
+    def __init__(
+        self, config: ProxyConfig, *, dial: Dial = dial_tcp, listen: Listen = listen_tcp
+    ) -> None:
         self.config = config
         self.table = FaultTable(link.link for link in config.links)
         self._links: dict[LinkId, ProxyLink] = {link.link: link for link in config.links}
-        self._conns: dict[LinkId, set[ProxiedConnection]] = {ln: set() for ln in self._links}
+        # Each link's live connections, in the order they arrived (a dict, not a set: a kick
+        # or a reset then reaches them in an order that does not depend on memory addresses,
+        # so a simulated run repeats itself).
+        self._conns: dict[LinkId, dict[ProxiedConnection, None]] = {ln: {} for ln in self._links}
         self._dial = dial
+        self._listen = listen  # TCP, or the simulation's network (minikafka/sim)
 
     # -- serving --------------------------------------------------------------------------
 
-    async def bind(self) -> list[tuple[LinkId | None, list[trio.SocketListener]]]:
+    async def bind(self) -> list[tuple[LinkId | None, Sequence[trio.abc.Listener[Any]]]]:
         """Open the control listener (link None) and one per link; ClusterError if one fails."""
-        bound: list[tuple[LinkId | None, list[trio.SocketListener]]] = []
+        bound: list[tuple[LinkId | None, Sequence[trio.abc.Listener[Any]]]] = []
         ports = [(None, self.config.control_port)]
         ports += [(link.link, link.port) for link in self.config.links]
         try:
             for link, port in ports:
                 try:
-                    bound.append((link, await trio.open_tcp_listeners(port, host=self.config.host)))
+                    bound.append((link, await self._listen(self.config.host, port)))
                 except OSError as e:
                     raise ClusterError(
                         f"fault proxy cannot listen on {self.config.host}:{port}: {e.strerror or e}"
@@ -85,7 +96,7 @@ class FaultProxy:
 
     async def run(
         self,
-        bound: list[tuple[LinkId | None, list[trio.SocketListener]]] | None = None,
+        bound: list[tuple[LinkId | None, Sequence[trio.abc.Listener[Any]]]] | None = None,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -106,11 +117,11 @@ class FaultProxy:
             stream,
             partial(self._dial, target.target_host, target.target_port),
         )
-        self._conns[link].add(conn)
+        self._conns[link][conn] = None
         try:
             await conn.run()
         finally:
-            self._conns[link].discard(conn)
+            self._conns[link].pop(conn, None)
 
     async def serve_control(self, stream: trio.abc.Stream) -> None:
         """Answer JSON-line requests on one control connection until it closes."""

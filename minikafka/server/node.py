@@ -154,7 +154,14 @@ class Node:
                 )
                 if c.metrics_port >= 0:
                     self.metrics_port = await nursery.start(
-                        serve_metrics, c.host, c.metrics_port, self.metrics, c.node_id
+                        partial(
+                            serve_metrics,
+                            c.host,
+                            c.metrics_port,
+                            self.metrics,
+                            c.node_id,
+                            listen=self.edges.listen,
+                        )
                     )
                 self._write_node_file()
                 self.events.emit(

@@ -1,29 +1,39 @@
-"""A controller and N brokers, their real `Node` code, in one Trio run on a `SimNetwork`.
+"""A cluster of real `Node`s, and its fault proxy, in one Trio run on a `SimNetwork`.
 
-Each node is `server/node.py`'s `Node`, built from a `NodeConfig` as `minikafka node` builds
-it, with the simulation's `Edges` in place of the machine's:
+The layout is a `ClusterSpec`, planned as `minikafka cluster up` plans one (`plan_sim_cluster`:
+`plan_cluster` with ports counted from `SPEC_FIRST_PORT` instead of the machine's free ones),
+and each node starts with the settings and routes a local cluster's node gets
+(cluster/processes.py `node_settings`, cluster/spec.py `node_routes`). Each node is
+`server/node.py`'s `Node`, with the simulation's `Edges` in place of the machine's:
 
 - connections and listeners: the SimNetwork (sim/network.py);
 - blocking LMDB calls: run inline (`run_sync_inline`), so they take no simulated time and no
   worker thread's timing enters the run;
 - the wall clock of its logs: `EPOCH_S` plus Trio's clock, the same in every run;
-- incarnation ids: bytes from the node's own stream of the seed.
+- incarnation ids, the cluster's id and secret: bytes drawn from the seed.
 
-The disk is real: LMDB in `base_dir/node-N`, as a real cluster's. `kill(n)` cancels the node's
-task (its memory is gone; what LMDB committed stays) and `restart(n)` builds a new Node on the
-same data dir. The run must be under `trio.run(..., clock=MockClock(autojump_threshold=0))`
-and `pinned_scheduler(seed)` (sim/determinism.py) for it to repeat from its seed.
+With `fault_proxy`, the spec's proxy is the real `FaultProxy` (faults/proxy.py) on the same
+network, and every node's connections to its peers go through it as in a local cluster:
+`proxy.handle({...})` takes the control protocol's requests (faults/requests.py).
+
+The disk is real: LMDB in `base_dir/node-N`. `kill(n)` cancels the node's task (its memory is
+gone; what LMDB committed stays) and `restart(n)` builds a new Node on the same data dir. For the
+run to repeat from its seed it must be under `trio.run(..., clock=MockClock(autojump_threshold=0))`
+and `pinned_scheduler(seed)` (sim/determinism.py).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import trio
 
+from minikafka.cluster.processes import node_settings
+from minikafka.cluster.spec import ClusterSpec, NodeSpec, node_routes, plan_cluster, proxy_config
+from minikafka.faults.proxy import FaultProxy
 from minikafka.server.config import NodeConfig
 from minikafka.server.edges import Edges
 from minikafka.server.node import Node
@@ -31,13 +41,31 @@ from minikafka.sim.network import SimNetwork
 from minikafka.testing.memory_node import run_sync_inline
 
 EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: where the simulated wall clock starts
-NATIVE_PORT = 9091
-CONTROLLER_ID = 0
+SPEC_FIRST_PORT = 40000  # the spec's ports; port-0 binds get SimNetwork's own range
 
 
-def node_host(node_id: int) -> str:
-    """Each node its own loopback address, so per-IP rules see nodes as separate hosts."""
-    return f"127.0.1.{node_id + 1}"
+def sim_ports(n: int, _host: str) -> list[int]:
+    return list(range(SPEC_FIRST_PORT, SPEC_FIRST_PORT + n))
+
+
+def plan_sim_cluster(
+    base_dir: Path,
+    *,
+    brokers: int,
+    seed: int,
+    node_configs: Mapping[str, str] | None = None,
+    fault_proxy: bool = False,
+) -> ClusterSpec:
+    """A controller and `brokers` brokers laid out as `cluster up` would, on the simulation's
+    ports."""
+    return plan_cluster(
+        base_dir=base_dir,
+        brokers=brokers,
+        seed=seed,
+        node_configs=node_configs,
+        fault_proxy=fault_proxy,
+        ports=sim_ports,
+    )
 
 
 def wall_clock() -> float:
@@ -46,52 +74,39 @@ def wall_clock() -> float:
 
 @dataclass(slots=True)
 class SimNode:
+    spec: NodeSpec
     config: NodeConfig
     edges: Edges
     node: Node | None = None
     scope: trio.CancelScope | None = None
     stopped: trio.Event | None = None
 
-    @property
-    def address(self) -> tuple[str, int]:
-        return (self.config.host, self.config.port)
-
 
 class SimCluster:
-    """Node 0 is the controller, 1..brokers the brokers. Start it with `await start(nursery)`."""
+    """`spec`'s nodes on `network`. Start them with `await start(nursery)`."""
 
-    def __init__(
-        self,
-        base_dir: Path,
-        *,
-        brokers: int,
-        seed: int,
-        node_configs: Mapping[str, str] | None = None,
-        network: SimNetwork | None = None,
-    ) -> None:
-        self.base_dir = base_dir
-        self.seed = seed
+    def __init__(self, spec: ClusterSpec, *, network: SimNetwork | None = None) -> None:
+        self.spec = spec
         self.network = network or SimNetwork()
-        identity = random.Random(f"{seed}/cluster-identity")
+        identity = random.Random(f"{spec.seed}/cluster-identity")
         cluster_id = f"sim-{identity.getrandbits(64):016x}"
         secret = identity.randbytes(32).hex().encode()
-        controller = (node_host(CONTROLLER_ID), NATIVE_PORT)
+        controller = spec.controller
         self.nodes: dict[int, SimNode] = {}
-        for node_id in range(brokers + 1):
+        for node in spec.nodes:
             config = NodeConfig(
-                node_id=node_id,
-                roles=("controller",) if node_id == CONTROLLER_ID else ("broker",),
-                host=node_host(node_id),
-                port=NATIVE_PORT,
-                controller_host=controller[0],
-                controller_port=controller[1],
-                data_dir=base_dir / f"node-{node_id}",
-                seed=seed,
-                metrics_port=-1,
-                cluster_id=cluster_id,
-                cluster_secret=secret,
-            ).with_settings(dict(node_configs or {}))
-            tokens = random.Random(f"{seed}/tokens/{node_id}")
+                node_id=node.node_id,
+                roles=node.roles,
+                host=node.host,
+                port=node.port,
+                controller_host=controller.host,
+                controller_port=controller.port,
+                data_dir=node.data_dir,
+                seed=spec.seed,
+                routes=node_routes(spec, node),
+            ).with_settings(node_settings(spec, node))
+            config = replace(config, cluster_id=cluster_id, cluster_secret=secret)
+            tokens = random.Random(f"{spec.seed}/tokens/{node.node_id}")
             edges = Edges(
                 connect=self.network.connect,
                 listen=self.network.listen,
@@ -99,21 +114,26 @@ class SimCluster:
                 wall_clock=wall_clock,
                 token_bytes=tokens.randbytes,
             )
-            self.nodes[node_id] = SimNode(config=config, edges=edges)
+            self.nodes[node.node_id] = SimNode(spec=node, config=config, edges=edges)
+        self.proxy = (
+            FaultProxy(
+                proxy_config(spec), dial=self.network.open_stream, listen=self.network.listen
+            )
+            if spec.fault_proxy is not None
+            else None
+        )
         self._nursery: trio.Nursery | None = None
 
-    @property
-    def broker_ids(self) -> list[int]:
-        return [n for n in self.nodes if n != CONTROLLER_ID]
-
     def bootstrap(self) -> list[tuple[str, int]]:
-        return [self.nodes[n].address for n in self.broker_ids]
+        return [(n.host, n.port) for n in self.spec.brokers]
 
     async def start(self, nursery: trio.Nursery) -> None:
-        """Start every node, controller first, each once it is ready (registered)."""
+        """Start the proxy, then every node, controller first, each once it is ready."""
         self._nursery = nursery
-        for node_id in self.nodes:
-            await self.restart(node_id)
+        if self.proxy is not None:
+            await nursery.start(self.proxy.run)
+        for node in [self.spec.controller, *self.spec.brokers]:
+            await self.restart(node.node_id)
 
     async def restart(self, node_id: int) -> None:
         """Start node `node_id` (again) on its data dir and wait until it is ready."""
@@ -135,6 +155,9 @@ class SimCluster:
             sim.node = None
             sim.stopped.set()
 
+    def is_running(self, node_id: int) -> bool:
+        return self.nodes[node_id].scope is not None
+
     async def kill(self, node_id: int) -> None:
         """Stop node `node_id` at once (its task cancelled, its data dir kept)."""
         sim = self.nodes[node_id]
@@ -145,6 +168,6 @@ class SimCluster:
 
     async def stop(self) -> None:
         """Stop every node, brokers first."""
-        for node_id in reversed(list(self.nodes)):
-            if self.nodes[node_id].scope is not None:
-                await self.kill(node_id)
+        for node in [*reversed(self.spec.brokers), self.spec.controller]:
+            if self.is_running(node.node_id):
+                await self.kill(node.node_id)

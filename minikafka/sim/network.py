@@ -28,7 +28,7 @@ import trio.testing
 
 from minikafka.client.connection import open_connection
 
-FIRST_PORT = 40000
+FIRST_PORT = 45000  # port-0 binds (a spec's fixed ports are below: sim/cluster.py)
 EPHEMERAL_FIRST = 50000  # the client side of each connection
 
 
