@@ -38,15 +38,11 @@ from minikafka.faults.requests import (
     decode_line,
     parse_request,
 )
+from minikafka.server.listener import Listen, open_listeners
 
 CONNECT_TIMEOUT_S = 10.0
 
 Dial = Callable[[str, int], Awaitable[trio.abc.Stream]]
-Listen = Callable[[str, int], Awaitable[Sequence[trio.abc.Listener[Any]]]]
-
-
-async def listen_tcp(host: str, port: int) -> Sequence[trio.abc.Listener[Any]]:
-    return await trio.open_tcp_listeners(port, host=host)
 
 
 async def dial_tcp(host: str, port: int) -> trio.abc.Stream:
@@ -60,7 +56,7 @@ class FaultProxy:
     """Every link's fault state and live connections; `run()` serves them over TCP."""
 
     def __init__(
-        self, config: ProxyConfig, *, dial: Dial = dial_tcp, listen: Listen = listen_tcp
+        self, config: ProxyConfig, *, dial: Dial = dial_tcp, listen: Listen = open_listeners
     ) -> None:
         self.config = config
         self.table = FaultTable(link.link for link in config.links)

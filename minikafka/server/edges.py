@@ -11,31 +11,24 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any
 
 import trio
 
 from minikafka.client.connection import Connection, open_connection
 from minikafka.server.clock import RunSync
+from minikafka.server.listener import Listen, open_listeners
 
 # open_connection's signature: (host, port, *, client_id, credential, ...) -> Connection block
 Connect = Callable[..., AbstractAsyncContextManager[Connection]]
-# (host, port) -> listeners bound there, not yet accepting (port 0: any free one)
-Listen = Callable[[str, int], Awaitable[Sequence[trio.abc.Listener[Any]]]]
-
-
-async def listen_tcp(host: str, port: int) -> Sequence[trio.abc.Listener[Any]]:
-    """TCP sockets bound to host:port (0: any free port), not yet accepting."""
-    return await trio.open_tcp_listeners(port, host=host)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Edges:
     connect: Connect = open_connection
-    listen: Listen = listen_tcp
+    listen: Listen = open_listeners
     run_sync: RunSync = trio.to_thread.run_sync
     wall_clock: Callable[[], float] = time.time
     token_bytes: Callable[[int], bytes] = secrets.token_bytes  # incarnation ids

@@ -372,6 +372,11 @@ async def run_listener(
         task_status.started(bound)
 
 
+# (host, port) -> listeners bound there, not yet accepting (port 0: any free one): TCP's
+# `open_listeners`, or the simulation's network (server/edges.py).
+Listen = Callable[[str, int], Awaitable[Sequence[trio.abc.Listener[Any]]]]
+
+
 async def open_listeners(host: str, port: int) -> list[trio.SocketListener]:
     """Sockets bound to host:port (0: any free port), not yet accepting."""
     return await trio.open_tcp_listeners(port, host=host)

@@ -14,13 +14,11 @@ node down.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
-
 import trio
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import CollectorRegistry
 
+from minikafka.server.listener import Listen, bound_port, open_listeners
 from minikafka.server.metrics import Metrics
 from minikafka.server.prometheus_collector import node_registry
 
@@ -88,17 +86,14 @@ async def serve_metrics(
     metrics: Metrics,
     node_id: int,
     *,
-    listen: Callable[[str, int], Awaitable[Sequence[trio.abc.Listener[Any]]]] | None = None,
+    listen: Listen = open_listeners,
     task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve GET /metrics on host:port (0: any free port); reports the bound port. `listen`
     binds it (server/edges.py `Edges.listen`; TCP by default)."""
     registry = node_registry(metrics, node_id)
-    if listen is None:
-        listeners: Sequence[trio.abc.Listener[Any]] = await trio.open_tcp_listeners(port, host=host)
-    else:
-        listeners = await listen(host, port)
-    bound = listeners[0].socket.getsockname()[1]  # type: ignore[attr-defined]
+    listeners = await listen(host, port)
+    bound = bound_port(listeners)
 
     async def handle(stream: trio.SocketStream) -> None:
         await answer(stream, registry)
