@@ -15,7 +15,6 @@ import trio
 import trio.testing
 
 from minikafka.errors import ConfigError
-from minikafka.faults import control
 from minikafka.faults.config import ProxyConfig, ProxyLink
 from minikafka.faults.control import FaultProxyClient, both_ways
 from minikafka.faults.proxy import FaultProxy
@@ -348,15 +347,14 @@ async def test_control_refuses_an_endless_line_and_hangs_up(autojump_clock, h):
     assert await client.receive_some(10) == b""
 
 
-async def test_client_methods_over_the_control_protocol(autojump_clock, h, monkeypatch):
+async def test_client_methods_over_the_control_protocol(autojump_clock, h):
     async def open_memory(host, port):
         assert (host, port) == ("127.0.0.1", 4000)
         client, server = trio.testing.memory_stream_pair()
         h.nursery.start_soon(h.proxy.serve_control, server)
         return client
 
-    monkeypatch.setattr(control.trio, "open_tcp_stream", open_memory)
-    client = FaultProxyClient("127.0.0.1", 4000)
+    client = FaultProxyClient("127.0.0.1", 4000, open_stream=open_memory)
     rows = await client.set_links(both_ways([(1, 2)]), latency_ms=20, bandwidth_bps=1000)
     assert [(r["src"], r["dst"], r["latency_ms"], r["bandwidth_bps"]) for r in rows] == [
         (1, 2, 20, 1000),

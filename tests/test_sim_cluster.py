@@ -129,7 +129,6 @@ def test_a_blocked_link_takes_the_follower_out_of_the_isr_after_the_lag_time(
             spec = plan_sim_cluster(tmp_path / "run", brokers=2, seed=3, fault_proxy=True)
             cluster = SimCluster(spec)
             await cluster.start(nursery)
-            assert cluster.proxy is not None
             connect = cluster.network.connect
             async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
                 await Admin(c).create_topic(TOPIC, partitions=1, replication_factor=2)
@@ -140,10 +139,8 @@ def test_a_blocked_link_takes_the_follower_out_of_the_isr_after_the_lag_time(
                 await producer.send_records(tp, [(0, None, b"before")])
                 assert await isr(c, tp) == [1, 2]
                 blocked_at = trio.current_time()
-                reply = cluster.proxy.handle(
-                    {"op": "set", "links": [[follower, leader]], "blocked": True}
-                )
-                assert reply["ok"], reply
+                proxy = cluster.fault_proxy()  # the control protocol, on the simulated network
+                await proxy.set_links([(follower, leader)], blocked=True)
 
                 async def write_while_blocked() -> None:
                     # acks=all waits until the follower is out of the ISR (Kafka's rule: a
@@ -157,7 +154,7 @@ def test_a_blocked_link_takes_the_follower_out_of_the_isr_after_the_lag_time(
                     while await isr(c, tp) != [leader]:
                         await trio.sleep(0.5)
                 seen["shrunk_after_s"] = trio.current_time() - blocked_at
-                cluster.proxy.handle({"op": "heal"})
+                await proxy.heal()
                 healed_at = trio.current_time()
                 with trio.fail_after(60):
                     while await isr(c, tp) != [1, 2]:

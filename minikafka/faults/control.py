@@ -11,7 +11,7 @@ the proxy changed nothing); an unreachable or silent proxy raises ClusterError.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import trio
@@ -42,10 +42,18 @@ def both_ways(links: Iterable[LinkId]) -> list[LinkId]:
 class FaultProxyClient:
     """Talk to the fault proxy whose control port is `host:port`."""
 
-    def __init__(self, host: str, port: int, *, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        timeout_s: float = 10.0,
+        open_stream: Callable[[str, int], Awaitable[trio.abc.Stream]] = trio.open_tcp_stream,
+    ) -> None:
         self.host = host
         self.port = port
         self.timeout_s = timeout_s
+        self._open_stream = open_stream  # TCP, or the simulation's network (minikafka/sim)
 
     def __repr__(self) -> str:
         return f"FaultProxyClient({self.host!r}, {self.port})"
@@ -62,7 +70,7 @@ class FaultProxyClient:
         line = json.dumps(dict(request)).encode() + b"\n"
         try:
             with trio.fail_after(self.timeout_s):
-                stream = await trio.open_tcp_stream(self.host, self.port)
+                stream = await self._open_stream(self.host, self.port)
                 async with stream:
                     await stream.send_all(line)
                     reply = await _read_line(stream)

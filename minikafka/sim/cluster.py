@@ -13,8 +13,9 @@ and each node starts with the settings and routes a local cluster's node gets
 - incarnation ids, the cluster's id and secret: bytes drawn from the seed.
 
 With `fault_proxy`, the spec's proxy is the real `FaultProxy` (faults/proxy.py) on the same
-network, and every node's connections to its peers go through it as in a local cluster:
-`proxy.handle({...})` takes the control protocol's requests (faults/requests.py).
+network, and every node's connections to its peers go through it as in a local cluster;
+`fault_proxy()` is the client of its control port (faults/control.py), as
+`LocalCluster.fault_proxy()` is over TCP.
 
 The disk is real: LMDB in `base_dir/node-N`. `kill(n)` cancels the node's task (its memory is
 gone; what LMDB committed stays) and `restart(n)` builds a new Node on the same data dir. For the
@@ -33,6 +34,8 @@ import trio
 
 from minikafka.cluster.processes import node_settings
 from minikafka.cluster.spec import ClusterSpec, NodeSpec, node_routes, plan_cluster, proxy_config
+from minikafka.errors import ClusterError
+from minikafka.faults.control import FaultProxyClient
 from minikafka.faults.proxy import FaultProxy
 from minikafka.server.config import NodeConfig
 from minikafka.server.edges import Edges
@@ -123,6 +126,16 @@ class SimCluster:
             else None
         )
         self._nursery: trio.Nursery | None = None
+
+    def fault_proxy(self) -> FaultProxyClient:
+        """The client of the proxy's control port, over the simulated network (as
+        `LocalCluster.fault_proxy()` over TCP)."""
+        proxy = self.spec.fault_proxy
+        if proxy is None:
+            raise ClusterError(f"the simulated cluster {self.spec.name} has no fault proxy")
+        return FaultProxyClient(
+            proxy.host, proxy.control_port, open_stream=self.network.open_stream
+        )
 
     def bootstrap(self) -> list[tuple[str, int]]:
         return [(n.host, n.port) for n in self.spec.brokers]
