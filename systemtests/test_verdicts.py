@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from systemtests.harness.quota_modes import Judging
+from systemtests.harness.quota_modes import PREDICTION_UNDER_REVIEW, Judging
 from systemtests.harness.runner import CaseRun, CaseSpec
 from systemtests.harness.verdicts import failures, followed_step
 
@@ -149,3 +149,17 @@ def test_a_case_that_saturates_the_machine_is_not_judged_on_latency():
     assert verdicts(slow, run(load=True, quota="precise", cpu=busy)) == set()
     spare = busy | {"case_cpu_s": 12.0}  # 55 % of the machine: judged
     assert verdicts(slow, run(load=True, quota="precise", cpu=spare)) == {"in-sync-latency"}
+
+
+def test_a_case_whose_prediction_is_under_review_is_not_judged_on_duration_alone():
+    """quota_modes.PREDICTION_UNDER_REVIEW: the listed case's duration is left out, nothing
+    else of it, and no other case's."""
+    short = result(move_duration_ratio=0.89)
+    assert verdicts(short, run()) == {"duration"}  # 3n-one-to-two-...: judged
+    listed = CaseSpec(layout="two-to-one", load=True, mode="lists", tool="reassign", quota="kafka")
+    assert listed.name in PREDICTION_UNDER_REVIEW
+    r = run(load=True)
+    r = CaseRun(spec=listed, folder=None, info=r.info, prediction=r.prediction, judging=None)
+    assert verdicts(short, r) == set()
+    assert verdicts(result(move_duration_ratio=0.89, catch_up={"partitions": 100,
+                    "rank_correlation": 0.9}), r) == {"catch-up-order"}  # fmt: skip

@@ -64,6 +64,17 @@ from minikafka.tools.reassign.model import MovingPartition, traffic_prediction
 
 QUOTA_MODES = ("precise", "kafka")
 DURATION_RATIO = (0.9, 1.2)  # accepted move duration / prediction (module docstring)
+# Cases whose duration the verdicts cannot yet judge, with what was measured: not judged
+# (results.json `not_judged`, "(duration not judged)" on the summary line) until the finding is
+# fixed; every other verdict of the case still is. Keep this empty but for a finding under work.
+PREDICTION_UNDER_REVIEW: dict[str, str] = {
+    "3n-two-to-one-reassign-lists-load-kafka": (
+        "runs take either side of a step (2026-11-27: 25.64 s against 25.82 s predicted; "
+        "22.56 and 23.01 s against 25.04 and 25.82 s, where the alternative is 22.13 s) with "
+        "charges at the nominal level, so the step check, which compares charge levels "
+        "(kafka_steps.curve_gaps), picks the nominal candidate for both"
+    ),
+}
 
 # Both modes:
 COMMON = {
