@@ -390,8 +390,6 @@ class Scenario:
         judged = self.run.judging
         if judged is not None:
             extra |= judged.extra
-            if judged.step_curves:
-                extra["step_curves"] = judged.step_curves
         if self.move_s is not None:
             extra["move_observed_s"] = round(self.move_s[1] - self.move_s[0], 3)
         if self.cpu.figures is not None:

@@ -25,9 +25,10 @@ largest rate over a window of the quota's span, to compare with `overshoot_bound
 turn on a per cent of the bytes charged before it, finer than a simulation matches a real run,
 and the move then ends a round of responses (or a wait for one to leave the quota's window)
 earlier or later. So the move is simulated again with every charge `CHARGE_ERROR` and half of it
-lighter and heavier, and a time far from the simulated one is what the move may take instead.
-`reassign plan` shows these times; the system tests use tools/reassign/kafka_steps.py
-(`step_candidates`, `closest_curve`), which also says which side a run took, from its charges.
+lighter and heavier, and a time outside the accepted band of the simulated one is what the
+move may take instead. `reassign plan` shows these times, and the system tests accept a move
+that fits one of them (systemtests/harness/quota_modes.py says why a run's own charges cannot
+tell which side it will take).
 
 Rates are bytes per second, sizes bytes, times seconds.
 """
@@ -97,9 +98,6 @@ class KafkaPrediction:
     responses: int
     # Per sensor (broker, side): the bytes it was charged over time, [(second, bytes)].
     charged: dict[tuple[int, str], list[tuple[float, int]]] = field(default_factory=dict)
-    # The run it stands for charges this x the simulation's bytes (1: the nominal simulation;
-    # an alternative across a step, tools/reassign/kafka_steps.py, `step_candidates`).
-    charge_factor: float = 1.0
 
     def max_window_rate(self, sensor: tuple[int, str], span_s: float) -> float | None:
         """The largest rate over any window of `span_s` inside the move (sliding by events)."""
