@@ -10,7 +10,7 @@ import pytest
 
 from systemtests.harness.quota_modes import PREDICTION_UNDER_REVIEW
 from systemtests.harness.runner import CaseRun, CaseSpec
-from systemtests.harness.verdicts import failures
+from systemtests.harness.verdicts import failures, summary_line
 
 
 def run(*, load=False, quota="kafka", wire=True, cpu=None) -> CaseRun:
@@ -142,3 +142,18 @@ def test_a_case_whose_prediction_is_under_review_is_not_judged_on_duration_alone
     assert verdicts(short, r) == set()
     assert verdicts(result(move_duration_ratio=0.89, catch_up={"partitions": 100,
                     "rank_correlation": 0.9}), r) == {"catch-up-order"}  # fmt: skip
+
+
+def test_the_session_line_prints_every_accepted_range_and_marks_an_alternative():
+    res = {"case": "c", "verdict": "pass", "not_judged": {}}
+    a = {"predicted_move_s": 17.2, "predicted_move_alternatives_s": [23.2], "window_s": 12,
+         "move_duration_s": 22.1, "move_judged_against_s": 23.2, "move_duration_ratio": 0.953,
+         "max_window_throttle_ratio": 1.1, "max_window_node": 1, "max_window_side": "leader"}  # fmt: skip
+    line = summary_line(res | {"analysis": a})
+    assert "predicted  23.20 s* accepted 15.5-20.6, 20.9-27.8 s actual  22.10 s" in line
+    nominal = a | {"move_duration_s": 18.3, "move_judged_against_s": 17.2}
+    assert "predicted  17.20 s  accepted 15.5-20.6, 20.9-27.8 s" in summary_line(
+        res | {"analysis": nominal}
+    )
+    off_step = nominal | {"predicted_move_alternatives_s": []}
+    assert "accepted 15.5-20.6 s actual" in summary_line(res | {"analysis": off_step})

@@ -31,7 +31,13 @@ from minikafka.tools.analysis import (
     move_bounds,
 )
 from minikafka.tools.analysis.runs import slugs
-from minikafka.tools.analysis.summary import broker_figures, judged_prediction, verdict_failures
+from minikafka.tools.analysis.summary import (
+    accepted_ranges,
+    broker_figures,
+    format_ranges,
+    judged_prediction,
+    verdict_failures,
+)
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RUNS = FIXTURES / "runs"
@@ -226,8 +232,23 @@ def test_a_move_across_a_step_is_judged_against_the_prediction_it_matches() -> N
     (failure,) = verdict_failures(case, Params())
     assert failure == (
         "move took 28.0 s, 1.63x the predicted 17.2 s (accepted 0.9-1.2x of it or of 23.2 s "
-        "across a step)"
+        "across a step: 15.5-20.6, 20.9-27.8 s)"
     )
+
+
+def test_accepted_ranges_merge_where_they_overlap() -> None:
+    assert accepted_ranges((17.2, 23.2), 0.9, 1.2) == [
+        pytest.approx((15.48, 20.64)),
+        pytest.approx((20.88, 27.84)),
+    ]
+    assert accepted_ranges((23.2, 23.7, 17.2), 0.9, 1.2) == [
+        pytest.approx((15.48, 20.64)),
+        pytest.approx((20.88, 28.44)),
+    ]
+    assert accepted_ranges((10.0, 11.0), 0.9, 1.2) == [pytest.approx((9.0, 13.2))]
+    assert accepted_ranges((None,), 0.9, 1.2) == []
+    assert format_ranges(accepted_ranges((17.2, 23.2), 0.9, 1.2)) == "15.5-20.6, 20.9-27.8"
+    assert format_ranges([]) == "-"
 
 
 @pytest.mark.parametrize(

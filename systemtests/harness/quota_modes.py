@@ -33,10 +33,11 @@ matches a run's charges to a few per cent, not better (Kafka-mode moves without 
 0.96-1.10 x it), so near a step it cannot say which side a run lands on, and it predicts both:
 `step_alternatives` (tools/reassign/kafka_algorithm.py) simulates the move again with the
 charges 2.5 % and 5 % lighter and heavier, and a time outside 0.9-1.2 x the nominal one is an
-alternative (case.json `predicted_move_alternatives_s`). A move is accepted when it takes
-0.9-1.2 x the nominal time or an alternative (the analysis' `judged_prediction`; `*` on its
-summary line when it was an alternative). Times inside the band are left out: the band already
-accepts that side, and keeping them would only stretch it.
+alternative (case.json `predicted_move_alternatives_s`). The accepted band is derived from
+these: 0.9-1.2 x the nominal time and each alternative, overlapping ranges merged (the
+analysis' `accepted_ranges`, printed on every case's summary line; `*` when the move fitted an
+alternative). Times inside the nominal's band are left out: it already accepts that side, and
+keeping them would only stretch it.
 
 That is wider than one prediction, and the run's own charges cannot narrow it: the sides differ
 in a few responses, and which a run takes is decided by their timing to a fraction of a second.
@@ -49,7 +50,7 @@ curve (2026-11-27) picked the wrong side in 3 of 7 runs of the two loaded lists 
   23.61 s), each reaching the step a second or two after the nominal curve; one run, 6 MB
   behind the nominal curve throughout, sat closer to the alternative, whose curve lies lower
   while it waits.
-What this costs: the decommission under load is accepted at about 15.5-20.7 s or 20.9-28.5 s,
+What this costs: the decommission under load is accepted at about 15.5-20.7 s or 21.2-28.8 s,
 and `make mutants` shows every bug of its table still caught (README "The verdicts, proven by
 deliberate bugs").
 

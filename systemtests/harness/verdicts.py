@@ -48,6 +48,7 @@ from typing import Any
 
 from minikafka.testing.checker import Verdict
 from minikafka.tools.analysis import Params, Report, analyze, spark_session
+from minikafka.tools.analysis.summary import accepted_ranges, format_ranges
 from systemtests.harness import machine
 from systemtests.harness.quota_modes import DURATION_RATIO, PREDICTION_UNDER_REVIEW
 from systemtests.harness.runner import CaseRun
@@ -422,7 +423,8 @@ def summary_line(res: dict[str, Any]) -> str:
     against = a.get("move_judged_against_s")
     step = "*" if across_step(res) else " "
     lo, hi = PARAMS.duration_ratio_min, PARAMS.duration_ratio_max
-    accepted = "-" if against is None else f"{lo * against:.1f}-{hi * against:.1f}"
+    predictions = (a.get("predicted_move_s"), *(a.get("predicted_move_alternatives_s") or ()))
+    accepted = format_ranges(accepted_ranges(predictions, lo, hi))
     return (
         f"{res['case']:<36} {res['verdict']:<4} predicted {f(against, '6.2f')} s{step}"
         f" accepted {accepted} s"

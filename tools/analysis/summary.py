@@ -333,14 +333,35 @@ def verdict_failures(case: Mapping[str, Any], params: Params) -> list[str]:
         across = (
             f" of it or of {', '.join(f'{a} s' for a in others)} across a step" if others else ""
         )
+        accepted = format_ranges(accepted_ranges((predicted, *others), lo, hi))
         if ratio is None:
             failures.append(f"no move found, {predicted} s predicted")
         elif not lo <= ratio <= hi:
             failures.append(
                 f"move took {case['move_duration_s']} s, {ratio:.2f}x the predicted "
-                f"{predicted} s (accepted {lo}-{hi}x{across})"
+                f"{predicted} s (accepted {lo}-{hi}x{across}: {accepted} s)"
             )
     return failures
+
+
+def accepted_ranges(
+    predictions: Sequence[float | None], lo: float, hi: float
+) -> list[tuple[float, float]]:
+    """The move durations a case accepts: `lo`-`hi` x each prediction (case.json's and its
+    alternatives across a step), overlapping ranges merged, in order."""
+    spans = sorted((lo * p, hi * p) for p in predictions if p)
+    out: list[tuple[float, float]] = []
+    for a, b in spans:
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def format_ranges(ranges: Sequence[tuple[float, float]]) -> str:
+    """"15.5-20.7, 20.9-28.5" (seconds, one decimal); "-" for none."""
+    return ", ".join(f"{a:.1f}-{b:.1f}" for a, b in ranges) or "-"
 
 
 def judged_prediction(
