@@ -262,3 +262,39 @@ def test_only_our_own_errors_are_the_clusters_fault() -> None:
     assert not runner._is_crash(ClusterError("x"))
     assert not runner._is_crash(ExceptionGroup("g", [trio.TooSlowError(), ConnectionResetError()]))
     assert runner._is_crash(ExceptionGroup("g", [ClusterError("x"), KeyError("leader")]))
+
+
+# ---------------------------------------------------------------------------- --sim, sim run
+
+
+@pytest.fixture
+def fake_sim(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):  # noqa: ANN201
+    """run_sim_experiment's stand-in (the real one: tests/test_sim_experiment.py), and the hash
+    seed already pinned, so `minikafka sim` does not restart the test process."""
+    import minikafka.sim.experiment as sim_experiment
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PYTHONHASHSEED", "0")
+    real, sim = FakeRuns([]), FakeRuns([])
+    monkeypatch.setattr(runner, "run_experiment", real)
+    monkeypatch.setattr(sim_experiment, "run_sim_experiment", sim)
+    return real, sim
+
+
+def test_sim_runs_the_same_specs_in_simulated_time(fake_sim) -> None:  # noqa: ANN001
+    real, sim = fake_sim
+    args = ("leader-kill", "--seed", "4", "--time-limit", "9")
+    assert invoke("run", *args, "--sim").exit_code == 0
+    result = CliRunner().invoke(main, ["sim", "run", *args], prog_name="minikafka")
+    assert result.exit_code == 0, result.output
+    assert real.specs == []
+    a, b = sim.specs
+    assert a.to_json() == b.to_json() and a.seed == 4 and a.duration_s == 9.0
+
+
+def test_sim_refuses_a_running_cluster_and_search_flags_on_one_run(fake_sim) -> None:  # noqa: ANN001
+    refused(invoke("run", "--sim", "--dir", "x"), "--dir", "--sim")
+    one = CliRunner().invoke(
+        main, ["sim", "run", "leader-kill", "--jobs", "2"], prog_name="minikafka"
+    )
+    refused(one, "--jobs", "--test-count")

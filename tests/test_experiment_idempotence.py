@@ -1,4 +1,4 @@
-"""The experiment's idempotence settings (spec.py, catalog.py, the CLI's _specs)."""
+"""The experiment's idempotence settings (spec.py, catalog.py, the CLI's specs_from)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,6 @@ from minikafka.errors import ClusterError
 from minikafka.experiment.nemesis import Nemesis
 from minikafka.experiment.schedule import Fault, Target
 from minikafka.experiment.workload import History
-from minikafka.testing.memory_node import run_sync_inline
 from minikafka.testing.run_folder import JsonLines
 
 
@@ -26,18 +25,20 @@ class FakeCluster:
     def _call(self, what: str, node: int) -> None:
         self.calls.append((round(trio.current_time() - self.t0, 3), what, node))
 
-    def kill(self, node: int) -> None:
+    async def kill(self, node: int) -> None:
         self._call("kill", node)
 
-    def pause(self, node: int) -> None:
+    async def wipe(self, node: int) -> None:
+        self._call("wipe", node)
+
+    async def pause(self, node: int) -> None:
         self._call("pause", node)
 
-    def resume(self, node: int) -> None:
+    async def resume(self, node: int) -> None:
         self._call("resume", node)
 
-    def restart(self, node: int, **_kw: object) -> int:
+    async def restart(self, node: int) -> None:
         self._call("restart", node)
-        return 1
 
 
 class FakeProxy:
@@ -67,7 +68,7 @@ def make(tmp_path: Path, proxy: FakeProxy | None = None) -> tuple[Nemesis, FakeC
     lc, client = FakeCluster(tmp_path), FakeClient()
     nemesis = Nemesis(
         cluster=lc, client=client, topic="exp", history=History(tmp_path / "h.jsonl", 0.0),  # type: ignore[arg-type]
-        log=JsonLines(tmp_path / "n.jsonl"), proxy=proxy, seed=1, run_sync=run_sync_inline,
+        log=JsonLines(tmp_path / "n.jsonl"), proxy=proxy, seed=1,
     )  # fmt: skip
     return nemesis, lc, client
 
@@ -86,6 +87,15 @@ async def test_process_faults_start_and_end_on_schedule(tmp_path: Path, autojump
         (25, "restart", 0),
     ]  # fmt: skip
     assert nemesis.errors == []
+
+
+async def test_a_wipe_kills_deletes_the_log_store_and_restarts(
+    tmp_path: Path, autojump_clock
+) -> None:
+    nemesis, lc, _ = make(tmp_path)
+    lc.t0 = trio.current_time()
+    await nemesis.run([Fault(kind="wipe", target=Target("broker", 2), start_s=3, end_s=8)], lc.t0)
+    assert lc.calls == [(3, "kill", 2), (3, "wipe", 2), (8, "restart", 2)]
 
 
 async def test_leader_target_is_resolved_when_the_fault_starts(
@@ -171,7 +181,7 @@ async def test_a_heal_step_that_fails_is_recorded_and_the_others_still_run(
     nemesis, lc, _ = make(tmp_path, proxy)
     lc.t0 = trio.current_time()
 
-    def resume(node: int) -> None:
+    async def resume(node: int) -> None:
         raise ClusterError(f"node {node} is not running")
 
     lc.resume = resume  # type: ignore[method-assign]
@@ -196,10 +206,10 @@ async def test_a_clean_restart_that_fails_is_retried_by_heal(
     real_restart = lc.restart
     failures = [ClusterError("node 3 did not become ready within 60 s")]
 
-    def flaky_restart(node: int, **kw: object) -> int:
+    async def flaky_restart(node: int) -> None:
         if failures:
             raise failures.pop()
-        return real_restart(node, **kw)
+        await real_restart(node)
 
     lc.restart = flaky_restart  # type: ignore[method-assign]
     await nemesis.run(

@@ -170,3 +170,49 @@ def test_a_blocked_link_takes_the_follower_out_of_the_isr_after_the_lag_time(
     assert 30 <= seen["shrunk_after_s"] <= 46, seen
     assert 30 <= seen["acked_after_s"] <= 46, seen
     assert seen["back_after_s"] < 5, seen
+
+
+def test_a_paused_follower_is_fenced_and_rejoins_when_resumed(tmp_path: Path) -> None:
+    """SIGSTOP's stand-in (SimCluster.pause: the node's connections freeze): the follower's
+    heartbeats stop, the controller fences it after broker.session.timeout.ms (9 s) and takes
+    it out of the ISR, so an acks=all write is acknowledged then; resumed, it is back in the
+    ISR within seconds."""
+    seen: dict[str, float] = {}
+
+    async def isr(c, tp: TopicPartition) -> list[int]:
+        md = await c.refresh_metadata([TOPIC])
+        (p,) = [p for p in md.topics[0].partitions if p.partition == tp.partition]
+        return sorted(p.isr)
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            cluster = SimCluster(plan_sim_cluster(tmp_path / "run", brokers=2, seed=4))
+            await cluster.start(nursery)
+            connect = cluster.network.connect
+            async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
+                await Admin(c).create_topic(TOPIC, partitions=1, replication_factor=2)
+                (tp,) = c.partitions_of(TOPIC)
+                follower = 3 - c.leader_of(tp)
+                producer = Producer(c)
+                await producer.send_records(tp, [(0, None, b"before")])
+                paused_at = trio.current_time()
+                cluster.pause(follower)
+                with trio.fail_after(60):  # simulated seconds
+                    await producer.send_records(tp, [(1, None, b"during")])
+                seen["acked_after_s"] = trio.current_time() - paused_at
+                assert await isr(c, tp) == [3 - follower]
+                cluster.resume(follower)
+                resumed_at = trio.current_time()
+                with trio.fail_after(60):
+                    while await isr(c, tp) != [1, 2]:
+                        await trio.sleep(0.5)
+                seen["back_after_s"] = trio.current_time() - resumed_at
+            await cluster.stop()
+            nursery.cancel_scope.cancel()
+
+    with pinned_scheduler(4):
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert 9 <= seen["acked_after_s"] <= 15, seen
+    assert seen["back_after_s"] < 5, seen
+    controller = (tmp_path / "run" / "node-0" / "events.jsonl").read_text()
+    assert '"event":"broker_fenced"' in controller

@@ -117,3 +117,31 @@ def test_a_race_inside_a_failing_block_still_restores() -> None:
 )  # fmt: skip
 def test_hash_seed_pinned(environ: dict[str, str], pinned: bool) -> None:
     assert hash_seed_pinned(environ) is pinned
+
+
+def test_group_member_ids_come_from_the_node_edges(tmp_path) -> None:
+    """A Kafka consumer's member id is `client_id-<uuid>` (GroupCoordinator.doUnknownJoinGroup);
+    the uuid is drawn from the node's `Edges.token_bytes`, so a simulation seeds it and a
+    replay gives the same ids, and on the machine it is uuid4."""
+    import random
+    import uuid
+
+    from minikafka.server.config import NodeConfig
+    from minikafka.server.edges import MACHINE, Edges
+    from minikafka.server.groups import GroupService
+
+    seeded = Edges(token_bytes=random.Random(5).randbytes)
+    ids = [seeded.uuid4(), seeded.uuid4()]
+    assert Edges(token_bytes=random.Random(5).randbytes).uuid4() == ids[0]  # a replay
+    assert ids[0] != ids[1] and uuid.UUID(ids[0]).version == 4
+    assert uuid.UUID(MACHINE.uuid4()).version == 4 and MACHINE.uuid4() != MACHINE.uuid4()
+
+    config = NodeConfig(node_id=1, roles=("broker",), data_dir=tmp_path)
+    svc = GroupService(config=config, rm=None, cache=None, events=None, forward=None,  # type: ignore[arg-type]
+                       member_ids=lambda: "seeded")  # fmt: skip
+    out = svc.coordinator.join(
+        "g", member_id="", client_id="consumer", protocol_type="consumer",
+        protocols=[("range", b"")], session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+        require_known_member_id=True, now_ms=0,
+    )  # fmt: skip
+    assert out.member_id == "consumer-seeded"

@@ -97,7 +97,7 @@ class _Command(_Exit254, click.Command):
     pass
 
 
-class _Group(_Exit254, click.Group):
+class JepsenGroup(_Exit254, click.Group):
     command_class = _Command
 
 
@@ -106,7 +106,7 @@ def _fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
-def _exit_codes(fn: F) -> F:
+def exit_codes(fn: F) -> F:
     """Our errors as one line: bad input 254; anything unexpected is a crash of the harness,
     255, with its traceback on stderr (a run's own crash is kept in its folder, see `run`)."""
 
@@ -136,7 +136,7 @@ def worst(codes: list[int]) -> int:
 # ---------------------------------------------------------------------------- commands
 
 
-@click.group("experiment", cls=_Group)
+@click.group("experiment", cls=JepsenGroup)
 def experiment_cmd() -> None:
     """Fault-injection experiments: a workload, a fault schedule, and a checker.
 
@@ -160,60 +160,133 @@ def list_cmd(as_json: bool) -> None:
     emit_rows(rows, ["name", "variants", "question"], as_json)
 
 
+def run_options(fn: F) -> F:
+    """The options `experiment run` and `sim run` share (everything but --dir and --sim)."""
+    for option in reversed(_RUN_OPTIONS):
+        fn = option(fn)
+    return fn
+
+
+_RUN_OPTIONS = [
+    click.option(
+        "--time-limit",
+        "--duration",
+        "duration",
+        type=click.FloatRange(min=0, min_open=True),
+        help="Seconds of workload and faults (default 30).",
+    ),
+    click.option(
+        "--test-count",
+        type=click.IntRange(min=1),
+        default=1,
+        show_default=True,
+        help="Run each variant this many times, run i with seed + i, each its own folder.",
+    ),
+    click.option("--brokers", type=click.IntRange(1, 64), help="Custom runs: brokers (default 3)."),
+    click.option(
+        "--partitions", type=int, help="Custom runs: partitions of the topic (default 6)."
+    ),
+    click.option(
+        "--replication-factor", type=int, help="Custom runs: replicas per partition (default 3)."
+    ),
+    click.option(
+        "--rate", type=float, help="Records per second over all producers (default 2000)."
+    ),
+    click.option("--producers", type=int, help="Concurrent producers (default 4)."),
+    click.option("--consumers", type=int, help="Concurrent consumers (default 2)."),
+    click.option("--batch", type=int, help="Records per send (default 10)."),
+    click.option("--record-bytes", type=int, help="Bytes per record (default 100)."),
+    click.option(
+        "--acks", type=click.Choice(["all", "1", "0"]), help="Producer acks (default all)."
+    ),
+    click.option(
+        "--retries/--no-retries",
+        default=None,
+        help="Producers retry each send until acknowledged, as applications do (default: one attempt).",
+    ),
+    click.option(
+        "--idempotence/--no-idempotence",
+        default=None,
+        help="With --retries: the idempotent producer, KIP-98 (default on; needs acks all).",
+    ),
+    click.option(
+        "--nemesis",
+        "--faults",
+        "faults",
+        help="Custom runs: comma list of kill,pause,restart,wipe,partition,latency,bandwidth or all (default kill).",
+    ),
+    click.option(
+        "--targets",
+        help="Custom runs: comma list of broker:N, controller, leader:P, follower:P, random (default random).",
+    ),
+    click.option(
+        "--nemesis-interval",
+        "--interval",
+        "interval",
+        type=float,
+        help="Custom runs: seconds of quiet, then of fault, alternately (default 5).",
+    ),
+    click.option(
+        "--latency-ms", type=int, help="Custom runs, latency faults: added ms (default 200)."
+    ),
+    click.option(
+        "--bandwidth",
+        type=int,
+        help="Custom runs, bandwidth faults: bytes per second per direction (default 262144).",
+    ),
+    click.option(
+        "--seed",
+        help="Seeds the schedule and targets (default $MINIKAFKA_SEED, else random; printed).",
+    ),
+    click.option(
+        "--set", "sets", multiple=True, metavar="NAME=VALUE", help="Extra node config (repeatable)."
+    ),
+    click.option(
+        "--out",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=DEFAULT_OUT,
+        show_default=True,
+        help="Where run folders are created (OUT/NAME/TIMESTAMP/).",
+    ),
+    click.option(
+        "--keep-data", is_flag=True, help="Keep the cluster's data dirs in the run folder."
+    ),
+    click.option(
+        "--no-report",
+        is_flag=True,
+        help="Skip the PySpark report (a throttle bound, which it judges, is then not "
+        "judged: such a run is at best unknown).",
+    ),
+]
+
+
 @experiment_cmd.command("run")
 @click.argument("name", required=False)
-@click.option("--time-limit", "--duration", "duration", type=click.FloatRange(min=0, min_open=True),
-              help="Seconds of workload and faults (default 30).")  # fmt: skip
-@click.option("--test-count", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Run each variant this many times, run i with seed + i, each its own folder.")  # fmt: skip
-@click.option("--brokers", type=click.IntRange(1, 64), help="Custom runs: brokers (default 3).")
-@click.option("--partitions", type=int, help="Custom runs: partitions of the topic (default 6).")
-@click.option("--replication-factor", type=int,
-              help="Custom runs: replicas per partition (default 3).")  # fmt: skip
-@click.option("--rate", type=float, help="Records per second over all producers (default 2000).")
-@click.option("--producers", type=int, help="Concurrent producers (default 4).")
-@click.option("--consumers", type=int, help="Concurrent consumers (default 2).")
-@click.option("--batch", type=int, help="Records per send (default 10).")
-@click.option("--record-bytes", type=int, help="Bytes per record (default 100).")
-@click.option("--acks", type=click.Choice(["all", "1", "0"]), help="Producer acks (default all).")
-@click.option("--retries/--no-retries", default=None,
-              help="Producers retry each send until acknowledged, as applications do (default: one attempt).")  # fmt: skip
-@click.option("--idempotence/--no-idempotence", default=None,
-              help="With --retries: the idempotent producer, KIP-98 (default on; needs acks all).")  # fmt: skip
-@click.option("--nemesis", "--faults", "faults",
-              help="Custom runs: comma list of kill,pause,restart,wipe,partition,latency,bandwidth or all (default kill).")  # fmt: skip
-@click.option("--targets",
-              help="Custom runs: comma list of broker:N, controller, leader:P, follower:P, random (default random).")  # fmt: skip
-@click.option("--nemesis-interval", "--interval", "interval", type=float,
-              help="Custom runs: seconds of quiet, then of fault, alternately (default 5).")  # fmt: skip
-@click.option("--latency-ms", type=int, help="Custom runs, latency faults: added ms (default 200).")
-@click.option("--bandwidth", type=int,
-              help="Custom runs, bandwidth faults: bytes per second per direction (default 262144).")  # fmt: skip
-@click.option(
-    "--seed", help="Seeds the schedule and targets (default $MINIKAFKA_SEED, else random; printed)."
-)
-@click.option(
-    "--set", "sets", multiple=True, metavar="NAME=VALUE", help="Extra node config (repeatable)."
-)
+@run_options
 @click.option("--dir", "cluster_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Use the running cluster in this directory instead of starting one (custom runs; "
                    "its own node configs apply, and replica logs are not read from disk).")  # fmt: skip
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_OUT,
-              show_default=True, help="Where run folders are created (OUT/NAME/TIMESTAMP/).")  # fmt: skip
-@click.option("--keep-data", is_flag=True, help="Keep the cluster's data dirs in the run folder.")
-@click.option("--no-report", is_flag=True,
-              help="Skip the PySpark report (a throttle bound, which it judges, is then not "
-                   "judged: such a run is at best unknown).")  # fmt: skip
+@click.option("--sim", is_flag=True,
+              help="Run in simulated time, from the seed (as `minikafka sim run`).")  # fmt: skip
 @json_option
-@_exit_codes
+@exit_codes
 def run_cmd(name: str | None, **opts: Any) -> None:
     """Run catalog experiment NAME (see `experiment list`), or a custom one from the options.
 
     Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 the harness crashed; with
     several runs, the worst."""
+    run_all(name, opts)
+
+
+def run_all(name: str | None, opts: dict[str, Any]) -> None:
+    """`experiment run`'s body: every run of NAME (or the custom one), in order, and the exit
+    code of the worst; `opts["sim"]`: in simulated time (minikafka/sim/experiment.py)."""
     from minikafka.experiment.runner import HarnessCrash, run_experiment
+    from minikafka.sim.experiment import run_sim_experiment
     from minikafka.testing.seeds import MAX_SEED, resolve_seed, seed_line
 
+    if opts["sim"] and opts["cluster_dir"] is not None:
+        raise ConfigError("--dir (a running cluster) and --sim (a simulated one): choose one")
     if name is not None:
         if opts["cluster_dir"] is not None:
             raise ConfigError(
@@ -227,18 +300,27 @@ def run_cmd(name: str | None, **opts: Any) -> None:
     if seed + count - 1 > MAX_SEED:
         raise ConfigError(f"--seed {seed} with --test-count {count}: seeds pass 2**63-1")
     # Every run's spec first: a bad option stops everything before a cluster starts.
-    runs = [(i, spec) for i in range(count) for spec in _specs(name, {**opts, "seed": seed + i})]
+    runs = [
+        (i, spec) for i in range(count) for spec in specs_from(name, {**opts, "seed": seed + i})
+    ]
     outcomes: list[dict[str, Any]] = []
     codes = []
     for i, spec in runs:
         what = spec.description or "custom experiment"
         nth = f", run {i + 1} of {count}" if count > 1 else ""
         click.echo(f"== {spec.name} ({seed_line(spec.seed)}{nth}): {what}", err=True)
+        say = lambda m: click.echo(f"  {m}", err=True)  # noqa: E731
         try:
-            outcome = run_experiment(
-                spec, opts["out"], cluster_dir=opts["cluster_dir"], keep_data=opts["keep_data"],
-                report=not opts["no_report"], progress=lambda m: click.echo(f"  {m}", err=True),
-            )  # fmt: skip
+            if opts["sim"]:
+                outcome = run_sim_experiment(
+                    spec, opts["out"], keep_data=opts["keep_data"],
+                    report=not opts["no_report"], progress=say,
+                )  # fmt: skip
+            else:
+                outcome = run_experiment(
+                    spec, opts["out"], cluster_dir=opts["cluster_dir"],
+                    keep_data=opts["keep_data"], report=not opts["no_report"], progress=say,
+                )  # fmt: skip
         except HarnessCrash as exc:  # kept in its folder; the other runs go on, as Jepsen's
             click.echo(f"error: {spec.name}: the harness crashed: {exc}", err=True)
             codes.append(CRASHED)
@@ -251,7 +333,7 @@ def run_cmd(name: str | None, **opts: Any) -> None:
         if not opts["as_json"]:
             _print_outcome(spec.name, outcome.results, outcome.path)
             if outcome.crash is not None:
-                click.echo(f"  the harness crashed (exit 255): {_show(outcome.crash)}")
+                click.echo(f"  the harness crashed (exit 255): {shown(outcome.crash)}")
     if opts["as_json"]:
         click.echo(json.dumps(outcomes, default=str))
     elif len(runs) > 1:
@@ -265,7 +347,7 @@ def run_cmd(name: str | None, **opts: Any) -> None:
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--write", is_flag=True, help="Replace the folder's results.json by this verdict.")
 @json_option
-@_exit_codes
+@exit_codes
 def check_cmd(folder: Path, write: bool, as_json: bool) -> None:
     """Judge the run in FOLDER again from what it stores, without a cluster: its spec, history,
     node logs, replica dumps and report. FOLDER may be a `latest` link. Changes nothing unless
@@ -307,11 +389,11 @@ def _print_outcome(name: str, results: dict[str, Any], path: Path, *, report: bo
         click.echo(f"  acks latency p50 {lat['p50_ms']} ms, p99 {lat['p99_ms']} ms, "
                    f"max {lat['max_ms']} ms")  # fmt: skip
     if report and doc:
-        click.echo(f"  report: {_show(Path(doc['path'])) if doc.get('path') else doc.get('error')}")
-    click.echo(f"  folder: {_show(path)}")
+        click.echo(f"  report: {shown(Path(doc['path'])) if doc.get('path') else doc.get('error')}")
+    click.echo(f"  folder: {shown(path)}")
 
 
-def _show(path: Path) -> str:
+def shown(path: Path) -> str:
     """`path` relative to the working directory where it lies below it."""
     try:
         return str(path.relative_to(Path.cwd()))
@@ -325,7 +407,7 @@ def _parse_sets(items: tuple[str, ...]) -> dict[str, str]:
     return parse_node_configs(items)
 
 
-def _specs(name: str | None, opts: dict[str, Any]) -> list:
+def specs_from(name: str | None, opts: dict[str, Any]) -> list:
     from minikafka.experiment.catalog import variants, with_overrides
     from minikafka.experiment.schedule import parse_kinds, parse_target, plan_schedule
     from minikafka.experiment.spec import ExperimentSpec

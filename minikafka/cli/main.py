@@ -17,6 +17,7 @@ from minikafka.cli.metrics import metrics_cmd
 from minikafka.cli.net import net_cmd, proxy_cmd
 from minikafka.cli.produce import produce_cmd
 from minikafka.cli.reassign import reassign_cmd
+from minikafka.cli.sim import sim_cmd
 from minikafka.cli.topics import topics
 from minikafka.errors import ConfigError
 from minikafka.server.config import (
@@ -440,6 +441,7 @@ main.add_command(reassign_cmd)
 main.add_command(analyze_cmd)
 main.add_command(net_cmd)
 main.add_command(experiment_cmd)
+main.add_command(sim_cmd)
 main.add_command(proxy_cmd)
 
 

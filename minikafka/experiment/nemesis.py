@@ -1,18 +1,17 @@
-"""The nemesis: runs a fault schedule against a local cluster, and heals it all at the end.
+"""The nemesis: runs a fault schedule against a cluster, and heals it all at the end.
 
 Every fault runs in its own task: it waits for its start, resolves its target from the metadata
 at that moment (the leader of partition P, a follower of P, the controller, a broker), applies
 the fault, waits for its end and undoes it. Start and end go to nemesis.jsonl and, as `info`
-ops of process `nemesis`, to the history. Process faults go through `LocalCluster` (signals,
-restarts; they block, so they run in a thread); network faults through the cluster's
-fault-injecting proxy (minikafka/faults). `heal` undoes whatever is still in force, whatever
-happened to the tasks: it resumes paused nodes, restarts dead ones and clears every link.
+ops of process `nemesis`, to the history. Process faults go through the experiment's `Target`
+(experiment/target.py: a local cluster's processes, or a simulation's nodes); network faults
+through the cluster's fault-injecting proxy (minikafka/faults). `heal` undoes whatever is still
+in force, whatever happened to the tasks: it resumes paused nodes, restarts dead ones and clears
+every link.
 """
 
 from __future__ import annotations
 
-import shutil
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any
@@ -20,15 +19,12 @@ from typing import Any
 import trio
 
 from minikafka.client.cluster_client import ClusterClient
-from minikafka.cluster import LocalCluster
 from minikafka.errors import MiniKafkaError
+from minikafka.experiment import target as targets
 from minikafka.experiment.schedule import Fault, Target
 from minikafka.experiment.workload import History
-from minikafka.server.clock import RunSync
 from minikafka.testing.run_folder import JsonLines
 from minikafka.testing.seeds import derive_rng
-
-RESTART_TIMEOUT_S = 60.0
 
 
 class NemesisError(MiniKafkaError):
@@ -39,7 +35,7 @@ class Nemesis:
     def __init__(
         self,
         *,
-        cluster: LocalCluster,
+        cluster: targets.Target,
         client: ClusterClient,
         topic: str,
         history: History,
@@ -47,12 +43,8 @@ class Nemesis:
         proxy: Any | None,
         seed: int,
         progress: Callable[[str], None] = lambda _msg: None,
-        run_sync: RunSync = trio.to_thread.run_sync,
     ) -> None:
         self.cluster = cluster
-        # The launcher's blocking calls (kill, pause, resume): a worker thread, or inline in
-        # MockClock tests (server/clock.py RunSync).
-        self.run_sync = run_sync
         self.client = client
         self.topic = topic
         self.history = history
@@ -88,9 +80,7 @@ class Nemesis:
 
     def _note(self, what: str, i: int, fault: Fault, node: int | None, **extra: Any) -> None:
         fields = {"fault": i, **fault.to_json(), "node": node, **extra}
-        self.log.write(
-            {"time": round(time.time() - self.history.started_at, 3), "event": what, **fields}
-        )
+        self.log.write({"time": round(self.history.elapsed(), 3), "event": what, **fields})
         self.history.op("nemesis", "info", f"{what}-fault", **fields)
         self.progress(f"nemesis: {what} {fault.kind} on {fault.target} (node {node})")
 
@@ -134,13 +124,12 @@ class Nemesis:
         lc = self.cluster
         if fault.kind in ("kill", "wipe"):
             self._down.add(node)
-            await self.run_sync(lc.kill, node)
+            await lc.kill(node)
             if fault.kind == "wipe":
-                data_dir = lc.spec.node(node).data_dir
-                await self.run_sync(lambda: shutil.rmtree(data_dir / "lmdb", ignore_errors=True))
+                await lc.wipe(node)
         elif fault.kind == "pause":
             self._paused.add(node)
-            await self.run_sync(lc.pause, node)
+            await lc.pause(node)
         elif fault.kind == "restart":
             self._down.add(node)  # until it is ready again: heal() retries a failed restart
             await self._restart(node)
@@ -160,7 +149,7 @@ class Nemesis:
         if fault.kind in ("kill", "wipe"):
             await self._restart(node)
         elif fault.kind == "pause":
-            await self.run_sync(self.cluster.resume, node)
+            await self.cluster.resume(node)
             self._paused.discard(node)
         elif fault.kind == "partition":
             await self.proxy.set_links(self._links(node), blocked=False)
@@ -170,15 +159,14 @@ class Nemesis:
             await self.proxy.set_links(self._links(node), bandwidth_bps=None)
 
     async def _restart(self, node: int) -> None:
-        await self.run_sync(lambda: self.cluster.restart(node, ready_timeout_s=RESTART_TIMEOUT_S))
+        await self.cluster.restart(node)
         self._down.discard(node)
 
     async def heal(self) -> None:
         """Undo everything still in force: resume, restart, clear every link. A step that fails
         is recorded in `errors` (the verdict is then unknown) and the other steps still run."""
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
-            (f"resume node {n}", partial(self.run_sync, self.cluster.resume, n))
-            for n in sorted(self._paused)
+            (f"resume node {n}", partial(self.cluster.resume, n)) for n in sorted(self._paused)
         ]
         steps += [(f"restart node {n}", partial(self._restart, n)) for n in sorted(self._down)]
         if self._links_touched and self.proxy is not None:
@@ -189,5 +177,5 @@ class Nemesis:
             except (MiniKafkaError, OSError) as exc:
                 self.errors.append(f"heal: {what}: {exc}")
         self._paused.clear()
-        self.log.write({"time": round(time.time() - self.history.started_at, 3), "event": "healed"})
+        self.log.write({"time": round(self.history.elapsed(), 3), "event": "healed"})
         self.history.op("nemesis", "info", "heal")

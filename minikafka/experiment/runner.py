@@ -14,6 +14,10 @@
    disk, and the verdict (minikafka/experiment/verdict.py: the checker, and the throttle bound
    as the analysis judged it) decides.
 
+The cluster is reached, faulted and timed through a `Target` (experiment/target.py): a local
+cluster's processes here, or a simulated cluster in the same Trio run (sim/experiment.py
+`run_sim_experiment`, which runs this `Drive` and `finish_run` under a virtual clock).
+
 Everything lands in one run folder, `OUT/NAME/TIMESTAMP/` (minikafka/experiment/store.py says
 what it holds), including what `minikafka experiment check` needs to judge the run again without
 a cluster: the history with its start time, the node logs, the replicas' logs read in step 5
@@ -30,7 +34,7 @@ import json
 import shutil
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -38,14 +42,16 @@ from typing import Any
 import trio
 
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.client.cluster_client import ClusterClient
 from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster.spec import ClusterSpec
 from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ClusterError, ErrorCode, MiniKafkaError, describe
 from minikafka.experiment.nemesis import Nemesis
 from minikafka.experiment.replica_dump import dump_replicas
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.store import create_run_dir
+from minikafka.experiment.target import LocalTarget, Target
 from minikafka.experiment.verdict import judge
 from minikafka.experiment.workload import (
     History,
@@ -56,7 +62,6 @@ from minikafka.experiment.workload import (
     run_consumer,
     run_producer,
 )
-from minikafka.testing.cli_tools import run_tool
 from minikafka.testing.run_folder import CaseInfo, JsonLines, RunFolder
 from minikafka.wire.messages import CreatableTopic, CreateTopicsRequest, CreateTopicsResponse
 
@@ -141,7 +146,7 @@ def _run_in(
         base_dir=folder.path / "cluster", brokers=spec.brokers, seed=spec.seed,
         node_configs=spec.all_node_configs(), fault_proxy=spec.fault_proxy,
     )  # fmt: skip
-    drive = _Drive(spec, folder, progress)
+    drive = Drive(spec, folder, progress)
     try:
         if lc is None:
             try:
@@ -150,15 +155,38 @@ def _run_in(
                 drive.errors.append(f"the cluster did not start: {describe(exc)}")
                 progress(drive.errors[-1])
         if lc is not None:
-            drive.run(lc)
+            target = LocalTarget(lc)
+            drive.run(lambda: drive.main(target))
     finally:
         if started_here and lc is not None:
             progress("stopping the cluster")
             lc.down()
         folder.collect_node_logs({n.node_id: n.data_dir for n in plan.nodes})
         folder.close()
+    return finish_run(
+        folder, spec, plan, drive, own_cluster=started_here, keep_data=keep_data, report=report,
+        progress=progress,
+    )  # fmt: skip
+
+
+def finish_run(
+    folder: RunFolder,
+    spec: ExperimentSpec,
+    plan: ClusterSpec,
+    drive: Drive,
+    *,
+    own_cluster: bool,
+    keep_data: bool,
+    report: bool,
+    progress: Progress,
+    extra: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """Step 5 of the module docstring from the analysis on, once the node logs are in the
+    folder and the cluster is stopped if it was the run's own (`own_cluster`: its replicas'
+    logs are then read, and its data removed unless `keep_data`). `extra` goes into results.json
+    (a simulated run's `simulated` and `simulated_s`)."""
     dumps = None
-    if started_here and drive.settled:  # the stopped brokers' logs, kept for `experiment check`
+    if own_cluster and drive.settled:  # the stopped brokers' logs, kept for `experiment check`
         dumps = dump_replicas({n.node_id: n.data_dir for n in plan.brokers}, spec.topic,
                               decode_value)  # fmt: skip
         _write_jsonl(folder.path / "replica_dumps.jsonl", dumps)
@@ -173,13 +201,19 @@ def _run_in(
         results = {"experiment": spec.name, "seed": spec.seed, "valid": "unknown",
                    "exit_code": 2, "problems": drive.errors,
                    "summary": "UNKNOWN (exit 2): " + "; ".join(drive.errors)}  # fmt: skip
-    results.update(started_at=drive.started_at, harness_problems=drive.errors, move_s=drive.move_s)
+    results.update(
+        started_at=drive.started_at,
+        harness_problems=drive.errors,
+        move_s=drive.move_s,
+        simulated=False,
+    )
+    results.update(extra or {})
     if drive.crash is not None:
         results["crash"] = drive.crash.name
     if report_doc is not None:
         results["report"] = report_doc
     folder.write_results(results)
-    if started_here and not keep_data:
+    if own_cluster and not keep_data:
         shutil.rmtree(folder.path / "cluster", ignore_errors=True)
     return Outcome(path=folder.path, results=results, exit_code=results["exit_code"],
                    crash=drive.crash)  # fmt: skip
@@ -205,26 +239,28 @@ def _is_crash(exc: BaseException) -> bool:
     return not isinstance(exc, MiniKafkaError | trio.TooSlowError | OSError)
 
 
-class _Drive:
-    """The async part of one run (inside trio.run)."""
+class Drive:
+    """The async part of one run (inside trio.run), against a `Target` (experiment/target.py)."""
 
     def __init__(self, spec: ExperimentSpec, folder: RunFolder, progress: Progress) -> None:
         self.spec = spec
         self.folder = folder
         self.progress = progress
-        self.started_at = time.time()
+        self.clock = folder.clock  # the run's wall clock: time.time, or the simulation's
+        self.started_at = self.clock()
         self.errors: list[str] = []
         self.settled = False
         self.move_s: float | None = None  # how long the reassignment took, if there was one
         self.healed = False
         self.crash: Path | None = None
+        self.cluster: Target  # set by main()
 
-    def run(self, lc: LocalCluster) -> None:
-        """The run on `lc`; cut short by an error, it is judged as far as it got (a harness
-        crash is kept in crash.txt as well)."""
-        self.cluster = lc
+    def run(self, main: Callable[[], Awaitable[None]], **trio_run: object) -> None:
+        """`trio.run(main, **trio_run)`, where `main` calls `self.main(target)`; cut short by an
+        error, the run is judged as far as it got (a harness crash is kept in crash.txt as
+        well)."""
         try:
-            trio.run(self.main)
+            trio.run(main, **trio_run)  # type: ignore[arg-type]
         except Exception as exc:  # noqa: BLE001 - the run is cut short: judged as far as it got
             if _is_crash(exc):
                 self.crash = _save_crash(self.folder.path, exc)
@@ -233,9 +269,10 @@ class _Drive:
                 self.errors.append(f"the run stopped early: {describe(exc)}")
             self.progress(self.errors[-1])
 
-    async def main(self) -> None:
+    async def main(self, target: Target) -> None:
         spec = self.spec
-        async with open_client(self.cluster.bootstrap(), client_id="experiment") as client:
+        self.cluster = target
+        async with target.client("experiment") as client:
             self.client = client
             await self._create_topic(client)
             if spec.broker_configs:
@@ -248,10 +285,11 @@ class _Drive:
                 self.folder.event("throttle_set", bytes_per_s=spec.throttle_bytes_per_s)
             self.folder.write_case(
                 case_info(spec, [n.node_id for n in self.cluster.spec.nodes],
-                          [n.node_id for n in self.cluster.spec.brokers])
+                          [n.node_id for n in self.cluster.spec.brokers],
+                          simulated=target.simulated)
             )  # fmt: skip
-            self.started_at = time.time()
-            history = History(self.folder.path / "history.jsonl", self.started_at)
+            self.started_at = self.clock()
+            history = History(self.folder.path / "history.jsonl", self.started_at, clock=self.clock)
             nemesis_log = JsonLines(self.folder.path / "nemesis.jsonl")
             history.op(
                 "nemesis", "info", "schedule", seed=spec.seed, started_at=self.started_at,
@@ -331,7 +369,7 @@ class _Drive:
         names = sorted(self.spec.broker_configs)
         try:
             moving = await admin.list_partition_reassignments([self.spec.topic])
-            lifted = time.time()
+            lifted = self.clock()
             await admin.alter_configs("brokers", "", delete_configs=names)
         except MiniKafkaError as exc:
             self.errors.append(f"the broker configs were not lifted: {describe(exc)}")
@@ -405,13 +443,11 @@ class _Drive:
         moves_file.write_text(json.dumps({"version": 1, "partitions": [
             {"topic": self.spec.topic, "partition": p, "replicas": list(rs)} for p, rs in sorted(r.moves.items())
         ]}))  # fmt: skip
-        args = ["reassign", "--execute", "--reassignment-json-file", str(moves_file)]
-        if r.throttle is not None:  # else the throttle is the experiment's broker_configs
-            args += ["--throttle", str(r.throttle)]
-            args += ["--throttle-mode", "reassignment"] if r.mode == "kip542" else []
-        requested = time.time()
-        try:
-            await run_tool(self.folder, "reassign-execute", args, cluster_dir=self.cluster.base_dir)
+        requested = self.clock()
+        try:  # without r.throttle the throttle is the experiment's broker_configs
+            await self.cluster.reassign_execute(
+                self.folder, moves_file, throttle=r.throttle, mode=r.mode
+            )
         except MiniKafkaError as exc:
             self.errors.append(str(exc))
             return
@@ -438,7 +474,9 @@ class _Drive:
             self.progress(f"reassignment done after {self.move_s:.1f} s")
 
 
-def case_info(spec: ExperimentSpec, nodes: list[int], brokers: list[int]) -> CaseInfo:
+def case_info(
+    spec: ExperimentSpec, nodes: list[int], brokers: list[int], *, simulated: bool = False
+) -> CaseInfo:
     """case.json of an experiment. With a throttle (`spec.throttle_bytes_per_s`) it tells the
     analysis how to judge it (verdict.py): the follower and leader side of every broker (faults
     move leadership; KIP-1009 throttles every replica), over the whole run from the timeline's
@@ -463,7 +501,7 @@ def case_info(spec: ExperimentSpec, nodes: list[int], brokers: list[int]) -> Cas
         throttle_bound_bytes_per_s=spec.throttle_tolerance * t if t is not None else None,
         throttle_judged="run",
         throttle_exempt_counted=False,
-        extra={"experiment": spec.to_json()},
+        extra={"experiment": spec.to_json(), "simulated": simulated},
     )
 
 

@@ -46,11 +46,19 @@ METADATA_REFRESH_S = 0.25  # at most this often per client after errors
 
 class History:
     """history.jsonl (`JsonLines`, one flushed line per op): ops numbered in order, `time` in
-    seconds since the run started (`started_at`, wall clock, the node logs' clock too)."""
+    seconds since the run started (`started_at` on `clock`, the wall clock of the node logs:
+    time.time, or the simulation's)."""
 
-    def __init__(self, path: Path, started_at: float) -> None:
+    def __init__(
+        self, path: Path, started_at: float, *, clock: Callable[[], float] = time.time
+    ) -> None:
         self.started_at = started_at
+        self.clock = clock
         self._out = JsonLines(path)
+
+    def elapsed(self) -> float:
+        """Seconds since the run started, on the run's clock."""
+        return self.clock() - self.started_at
 
     @property
     def count(self) -> int:
@@ -60,7 +68,7 @@ class History:
         self._out.write(
             {
                 "index": self._out.count,
-                "time": round(time.time() - self.started_at, 4),
+                "time": round(self.elapsed(), 4),
                 "process": process,
                 "type": type_,
                 "f": f,
@@ -138,11 +146,12 @@ def _producer(client: ClusterClient, spec: WorkloadSpec) -> Producer:
 
 
 async def send_retrying(
-    producer: Producer, spec: WorkloadSpec, tp: TopicPartition, values: Sequence[int]
+    producer: Producer, spec: WorkloadSpec, tp: TopicPartition, values: Sequence[int], now_ms: int
 ) -> tuple[str, dict[str, Any]]:
     """One send that retries until acknowledged -> (type, fields) of its completion op: `ok`, or
-    `info` when it gave up (an attempt may have been written)."""
-    batch, count = batch_of([encode_value(v, spec.record_bytes) for v in values])
+    `info` when it gave up (an attempt may have been written). Its records are stamped
+    `now_ms`."""
+    batch, count = batch_of([encode_value(v, spec.record_bytes) for v in values], now_ms=now_ms)
     try:
         (result,) = await producer.send_batches([(tp, batch, count)])
     except (MiniKafkaError, trio.TooSlowError) as exc:
@@ -178,10 +187,11 @@ async def run_producer(
         batch = values.take(spec.batch_records)
         history.op(process, "invoke", "send", topic=tp.topic, partition=tp.partition, values=batch)
         sent = trio.current_time()
+        stamp = int(history.clock() * 1000)  # the records' CreateTime, on the run's clock
         if spec.retries:
-            type_, fields = await send_retrying(producer, spec, tp, batch)
+            type_, fields = await send_retrying(producer, spec, tp, batch, stamp)
         else:
-            raw, count = batch_of([encode_value(v, spec.record_bytes) for v in batch])
+            raw, count = batch_of([encode_value(v, spec.record_bytes) for v in batch], now_ms=stamp)
             type_, fields = await attempt_once(producer, tp, raw, count)
         if type_ == "ok" and on_ack is not None:
             on_ack(tp, fields["offset"], len(batch), (trio.current_time() - sent) * 1000)

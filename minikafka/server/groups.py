@@ -57,6 +57,7 @@ from minikafka.core.group import (
     PersistGroup,
     PersistOffsets,
     SyncResponse,
+    default_id_factory,
 )
 from minikafka.core.group.load import replay
 from minikafka.core.group.messages import REBALANCE_IN_PROGRESS, Response, TopicPartitionKey
@@ -135,9 +136,10 @@ class GroupService:
         cache: MetadataCache,
         events: EventLog,
         forward: Callable[[object], Awaitable[object]],
+        member_ids: Callable[[], str] = default_id_factory,
     ) -> None:
         """`forward` sends a native request to the controller (Broker.dispatch): the topic's
-        creation."""
+        creation. `member_ids` draws the random part of a new member's id (Kafka: a UUID)."""
         self.config = config
         self.rm = rm
         self.cache = cache
@@ -153,7 +155,8 @@ class GroupService:
                 max_metadata_bytes=config.offset_metadata_max_bytes,
                 offsets_retention_ms=config.offsets_retention_minutes * 60_000,
                 retention_check_interval_ms=config.offsets_retention_check_interval_ms,
-            )
+            ),
+            id_factory=member_ids,
         )
         self._loaded: dict[int, int] = {}  # offsets partition -> the leader epoch loaded
         self._loading: dict[int, int] = {}

@@ -249,6 +249,7 @@ class Node:
                 cache=self.broker.cache,
                 events=self.events,
                 forward=partial(self.broker.dispatch, internal=True),
+                member_ids=self.edges.uuid4,
             )
             await nursery.start(group_service.run)
             self.groups = group_service

@@ -72,7 +72,11 @@ def plan_sim_cluster(
 
 
 def wall_clock() -> float:
-    return EPOCH_S + trio.current_time()
+    """The simulation's wall clock: `EPOCH_S` plus Trio's clock (`EPOCH_S` outside a run)."""
+    try:
+        return EPOCH_S + trio.current_time()
+    except RuntimeError:
+        return EPOCH_S
 
 
 @dataclass(slots=True)
@@ -110,9 +114,10 @@ class SimCluster:
             ).with_settings(node_settings(spec, node))
             config = replace(config, cluster_id=cluster_id, cluster_secret=secret)
             tokens = random.Random(f"{spec.seed}/tokens/{node.node_id}")
+            connect, listen = self.network.edges_of(node.node_id)
             edges = Edges(
-                connect=self.network.connect,
-                listen=self.network.listen,
+                connect=connect,
+                listen=listen,
                 run_sync=run_sync_inline,
                 wall_clock=wall_clock,
                 token_bytes=tokens.randbytes,
@@ -149,11 +154,13 @@ class SimCluster:
             await self.restart(node.node_id)
 
     async def restart(self, node_id: int) -> None:
-        """Start node `node_id` (again) on its data dir and wait until it is ready."""
+        """Stop node `node_id` if it runs, start it again on its data dir and wait until it is
+        ready (a paused node is thawed first)."""
         assert self._nursery is not None, "start() the cluster first"
-        sim = self.nodes[node_id]
+        sim = self._node(node_id)
         if sim.scope is not None:
-            raise RuntimeError(f"node {node_id} is running")
+            await self.kill(node_id)
+        self.network.thaw(node_id)
         await self._nursery.start(self._run, sim)
 
     async def _run(self, sim: SimNode, *, task_status: trio.TaskStatus[None]) -> None:
@@ -168,16 +175,37 @@ class SimCluster:
             sim.node = None
             sim.stopped.set()
 
+    def _node(self, node_id: int) -> SimNode:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise ClusterError(f"the simulated cluster has no node {node_id}") from None
+
     def is_running(self, node_id: int) -> bool:
-        return self.nodes[node_id].scope is not None
+        return self._node(node_id).scope is not None
+
+    def _running(self, node_id: int) -> SimNode:
+        sim = self._node(node_id)
+        if sim.scope is None:
+            raise ClusterError(f"node {node_id} is not running")
+        return sim
 
     async def kill(self, node_id: int) -> None:
         """Stop node `node_id` at once (its task cancelled, its data dir kept)."""
-        sim = self.nodes[node_id]
-        if sim.scope is None or sim.stopped is None:
-            raise RuntimeError(f"node {node_id} is not running")
+        sim = self._running(node_id)
+        assert sim.scope is not None and sim.stopped is not None
         sim.scope.cancel()
         await sim.stopped.wait()
+        self.network.thaw(node_id)
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP's stand-in: the node's connections freeze (sim/network.py)."""
+        self._running(node_id)
+        self.network.freeze(node_id)
+
+    def resume(self, node_id: int) -> None:
+        self._running(node_id)
+        self.network.thaw(node_id)
 
     async def stop(self) -> None:
         """Stop every node, brokers first."""

@@ -40,7 +40,8 @@ The PySpark analysis (tools/analysis) reads exactly this layout, and nothing els
       results.json     the verdicts (analysis report + acknowledged-writes checker + ISR)
 
 Rules: timestamps are wall-clock seconds (`time.time()`), the only clock comparable across the
-node processes and the test process (each node's metrics lines carry `ts` too); JSON lines are
+node processes and the test process (each node's metrics lines carry `ts` too; a simulated run
+uses its own wall clock everywhere, sim/cluster.py `wall_clock`); JSON lines are
 written whole and flushed per line, so a folder left by a crash is readable up to the crash;
 `CaseInfo` checks the contract's types when it is built, so a malformed case.json is never
 written, and writes the optional throttle fields only when they are set. Nothing is removed: a
@@ -53,7 +54,7 @@ import json
 import re
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -225,8 +226,9 @@ class JsonLines:
 class RunFolder:
     """Writer of one run folder (module docstring). Use as a context manager or call close()."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, clock: Callable[[], float] = time.time) -> None:
         self.path = Path(path).absolute()
+        self.clock = clock  # the timestamps' wall clock: time.time, or a simulation's
         for sub in ("nodes", "clients", "tool"):
             (self.path / sub).mkdir(parents=True, exist_ok=True)
         self.produced = JsonLines(self.path / "clients" / "produced.jsonl")
@@ -267,7 +269,7 @@ class RunFolder:
 
     def event(self, event: str, *, ts: float | None = None, **fields: Any) -> float:
         """Append a timeline line; returns its timestamp (now unless given)."""
-        stamp = time.time() if ts is None else ts
+        stamp = self.clock() if ts is None else ts
         self._timeline.write({"ts": round(stamp, 4), "event": event, **fields})
         return stamp
 
@@ -285,7 +287,7 @@ class RunFolder:
         """One acknowledged batch (`extra`: more fields, e.g. its bytes or the load phase)."""
         self.produced.write(
             {
-                "ts": round(time.time() if ts is None else ts, 4),
+                "ts": round(self.clock() if ts is None else ts, 4),
                 "topic": topic,
                 "partition": partition,
                 "offset": offset,
@@ -300,7 +302,7 @@ class RunFolder:
     ) -> None:
         self.consumed.write(
             {
-                "ts": round(time.time() if ts is None else ts, 4),
+                "ts": round(self.clock() if ts is None else ts, 4),
                 "topic": topic,
                 "partition": partition,
                 "offset": offset,

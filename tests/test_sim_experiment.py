@@ -1,0 +1,88 @@
+"""Experiments in simulated time (minikafka/sim/experiment.py): every catalog experiment runs
+under the virtual clock, and its run folder is a function of its seed, byte for byte; the CLI
+pins the hash seed, so a replay in another process writes the same folder; a search keeps the
+folders of the runs that are not valid.
+
+The runs are the catalog's own specs, shortened (`SHORT`: a quarter of the load for 8 s of
+workload, the faults as the catalog plans them for that span) so the whole file stays within
+a minute or two of this machine's time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from minikafka.experiment.catalog import CATALOG, variants
+from minikafka.experiment.spec import Expectation, ExperimentSpec
+from minikafka.sim.digest import differing_files, folder_digest
+from minikafka.sim.experiment import run_sim_experiment
+from minikafka.sim.search import search
+
+SHORT_S = 8.0
+
+
+def short(spec: ExperimentSpec) -> ExperimentSpec:
+    return replace(spec, records_per_s=spec.records_per_s / 4)
+
+
+def shortened(name: str, seed: int) -> list[ExperimentSpec]:
+    return [short(s) for s in variants(name, seed=seed, duration_s=SHORT_S)]
+
+
+@pytest.mark.parametrize("name", sorted(CATALOG))
+def test_a_catalog_experiment_replays_byte_for_byte(name: str, tmp_path: Path) -> None:
+    for spec in shortened(name, seed=7):
+        first = run_sim_experiment(spec, tmp_path / "a", report=False)
+        again = run_sim_experiment(spec, tmp_path / "b", report=False)
+        assert first.crash is None, (first.path / "crash.txt").read_text()
+        assert first.results["simulated"] is True
+        case = json.loads((first.path / "case.json").read_text())
+        assert case["simulated"] is True and case["seed"] == 7
+        assert folder_digest(first.path) == folder_digest(again.path), differing_files(
+            first.path, again.path
+        )
+
+
+def test_another_seed_writes_another_folder(tmp_path: Path) -> None:
+    (spec,) = shortened("leader-kill", seed=7)
+    a = run_sim_experiment(spec, tmp_path / "a", report=False)
+    b = run_sim_experiment(replace(spec, seed=8), tmp_path / "b", report=False)
+    assert folder_digest(a.path) != folder_digest(b.path)
+
+
+def _cli_run(out: Path, hash_seed: str) -> Path:
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    argv = [sys.executable, "-m", "minikafka", "sim", "run", "leader-kill", "--seed", "3",
+            "--time-limit", str(SHORT_S), "--rate", "500", "--no-report", "--out", str(out)]  # fmt: skip
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return (out / "leader-kill" / "latest").resolve()
+
+
+def test_the_cli_pins_the_hash_seed_so_another_process_replays_the_run(tmp_path: Path) -> None:
+    """Two processes started with different PYTHONHASHSEED (so sets of strings iterate in
+    different orders) write the same folder: `minikafka sim` restarted itself with 0."""
+    a = _cli_run(tmp_path / "a", "1")
+    b = _cli_run(tmp_path / "b", "2")
+    assert folder_digest(a) == folder_digest(b), differing_files(a, b)
+
+
+def test_a_search_keeps_only_the_folders_of_runs_that_are_not_valid(tmp_path: Path) -> None:
+    """A run that cannot be valid (an expectation no run meets) keeps its folder; a valid
+    one's is removed."""
+    (good,) = shortened("leader-kill", seed=1)
+    bad = replace(good, seed=2, expect=(*good.expect, Expectation.parse("isr_shrinks >= 100000")))
+    results = search([good, bad], tmp_path, jobs=1)
+    assert [r["exit_code"] for r in results] == [0, 1]
+    assert results[0]["path"] is None
+    assert Path(results[1]["path"]).is_dir()
+    assert [p.name for p in (tmp_path / "leader-kill").iterdir() if not p.is_symlink()] == [
+        Path(results[1]["path"]).name
+    ]
