@@ -40,6 +40,13 @@ async def _read_all(consumer: Consumer, tps: list[TopicPartition]) -> dict[Topic
     return got
 
 
+async def isr(c, tp: TopicPartition) -> list[int]:  # noqa: ANN001
+    """The partition's ISR in the controller's metadata now, sorted."""
+    md = await c.refresh_metadata([TOPIC])
+    (p,) = [p for p in md.topics[0].partitions if p.partition == tp.partition]
+    return sorted(p.isr)
+
+
 def _story(base: Path, seed: int) -> dict[str, object]:
     """Run the story; what it read back and the simulated time it took."""
     out: dict[str, object] = {}
@@ -119,11 +126,6 @@ def test_a_blocked_link_takes_the_follower_out_of_the_isr_after_the_lag_time(
     acks=all write is acknowledged then), and comes back after the heal."""
     seen: dict[str, object] = {}
 
-    async def isr(c, tp: TopicPartition) -> list[int]:
-        md = await c.refresh_metadata([TOPIC])
-        (p,) = [p for p in md.topics[0].partitions if p.partition == tp.partition]
-        return sorted(p.isr)
-
     async def main() -> None:
         async with trio.open_nursery() as nursery:
             spec = plan_sim_cluster(tmp_path / "run", brokers=2, seed=3, fault_proxy=True)
@@ -178,11 +180,6 @@ def test_a_paused_follower_is_fenced_and_rejoins_when_resumed(tmp_path: Path) ->
     it out of the ISR, so an acks=all write is acknowledged then; resumed, it is back in the
     ISR within seconds."""
     seen: dict[str, float] = {}
-
-    async def isr(c, tp: TopicPartition) -> list[int]:
-        md = await c.refresh_metadata([TOPIC])
-        (p,) = [p for p in md.topics[0].partitions if p.partition == tp.partition]
-        return sorted(p.isr)
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

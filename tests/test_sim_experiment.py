@@ -21,6 +21,7 @@ import pytest
 
 from minikafka.experiment.catalog import CATALOG, variants
 from minikafka.experiment.spec import Expectation, ExperimentSpec
+from minikafka.sim import experiment as sim_experiment
 from minikafka.sim.digest import differing_files, folder_digest
 from minikafka.sim.experiment import run_sim_experiment
 from minikafka.sim.search import search
@@ -86,3 +87,26 @@ def test_a_search_keeps_only_the_folders_of_runs_that_are_not_valid(tmp_path: Pa
     assert [p.name for p in (tmp_path / "leader-kill").iterdir() if not p.is_symlink()] == [
         Path(results[1]["path"]).name
     ]
+
+
+def test_a_run_that_waits_forever_is_cut_short_in_simulated_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under the virtual clock a wait on nothing would hang in wall time; the run's deadline
+    (duration + settle timeout + SLACK_S simulated seconds) ends it, judged as far as it got."""
+    import trio
+
+    from minikafka.experiment.runner import Drive
+
+    async def never(self, client) -> bool:  # noqa: ANN001
+        await trio.sleep_forever()
+        return True
+
+    monkeypatch.setattr(Drive, "_settle", never)
+    monkeypatch.setattr(sim_experiment, "SLACK_S", 30.0)  # 600 s in the CLI
+    (spec,) = shortened("leader-kill", seed=1)
+    outcome = run_sim_experiment(spec, tmp_path, report=False)
+    assert outcome.exit_code == 2
+    assert any("stopped early" in e for e in outcome.results["harness_problems"])
+    limit = spec.duration_s + spec.settle_timeout_s + 30.0
+    assert limit <= outcome.results["simulated_s"] < limit + 120

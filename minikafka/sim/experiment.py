@@ -43,6 +43,9 @@ from minikafka.testing.run_folder import RunFolder
 from minikafka.tools.reassign import assignment_files, moves
 from minikafka.tools.reassign import runner as reassign
 
+# Simulated seconds a run may take beyond its workload and settling (topic creation, restarts at
+# heal, the final read: the runner's own bounds add up to less), before it is cut short.
+SLACK_S = 600.0
 # experiment spec mode -> the tool's --throttle-mode (experiment/target.py `reassign_args`)
 TOOL_MODES = {"lists": moves.MODE_REPLICATION, "kip542": moves.MODE_REASSIGNMENT}
 
@@ -152,6 +155,12 @@ def run_sim_experiment(
 
     async def main() -> None:
         nonlocal simulated_s
+        try:
+            await run_cluster()
+        finally:
+            simulated_s = trio.current_time()
+
+    async def run_cluster() -> None:
         async with trio.open_nursery() as nursery:
             cluster = SimCluster(plan)
             try:
@@ -161,12 +170,14 @@ def run_sim_experiment(
                 progress(drive.errors[-1])
             else:
                 try:
-                    await drive.main(SimTarget(cluster))
+                    # A deadlock would wait forever in wall time: with this deadline the clock
+                    # jumps to it, and the run is judged as far as it got.
+                    with trio.fail_after(spec.duration_s + spec.settle_timeout_s + SLACK_S):
+                        await drive.main(SimTarget(cluster))
                 finally:
                     progress("stopping the cluster")
                     with trio.CancelScope(shield=True):
                         await cluster.stop()
-            simulated_s = trio.current_time()
             nursery.cancel_scope.cancel()  # the fault proxy
 
     try:
