@@ -17,10 +17,11 @@ network, and every node's connections to its peers go through it as in a local c
 `fault_proxy()` is the client of its control port (faults/control.py), as
 `LocalCluster.fault_proxy()` is over TCP.
 
-The disk is real: LMDB in `base_dir/node-N`. `kill(n)` cancels the node's task (its memory is
-gone; what LMDB committed stays) and `restart(n)` builds a new Node on the same data dir. For the
-run to repeat from its seed it must be under `trio.run(..., clock=MockClock(autojump_threshold=0))`
-and `pinned_scheduler(seed)` (sim/determinism.py).
+The disk is real: LMDB in `base_dir/node-N`, without fsync (`SIM_NODE_CONFIGS`). `kill(n)`
+cancels the node's task (its memory is gone; what LMDB committed stays) and `restart(n)` builds
+a new Node on the same data dir. For the run to repeat from its seed it must be under
+`trio.run(..., clock=MockClock(autojump_threshold=0))` and `pinned_scheduler(seed)`
+(sim/determinism.py).
 """
 
 from __future__ import annotations
@@ -45,6 +46,11 @@ from minikafka.testing.memory_node import run_sync_inline
 
 EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: where the simulated wall clock starts
 SPEC_FIRST_PORT = 40000  # the spec's ports; port-0 binds get SimNetwork's own range
+# What a simulated node runs with unless its spec says otherwise. log.sync=false: LMDB commits
+# without fsync. A simulated kill is a process crash, whose committed writes the OS keeps with
+# or without it (power loss is not simulated), so fsync buys nothing here and cost a fifth of
+# the wall time of a mixed-faults run (20.7 s against 16.3 s for 27.3 simulated s).
+SIM_NODE_CONFIGS = {"log.sync": "false"}
 
 
 def sim_ports(n: int, _host: str) -> list[int]:
@@ -60,12 +66,12 @@ def plan_sim_cluster(
     fault_proxy: bool = False,
 ) -> ClusterSpec:
     """A controller and `brokers` brokers laid out as `cluster up` would, on the simulation's
-    ports."""
+    ports, with `SIM_NODE_CONFIGS` under `node_configs`."""
     return plan_cluster(
         base_dir=base_dir,
         brokers=brokers,
         seed=seed,
-        node_configs=node_configs,
+        node_configs={**SIM_NODE_CONFIGS, **(node_configs or {})},
         fault_proxy=fault_proxy,
         ports=sim_ports,
     )
