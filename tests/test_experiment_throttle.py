@@ -1,4 +1,4 @@
-"""The experiments' throttle bound (minikafka/experiment/verdict.py, runner.case_info): the run's
+"""The experiments' throttle bound (minikafka/experiment/verdict.py, analysis.case_info): the run's
 case.json tells the PySpark analysis how to judge it, and the verdict reads its figures back.
 
 The fixture run tests/fixtures/runs/experiment_burst (window_runs.py gives its known answers) has
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
+from minikafka.experiment.analysis import case_info
 from minikafka.experiment.catalog import variants
-from minikafka.experiment.runner import case_info
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.verdict import judge, throttle_check
 

@@ -9,7 +9,7 @@ back, a fault that could not be applied or undone, a cluster that did not settle
 bound that could not be judged (no PySpark report: `--no-report`, or the analysis failed).
 
 The throttle bound is the PySpark analysis' (tools/analysis), the one definition the system
-tests read too, judged as the run's case.json says (runner.py writes it, `case_info`): the
+tests read too, judged as the run's case.json says (runner.py writes it, analysis.py `case_info`): the
 largest rate over sliding windows of `ExperimentSpec.throttle_window_s` (12 s: the quota's own
 span, spec.py says why), one starting every whole second, from 2 s after the throttle was set
 (the timeline's throttle_set) to the end of the node logs, on the follower and leader side of
