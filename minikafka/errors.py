@@ -57,6 +57,9 @@ class ErrorCode(IntEnum):
     FENCED_LEADER_EPOCH = 74
     UNKNOWN_LEADER_EPOCH = 75
     STALE_BROKER_EPOCH = 77
+    # KIP-207: a new leader whose high watermark has not reached the start of its epoch cannot
+    # say where a consumer's end is (Partition.fetchOffsetForTimestamp); retriable.
+    OFFSET_NOT_AVAILABLE = 78
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53  # transactions are not served
     UNSUPPORTED_COMPRESSION_TYPE = 76  # a RecordBatch v2 codec the broker lacks
     INVALID_RECORD = 87
@@ -85,6 +88,7 @@ RETRIABLE: frozenset[ErrorCode] = frozenset(
         ErrorCode.NOT_COORDINATOR,
         ErrorCode.FENCED_LEADER_EPOCH,
         ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.OFFSET_NOT_AVAILABLE,
         # KafkaStorageException is an InvalidMetadataException: the client refreshes metadata
         # and retries, by then against a leader whose log dir is healthy.
         ErrorCode.KAFKA_STORAGE_ERROR,

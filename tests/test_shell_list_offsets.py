@@ -123,7 +123,9 @@ async def test_an_empty_log_and_a_follower_answer_as_kafka_does(autojump_clock, 
                                             leader_epoch=2)])  # fmt: skip
         req = ListOffsetsRequest(partitions=[ListOffsetsPartition(topic="t", partition=0,
                                                                   timestamp=0)])  # fmt: skip
-        [answer] = (await handle_list_offsets(broker.replica_manager, req, broker.topics)).partitions
+        [answer] = (
+            await handle_list_offsets(broker.replica_manager, req, broker.topics)
+        ).partitions
         assert answer.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
 
 
@@ -147,3 +149,47 @@ async def test_a_follower_keeps_its_own_index_and_answers_once_it_leads(autojump
         assert await _answer(b, 15) == (0, 30)
         assert await _answer(b, 35) == (3, 40)
         assert await _answer(b, MAX_TIMESTAMP) == (3, 40)
+
+
+# -- a new leader whose high watermark lags its epoch's start (KIP-207) -------------------------
+
+
+async def test_a_lagging_new_leader_answers_offset_not_available_to_consumers_only(
+    autojump_clock, tmp_path
+):
+    """Broker 1 leads epoch 1 with ISR {1, 2}; follower 2 never fetches, so 4 records stay above
+    the HW. Leading epoch 2 from LEO 4, its HW (0) is below the epoch's start: a consumer's
+    LATEST would be 0 although the records exist, so Kafka answers OFFSET_NOT_AVAILABLE, and so
+    must we, until the HW reaches 4 (here: the ISR shrinks to {1})."""
+    broker = MemoryBroker(NodeConfig(node_id=1, host="b1", port=9001), tmp_path / "b1")
+    async with broker.running():
+        await broker.apply([partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])])
+        await _produce(broker, [1000, 1001], [1002, 1003])
+        await broker.apply(
+            [partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2], leader_epoch=2)]
+        )
+        p = broker.partition("t")
+        assert (p.high_watermark, p.log_end_offset, p.leader_epoch) == (0, 4, 2)
+
+        async def code(timestamp: int, replica_id: int = CONSUMER_REPLICA_ID) -> int:
+            req = ListOffsetsRequest(
+                partitions=[ListOffsetsPartition(topic="t", partition=0, timestamp=timestamp)],
+                replica_id=replica_id,
+            )
+            resp = await handle_list_offsets(broker.replica_manager, req, broker.topics)
+            return resp.partitions[0].error_code
+
+        assert await code(LATEST_TIMESTAMP) == ErrorCode.OFFSET_NOT_AVAILABLE
+        assert await code(1002) == ErrorCode.OFFSET_NOT_AVAILABLE  # found only above the HW
+        assert await code(EARLIEST_TIMESTAMP) == ErrorCode.NONE  # the log start is known
+        assert await code(LATEST_TIMESTAMP, DEBUGGING_REPLICA_ID) == ErrorCode.NONE  # its LEO
+        await broker.apply(
+            [
+                partition_state(
+                    "t", 0, leader=1, isr=[1], replicas=[1, 2], leader_epoch=2, partition_epoch=2
+                )
+            ]
+        )
+        assert p.high_watermark == 4
+        assert await _offset(broker, LATEST_TIMESTAMP, CONSUMER_REPLICA_ID) == 4
+        assert await _answer(broker, 1002) == (2, 1002)

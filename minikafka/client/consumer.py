@@ -28,6 +28,8 @@ from minikafka.wire.messages import (
     ListOffsetsResponse,
 )
 
+RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
+
 
 class Consumer:
     def __init__(
@@ -48,30 +50,52 @@ class Consumer:
         self.last_throttle_time_ms = 0
 
     async def list_offsets(
-        self, tps: list[TopicPartition], *, earliest: bool
+        self, tps: list[TopicPartition], *, earliest: bool, timeout_s: float = 60.0
     ) -> dict[TopicPartition, int]:
-        """Log start (earliest) or high watermark (latest) of each partition, from its leader."""
-        if any(self.client.leader_of(tp) < 0 for tp in tps):
-            await self.client.refresh_metadata(sorted({tp.topic for tp in tps}))
+        """Log start (earliest) or high watermark (latest) of each partition, from its leader.
+
+        A retriable error (a leader moving; a new leader whose HW has not reached its epoch's
+        start, KIP-207's OFFSET_NOT_AVAILABLE) refreshes metadata and asks that partition again
+        after RETRY_BACKOFF_S, as Kafka's consumer does until default.api.timeout.ms (60 s);
+        any other error, or `timeout_s` passing, raises BrokerError."""
+        ts = EARLIEST_TIMESTAMP if earliest else LATEST_TIMESTAMP
         out: dict[TopicPartition, int] = {}
-        for leader, group in _by_leader(self.client, tps).items():
-            conn = await self.client.node_connection(leader)
-            ts = EARLIEST_TIMESTAMP if earliest else LATEST_TIMESTAMP
-            resp = await conn.request(
-                ListOffsetsRequest(
-                    partitions=[
-                        ListOffsetsPartition(topic=tp.topic, partition=tp.partition, timestamp=ts)
-                        for tp in group
-                    ]
-                ),
-                timeout_s=30,
-            )
-            assert isinstance(resp, ListOffsetsResponse)
-            for r in resp.partitions:
-                if r.error_code != ErrorCode.NONE:
-                    raise BrokerError(r.error_code, f"list offsets {r.topic}-{r.partition}")
-                out[TopicPartition(r.topic, r.partition)] = r.offset
-        return out
+        todo = list(tps)
+        last = BrokerError(ErrorCode.LEADER_NOT_AVAILABLE, "list offsets: no leader known")
+        with trio.move_on_after(timeout_s):
+            while True:
+                if any(self.client.leader_of(tp) < 0 for tp in todo):
+                    await self.client.refresh_metadata(sorted({tp.topic for tp in todo}))
+                again = [tp for tp in todo if self.client.leader_of(tp) < 0]
+                for leader, group in _by_leader(self.client, todo).items():
+                    conn = await self.client.node_connection(leader)
+                    resp = await conn.request(
+                        ListOffsetsRequest(
+                            partitions=[
+                                ListOffsetsPartition(
+                                    topic=tp.topic, partition=tp.partition, timestamp=ts
+                                )
+                                for tp in group
+                            ]
+                        ),
+                        timeout_s=30,
+                    )
+                    assert isinstance(resp, ListOffsetsResponse)
+                    for r in resp.partitions:
+                        tp = TopicPartition(r.topic, r.partition)
+                        if r.error_code == ErrorCode.NONE:
+                            out[tp] = r.offset
+                            continue
+                        last = BrokerError(r.error_code, f"list offsets {r.topic}-{r.partition}")
+                        if not last.retriable:
+                            raise last
+                        again.append(tp)
+                if not again:
+                    return out
+                todo = again
+                await self.client.refresh_metadata(sorted({tp.topic for tp in todo}))
+                await trio.sleep(RETRY_BACKOFF_S)
+        raise last
 
     async def fetch_once(
         self, positions: Mapping[TopicPartition, int]

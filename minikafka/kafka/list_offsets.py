@@ -19,6 +19,7 @@ from kio.schema.errors import ErrorCode as KafkaErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
+from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
     CONSUMER_REPLICA_ID,
     ListOffsetsPartition,
@@ -47,9 +48,12 @@ def to_kafka(version: int, answer: ListOffsetsResponse) -> Any:
     names = mod.ListOffsetsPartitionResponse.__dataclass_fields__
     topics: dict[str, list[Any]] = {}
     for p in answer.partitions:
+        code = p.error_code
+        if code == ErrorCode.OFFSET_NOT_AVAILABLE and version < 5:
+            code = ErrorCode.LEADER_NOT_AVAILABLE  # KafkaApis: v0-4 predate OFFSET_NOT_AVAILABLE
         fields: dict[str, Any] = {
             "partition_index": i32(p.partition),
-            "error_code": KafkaErrorCode(int(p.error_code)),
+            "error_code": KafkaErrorCode(int(code)),
             "timestamp": i64(p.timestamp),
             "offset": i64(p.offset),
         }

@@ -16,6 +16,13 @@ Per partition, once this broker is found to lead it (server/local_partition.py `
   Partition filters it: otherwise offset -1 and timestamp -1, with no error.
 
 The log start offset bounds the search as it bounds Kafka's (records below it are gone).
+
+A leader just elected may hold records its high watermark does not cover yet: the HW reaches
+the start of its epoch only once a follower's fetch shows them replicated. Until then a
+consumer's LATEST, and a time lookup that finds nothing below the HW, get OFFSET_NOT_AVAILABLE
+(KIP-207; Kafka's `maybeOffsetsError` in Partition.fetchOffsetForTimestamp), a retriable error:
+answering the lagging HW would tell a reader that records already acknowledged to a producer
+are not there.
 """
 
 from __future__ import annotations
@@ -70,10 +77,24 @@ def _answer(
     )
 
 
-def _special(lp: ListOffsetsPartition, p: LocalPartition, end: int) -> ListOffsetsPartitionResponse:
+def _not_available(lp: ListOffsetsPartition) -> ListOffsetsPartitionResponse:
+    return ListOffsetsPartitionResponse(
+        topic=lp.topic, partition=lp.partition, error_code=ErrorCode.OFFSET_NOT_AVAILABLE
+    )
+
+
+def _lagging(p: LocalPartition, consumer: bool) -> bool:
+    """A consumer asks, and our HW is below the start of our leader epoch (module doc)."""
+    leader = p.leader
+    return consumer and leader is not None and leader.leader_epoch_start_offset > p.high_watermark
+
+
+def _special(
+    lp: ListOffsetsPartition, p: LocalPartition, end: int, lagging: bool
+) -> ListOffsetsPartitionResponse:
     """The answer to a timestamp that names an offset rather than a time (`_SPECIAL`)."""
     if lp.timestamp == LATEST_TIMESTAMP:
-        return _answer(lp, end, epoch=p.leader_epoch)
+        return _not_available(lp) if lagging else _answer(lp, end, epoch=p.leader_epoch)
     if lp.timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
         return _answer(lp, p.log_start_offset, epoch=p.leader_epoch)
     return _answer(lp, UNKNOWN_OFFSET)  # LATEST_TIERED: nothing is in remote storage
@@ -100,7 +121,8 @@ async def handle_list_offsets(
             )
         elif lp.timestamp in _SPECIAL:
             assert p is not None
-            answers[i] = _special(lp, p, p.high_watermark if consumer else p.log_end_offset)
+            end = p.high_watermark if consumer else p.log_end_offset
+            answers[i] = _special(lp, p, end, _lagging(p, consumer))
         else:
             assert p is not None
             timed.append((i, lp, p))
@@ -115,9 +137,9 @@ async def handle_list_offsets(
                 continue
             # The bound is read after the lookup: a HW that moved meanwhile only lets more in.
             hit = fetchable(got, p.high_watermark if consumer else p.log_end_offset)
-            answers[i] = (
-                _answer(lp, UNKNOWN_OFFSET)
-                if hit is None
-                else _answer(lp, hit.offset, hit.timestamp, max(hit.leader_epoch, -1))
-            )
+            if hit is not None:
+                answers[i] = _answer(lp, hit.offset, hit.timestamp, max(hit.leader_epoch, -1))
+            else:  # nothing readable found: maybe only because our HW lags
+                lagging = _lagging(p, consumer)
+                answers[i] = _not_available(lp) if lagging else _answer(lp, UNKNOWN_OFFSET)
     return ListOffsetsResponse(partitions=[answers[i] for i in range(len(req.partitions))])
