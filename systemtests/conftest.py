@@ -1,7 +1,11 @@
 """Options, the case runner and the reporting of the system tests.
 
     .venv/bin/pytest systemtests -m system [--profile quick|full] [--quota-mode kafka|precise|both]
-        [--run-dir runs] [--spark-master local[2]] [-x] [-k two-to-one]
+        [--run-dir runs] [--spark-master local[2]] [--sim] [-x] [-k two-to-one]
+
+`--sim` runs every case's whole cluster in this process under a virtual clock, from the case's
+seed (minikafka/sim/target.py): the same verdicts, on a run that replays byte for byte
+(systemtests/test_sim_replay.py); librdkafka's case is skipped (its own sockets).
 
 `--quota-mode` (default both) selects the cases of Kafka's algorithm, of the precise quota, or
 both (systemtests/harness/quota_modes.py); each mode has its own sizes per profile
@@ -40,7 +44,7 @@ import pytest
 from minikafka.testing.mutants import CONTROL
 from minikafka.testing.run_folder import RunFolder
 from minikafka.testing.seeds import resolve_seed
-from systemtests.harness.matrix import seed_offset
+from systemtests.harness.matrix import CALIBRATED_SEED, seed_offset
 from systemtests.harness.mutation import MutantResult, run_mutants
 from systemtests.harness.mutation import table as mutation_table
 from systemtests.harness.profiles import PROFILES, get_profile
@@ -48,7 +52,6 @@ from systemtests.harness.quota_modes import QUOTA_MODES
 from systemtests.harness.runner import CaseRun, CaseSpec, run_case
 from systemtests.harness.verdicts import STEP_LEGEND, across_step, judge_runs, summary_line
 
-CALIBRATED_SEED = 73
 RUN_KEY = pytest.StashKey[Path]()
 SUMMARY_KEY = pytest.StashKey[list]()
 STEP_KEY = pytest.StashKey[bool]()  # a case was judged across a step (verdicts.STEP_LEGEND)
@@ -77,6 +80,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--spark-master", default="local[2]", help="Spark master of the analysis (local[2])"
     )
+    group.addoption(
+        "--sim",
+        action="store_true",
+        help="run each case's whole cluster in simulated time, in this process, from its seed "
+        "(minikafka/sim/target.py); librdkafka's cases are skipped",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -93,6 +102,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if drop:
             config.hook.pytest_deselected(items=drop)
             items[:] = [item for item in items if item.get_closest_marker(marker) is None]
+    if config.getoption("--sim"):
+        real_only = pytest.mark.skip(reason="librdkafka has its own sockets: real processes only")
+        for item in items:
+            spec = getattr(item, "callspec", None)
+            case = spec.params.get("case") if spec is not None else None
+            if isinstance(case, CaseSpec) and case.load_client != "native":
+                item.add_marker(real_only)
     chosen = config.getoption("--quota-mode")
     if chosen == "both":
         return
@@ -115,6 +131,7 @@ class Matrix:
         self.session_dir = session_dir
         self.tmp = tmp
         self.results: dict[str, dict[str, Any]] = {}
+        self.simulated = bool(config.getoption("--sim"))
         # Pinned: the cases' figures were calibrated with these seeds (harness/matrix.py).
         self.seed_base = resolve_seed(pinned=CALIBRATED_SEED)
 
@@ -159,6 +176,7 @@ class Matrix:
                 runs_dir=self.session_dir,
                 cluster_dir=cluster_dir,
                 seed=seed,
+                simulated=self.simulated,
             )
             self._say(f"  {run.error or 'ran'} in {run.wall_s:.1f} s: {run.path}")
             runs.append((run, seed, cluster_dir))

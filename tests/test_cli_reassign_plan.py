@@ -218,7 +218,7 @@ def test_plan_throttle_mode_option(monkeypatch, tmp_path):
         invoke("plan", "--reassignment-json-file", f, "--throttle", "5", "--throttle-mode", "x"),
         "--throttle-mode 'x': expected one of replication, reassignment",
     )
-    monkeypatch.setattr(reassign_plan, "gather", lambda *a: decommission_inputs())
+    monkeypatch.setattr(reassign_plan, "gather", lambda *a, then: then(decommission_inputs()))
     result = invoke(
         "plan", "--reassignment-json-file", f, "--throttle", "6000000",
         "--throttle-mode", "reassignment", "--json",

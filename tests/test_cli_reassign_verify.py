@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from reassign_cli_support import T0, T1, T2, T3, FakeAdmin, described, view
 
+from minikafka.cli.in_process import finish
 from minikafka.errors import BrokerError, ConfigError, ErrorCode
 from minikafka.tools.reassign import runner
 from minikafka.tools.reassign.moves import OngoingReassignment
@@ -84,7 +85,7 @@ async def test_cancel_cancels_only_the_moves_in_progress():
     assert admin.calls == [("reassign", {T0: None}, [])]
 
 
-def test_run_unwraps_our_errors_from_exception_groups():
+def test_finish_unwraps_our_errors_from_exception_groups():
     async def bad_input():
         raise ExceptionGroup("nursery", [BrokerError(ErrorCode.INVALID_CONFIG, "too fast")])
 
@@ -92,6 +93,6 @@ def test_run_unwraps_our_errors_from_exception_groups():
         raise ExceptionGroup("nursery", [BrokerError(ErrorCode.REQUEST_TIMED_OUT, "slow")])
 
     with pytest.raises(ConfigError, match="too fast"):
-        runner.run(bad_input)
+        finish(bad_input, lambda got: got, bad_input=runner.BAD_INPUT_CODES)
     with pytest.raises(BrokerError, match="slow"):
-        runner.run(broken)
+        finish(broken, lambda got: got, bad_input=runner.BAD_INPUT_CODES)

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 
 import click
 
-from minikafka.errors import BrokerError, ClusterError, ConfigError, MiniKafkaError
+from minikafka.cli.in_process import echo, exit_code, in_process_spec
+from minikafka.errors import MiniKafkaError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -22,23 +23,22 @@ DEFAULT_DIR = Path(os.environ.get("MINIKAFKA_HOME", ".minikafka/cluster"))
 
 
 def fail(message: str, code: int = 2) -> None:
-    click.echo(f"error: {message}", err=True)
+    echo(f"error: {message}", err=True)
     sys.exit(code)
 
 
 def friendly_errors(fn: F) -> F:
-    """Turn our exceptions into one line on stderr: exit 2 for bad input, 1 for the rest."""
+    """Turn our exceptions into one line on stderr: exit 2 for bad input, 1 for the rest
+    (cli/in_process.py `exit_code`)."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except ConfigError as exc:
-            fail(str(exc), 2)
-        except (ClusterError, BrokerError, MiniKafkaError) as exc:
-            fail(str(exc), 1)
-        except KeyboardInterrupt:
-            fail("interrupted", 130)
+        except MiniKafkaError as exc:
+            fail(str(exc), exit_code(exc))
+        except KeyboardInterrupt as exc:
+            fail("interrupted", exit_code(exc))
 
     return wrapper  # type: ignore[return-value]
 
@@ -65,8 +65,13 @@ def bootstrap_option(fn: F) -> F:
 
 
 def resolve_bootstrap(bootstrap: str | None, cluster_dir: Path) -> str:
+    """`--bootstrap` if given, else the brokers of the cluster in `--dir` (or of the cluster an
+    in-process command talks to, cli/in_process.py)."""
     if bootstrap:
         return bootstrap
+    spec = in_process_spec()
+    if spec is not None:
+        return spec.bootstrap
     from minikafka.cluster import LocalCluster
 
     return LocalCluster.load(cluster_dir).bootstrap()
@@ -80,9 +85,9 @@ def json_option(fn: F) -> F:
 
 def emit(rows: Sequence[dict[str, Any]], columns: Sequence[str], as_json: bool) -> None:
     if as_json:
-        click.echo(json.dumps(list(rows), default=str))
+        echo(json.dumps(list(rows), default=str))
         return
-    click.echo(table(rows, columns))
+    echo(table(rows, columns))
 
 
 def table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

@@ -19,12 +19,9 @@ line on stderr, exit code 2, and nothing changes.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TypeVar
 
 import click
-import trio
 
 from minikafka.cli.common import (
     bootstrap_option,
@@ -33,8 +30,8 @@ from minikafka.cli.common import (
     json_option,
     resolve_bootstrap,
 )
+from minikafka.cli.in_process import cli_client, echo, finish
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import open_client
 from minikafka.core.dynamic_config import (
     DEFAULT,
     ENTITY_TYPES,
@@ -44,18 +41,16 @@ from minikafka.core.dynamic_config import (
     validate_alter,
     validate_changes,
 )
-from minikafka.errors import BrokerError, ConfigError, ErrorCode
+from minikafka.errors import ConfigError, ErrorCode
 
 ADD_FORM = "expected name=value[,name=value...] (a list value may be bracketed: name=[0:1,1:2])"
 DELETE_FORM = "expected name[,name...]"
-T = TypeVar("T")
 COLUMNS = ["entity_type", "entity", "name", "value", "source"]
 # Per-resource refusals that mean the input was wrong (exit 2), not that something failed.
-BAD_INPUT_CODES = (
-    ErrorCode.INVALID_CONFIG,
-    ErrorCode.INVALID_REQUEST,
-    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+BAD_INPUT_CODES = frozenset(
+    {ErrorCode.INVALID_CONFIG, ErrorCode.INVALID_REQUEST, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 )
+CLIENT_ID = "minikafka-cli"
 
 
 def parse_add_config(texts: tuple[str, ...]) -> dict[str, str]:
@@ -158,7 +153,7 @@ def configs_cmd(
     bootstrap: str | None,
     cluster_dir: Path,
     as_json: bool,
-) -> None:
+) -> object:
     """Alter or describe dynamic broker, topic and client configs (applied without restart)."""
     if alter == describe:
         raise ConfigError("expected exactly one of --alter or --describe")
@@ -168,13 +163,13 @@ def configs_cmd(
     name = DEFAULT if entity_default else entity_name
     if alter:
         assert name is not None
-        _alter(
+        return _alter(
             etype, name, add_configs, delete_configs, validate_only, bootstrap, cluster_dir, as_json
         )
     else:
         if name is not None:
             name = normalize_entity_name(etype, name)
-        _describe(etype, name, bootstrap, cluster_dir, as_json)
+        return _describe(etype, name, bootstrap, cluster_dir, as_json)
 
 
 def _alter(
@@ -186,7 +181,7 @@ def _alter(
     bootstrap: str | None,
     cluster_dir: Path,
     as_json: bool,
-) -> None:
+) -> object:
     to_set = parse_add_config(add_configs)
     to_delete = parse_delete_config(delete_configs)
     if not to_set and not to_delete:
@@ -200,7 +195,7 @@ def _alter(
     address = resolve_bootstrap(bootstrap, cluster_dir)
 
     async def run() -> None:
-        async with open_client(address, client_id="minikafka-cli") as client:
+        async with cli_client(address, CLIENT_ID) as client:
             await Admin(client).alter_configs(
                 entity_type,
                 name,
@@ -209,20 +204,22 @@ def _alter(
                 validate_only=validate_only,
             )
 
-    _run_admin(run)
-    if as_json:
-        doc = {
-            "entity_type": entity_type,
-            "entity": name,
-            "set": values,
-            "deleted": deletes,
-            "validate_only": validate_only,
-        }
-        click.echo(json.dumps(doc))
-        return
-    changes = [f"set {k}={v}" for k, v in values.items()] + [f"deleted {k}" for k in deletes]
-    verb = "Validated" if validate_only else "Completed updating"
-    click.echo(f"{verb} config for {entity_type} {_label(name)}: {', '.join(changes)}.")
+    def render(_: None) -> None:
+        if as_json:
+            doc = {
+                "entity_type": entity_type,
+                "entity": name,
+                "set": values,
+                "deleted": deletes,
+                "validate_only": validate_only,
+            }
+            echo(json.dumps(doc))
+            return
+        changes = [f"set {k}={v}" for k, v in values.items()] + [f"deleted {k}" for k in deletes]
+        verb = "Validated" if validate_only else "Completed updating"
+        echo(f"{verb} config for {entity_type} {_label(name)}: {', '.join(changes)}.")
+
+    return finish(run, render, bad_input=BAD_INPUT_CODES)
 
 
 def _describe(
@@ -231,44 +228,28 @@ def _describe(
     bootstrap: str | None,
     cluster_dir: Path,
     as_json: bool,
-) -> None:
+) -> object:
     address = resolve_bootstrap(bootstrap, cluster_dir)
 
-    async def run():  # noqa: ANN202
-        async with open_client(address, client_id="minikafka-cli") as client:
+    async def run() -> list:
+        async with cli_client(address, CLIENT_ID) as client:
             return await Admin(client).describe_configs(entity_type, entity_name)
 
-    results = _run_admin(run)
-    rows = [
-        {
-            "entity_type": r.resource_type,
-            "entity": r.resource_name if as_json else _label(r.resource_name),
-            "name": e.name,
-            "value": e.value,
-            "source": e.source,
-        }
-        for r in results
-        for e in r.entries
-    ]
-    emit(rows, COLUMNS, as_json)
+    def render(results: list) -> None:
+        rows = [
+            {
+                "entity_type": r.resource_type,
+                "entity": r.resource_name if as_json else _label(r.resource_name),
+                "name": e.name,
+                "value": e.value,
+                "source": e.source,
+            }
+            for r in results
+            for e in r.entries
+        ]
+        emit(rows, COLUMNS, as_json)
 
-
-def _run_admin(fn: Callable[[], Awaitable[T]]) -> T:
-    """trio.run(fn), with a refusal as one line: ConfigError (exit 2) for bad input.
-
-    The client's nursery wraps what escapes it in an ExceptionGroup; unwrap a lone error so
-    that `friendly_errors` sees it.
-    """
-    try:
-        return trio.run(fn)
-    except* BrokerError as group:
-        exc = group.exceptions[0]
-        while isinstance(exc, BaseExceptionGroup):
-            exc = exc.exceptions[0]
-        assert isinstance(exc, BrokerError)
-        if exc.code in BAD_INPUT_CODES:
-            raise ConfigError(str(exc)) from None
-        raise exc from None
+    return finish(run, render, bad_input=BAD_INPUT_CODES)
 
 
 def _label(entity_name: str) -> str:

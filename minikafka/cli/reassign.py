@@ -38,6 +38,7 @@ from minikafka.cli.common import (
     resolve_bootstrap,
     table,
 )
+from minikafka.cli.in_process import cli_client, echo, finish
 from minikafka.cli.reassign_inputs import (
     CLIENT_ID,
     DEFAULT_INTERVAL_S,
@@ -50,7 +51,6 @@ from minikafka.cli.reassign_inputs import (
     tp_list,
 )
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import open_client
 from minikafka.errors import ConfigError
 from minikafka.testing.seeds import derive_rng, resolve_seed
 from minikafka.tools.reassign import assignment_files, move_size, moves, runner
@@ -97,7 +97,7 @@ class _UsageError(click.ClickException):
     exit_code = 2
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message} (see minikafka reassign --help)", err=True)
+        echo(f"error: {self.message} (see minikafka reassign --help)", err=True)
 
 
 class _OneLine:
@@ -181,7 +181,7 @@ def check_action(options: Mapping[str, Any]) -> str:
 @json_option
 @click.pass_context
 @friendly_errors
-def reassign_cmd(ctx: click.Context, **options: Any) -> None:
+def reassign_cmd(ctx: click.Context, **options: Any) -> object:
     """Move partitions between brokers under a throttle (kafka-reassign-partitions).
 
     \b
@@ -203,21 +203,20 @@ def reassign_cmd(ctx: click.Context, **options: Any) -> None:
                 f"{_flag(given[0].rstrip('_').replace('as_json', 'json'))} goes after the "
                 f"subcommand: expected minikafka reassign {ctx.invoked_subcommand} [options]"
             )
-        return
+        return None
     opts = {k.rstrip("_"): v for k, v in options.items()}
     action = check_action(opts)
     if action in ("verify", "cancel"):
         from minikafka.cli import reassign_verify
 
-        getattr(reassign_verify, action)(opts)
-    else:
-        {"generate": _generate, "execute": _execute, "list": _list}[action](opts)
+        return getattr(reassign_verify, action)(opts)
+    return {"generate": _generate, "execute": _execute, "list": _list}[action](opts)
 
 
 # ---------------------------------------------------------------------------- --generate
 
 
-def _generate(o: Mapping[str, Any]) -> None:
+def _generate(o: Mapping[str, Any]) -> object:
     text = read_file(
         o["topics_to_move_json_file"], "topics-to-move file", assignment_files.TOPICS_FORM
     )
@@ -227,7 +226,7 @@ def _generate(o: Mapping[str, Any]) -> None:
     address = resolve_bootstrap(o["bootstrap"], o["cluster_dir"])
 
     async def go() -> tuple[runner.ClusterView, dict, dict]:
-        async with open_client(address, client_id=CLIENT_ID) as client:
+        async with cli_client(address, CLIENT_ID) as client:
             view = await runner.read_cluster(Admin(client))
             proposed = assignment_files.propose_assignment(
                 view.assignment,
@@ -240,48 +239,53 @@ def _generate(o: Mapping[str, Any]) -> None:
             sizes = move_size.sizes_in_bytes(await move_size.estimate_log_sizes(client, moved))
             return view, proposed, sizes
 
-    view, proposed, sizes = runner.run(go)
-    wanted = set(topics)
-    current = {tp: r for tp, r in view.assignment.items() if tp.topic in wanted}
-    ratio = moves.move_ratio(view.assignment, proposed)
-    moved = sum(set(proposed[tp]) != set(view.assignment[tp]) for tp in proposed)
-    total = moves.bytes_to_move(view.assignment, proposed, sizes)
-    per_broker = moves.bytes_to_move_per_broker(moves.move_map(view.assignment, proposed), sizes)
-    if o["as_json"]:
-        print_json(
-            {
-                "current": json.loads(assignment_files.format_reassignment_json(current)),
-                "proposed": json.loads(assignment_files.format_reassignment_json(proposed)),
-                "move_ratio": ratio,
-                "moved_partitions": moved,
-                "cluster_partitions": len(view.assignment),
-                "bytes_to_move": total,
-                "bytes_to_move_per_broker": per_broker,
-                "bytes_estimated": True,
-                "seed": seed,
-            },
+    def render(got: tuple[runner.ClusterView, dict, dict]) -> None:
+        view, proposed, sizes = got
+        wanted = set(topics)
+        current = {tp: r for tp, r in view.assignment.items() if tp.topic in wanted}
+        ratio = moves.move_ratio(view.assignment, proposed)
+        moved = sum(set(proposed[tp]) != set(view.assignment[tp]) for tp in proposed)
+        total = moves.bytes_to_move(view.assignment, proposed, sizes)
+        per_broker = moves.bytes_to_move_per_broker(
+            moves.move_map(view.assignment, proposed), sizes
         )
-        return
-    click.echo("Current partition replica assignment")
-    click.echo(assignment_files.format_reassignment_json(current))
-    click.echo("")
-    click.echo("Proposed partition reassignment configuration")
-    click.echo(assignment_files.format_reassignment_json(proposed))
-    click.echo("")
-    click.echo(
-        f"MoveRatio: {ratio:.2f} ({moved} of the {len(view.assignment)} partitions in the "
-        "cluster change replicas)"
-    )
-    copies = ", ".join(f"broker {b} {human_bytes(n)}" for b, n in per_broker.items()) or "none"
-    click.echo(f"Bytes to move: {human_bytes(total)} ({total} B), copied to {copies}")
-    click.echo(f"  ({move_size.SIZE_NOTE})")
-    click.echo(f"Proposal seed: {seed} (--seed {seed} proposes the same again)")
+        if o["as_json"]:
+            print_json(
+                {
+                    "current": json.loads(assignment_files.format_reassignment_json(current)),
+                    "proposed": json.loads(assignment_files.format_reassignment_json(proposed)),
+                    "move_ratio": ratio,
+                    "moved_partitions": moved,
+                    "cluster_partitions": len(view.assignment),
+                    "bytes_to_move": total,
+                    "bytes_to_move_per_broker": per_broker,
+                    "bytes_estimated": True,
+                    "seed": seed,
+                },
+            )
+            return
+        echo("Current partition replica assignment")
+        echo(assignment_files.format_reassignment_json(current))
+        echo("")
+        echo("Proposed partition reassignment configuration")
+        echo(assignment_files.format_reassignment_json(proposed))
+        echo("")
+        echo(
+            f"MoveRatio: {ratio:.2f} ({moved} of the {len(view.assignment)} partitions in the "
+            "cluster change replicas)"
+        )
+        copies = ", ".join(f"broker {b} {human_bytes(n)}" for b, n in per_broker.items()) or "none"
+        echo(f"Bytes to move: {human_bytes(total)} ({total} B), copied to {copies}")
+        echo(f"  ({move_size.SIZE_NOTE})")
+        echo(f"Proposal seed: {seed} (--seed {seed} proposes the same again)")
+
+    return finish(go, render, bad_input=runner.BAD_INPUT_CODES)
 
 
 # ---------------------------------------------------------------------------- --execute
 
 
-def _execute(o: Mapping[str, Any]) -> None:
+def _execute(o: Mapping[str, Any]) -> object:
     proposed = read_reassignment(o["reassignment_json_file"])
     throttle = None if o["throttle"] is None else parse_throttle(o["throttle"])
     mode = parse_mode(o["throttle_mode"])
@@ -289,7 +293,7 @@ def _execute(o: Mapping[str, Any]) -> None:
     address = resolve_bootstrap(o["bootstrap"], o["cluster_dir"])
 
     async def go() -> tuple[runner.ExecutePlan, runner.StartResult]:
-        async with open_client(address, client_id=CLIENT_ID) as client:
+        async with cli_client(address, CLIENT_ID) as client:
             admin = Admin(client)
             view = await runner.read_cluster(admin)
             todo = runner.plan_execute(
@@ -297,48 +301,47 @@ def _execute(o: Mapping[str, Any]) -> None:
             )
             await runner.check_throttles(admin, todo)  # refused: nothing printed, nothing set
             if not as_json:
-                click.echo("Current partition replica assignment\n")
-                click.echo(todo.rollback_json)
-                click.echo(
-                    "\nSave this to use as the --reassignment-json-file option during rollback"
-                )
+                echo("Current partition replica assignment\n")
+                echo(todo.rollback_json)
+                echo("\nSave this to use as the --reassignment-json-file option during rollback")
             return todo, await runner.execute(admin, todo)
 
-    todo, result = runner.run(go)
-    if as_json:
-        print_json(
-            {
-                "current": json.loads(todo.rollback_json),
-                "throttle": todo.throttle,
-                "throttle_mode": todo.mode if todo.throttle is not None else None,
-                "throttle_configs": [
-                    {
-                        "entity_type": c.entity_type,
-                        "entity": c.entity_name,
-                        "name": c.name,
-                        "value": c.value,
-                    }
-                    for c in todo.changes
-                ],
-                "started": [str(tp) for tp in result.started],
-                "errors": {str(tp): m for tp, m in result.errors.items()},
-            },
-        )
-    else:
-        _print_throttles(todo)
-        if result.started:
-            click.echo(
-                f"Successfully started partition reassignments for {tp_list(result.started)}"
+    def render(got: tuple[runner.ExecutePlan, runner.StartResult]) -> None:
+        todo, result = got
+        if as_json:
+            print_json(
+                {
+                    "current": json.loads(todo.rollback_json),
+                    "throttle": todo.throttle,
+                    "throttle_mode": todo.mode if todo.throttle is not None else None,
+                    "throttle_configs": [
+                        {
+                            "entity_type": c.entity_type,
+                            "entity": c.entity_name,
+                            "name": c.name,
+                            "value": c.value,
+                        }
+                        for c in todo.changes
+                    ],
+                    "started": [str(tp) for tp in result.started],
+                    "errors": {str(tp): m for tp, m in result.errors.items()},
+                },
             )
-    for tp, message in result.errors.items():
-        click.echo(f"error: reassignment of {tp} refused: {message}", err=True)
-    if result.errors:
-        sys.exit(1)
+        else:
+            _print_throttles(todo)
+            if result.started:
+                echo(f"Successfully started partition reassignments for {tp_list(result.started)}")
+        for tp, message in result.errors.items():
+            echo(f"error: reassignment of {tp} refused: {message}", err=True)
+        if result.errors:
+            sys.exit(1)
+
+    return finish(go, render, bad_input=runner.BAD_INPUT_CODES)
 
 
 def _print_throttles(todo: runner.ExecutePlan) -> None:
     if todo.throttle is None:
-        click.echo("No throttle: the moves run at full speed (--throttle B/s limits them).")
+        echo("No throttle: the moves run at full speed (--throttle B/s limits them).")
         return
     brokers = sorted({int(c.entity_name) for c in todo.changes if c.entity_type == "brokers"})
     how = (
@@ -346,13 +349,13 @@ def _print_throttles(todo: runner.ExecutePlan) -> None:
         if todo.mode == moves.MODE_REPLICATION
         else "KIP-542 reassignment rates on the brokers, no replica lists"
     )
-    click.echo(
+    echo(
         f"The inter-broker throttle limit was set to {todo.throttle} B/s "
         f"({todo.mode} mode: {how}; brokers {','.join(map(str, brokers)) or 'none'}):"
     )
     for c in todo.changes:
-        click.echo(f"  {c}")
-    click.echo(
+        echo(f"  {c}")
+    echo(
         "These throttles are recorded with the reassignment: the controller removes them itself "
         "when its last partition completes or is cancelled, no --verify needed (--verify "
         "--watch shows the progress)."
@@ -362,30 +365,33 @@ def _print_throttles(todo: runner.ExecutePlan) -> None:
 # ---------------------------------------------------------------------------- --list
 
 
-def _list(o: Mapping[str, Any]) -> None:
+def _list(o: Mapping[str, Any]) -> object:
     address = resolve_bootstrap(o["bootstrap"], o["cluster_dir"])
 
     async def go() -> runner.ClusterView:
-        async with open_client(address, client_id=CLIENT_ID) as client:
+        async with cli_client(address, CLIENT_ID) as client:
             return await runner.read_cluster(Admin(client))
 
-    view = runner.run(go)
-    rows = [
-        {
-            "topic": tp.topic,
-            "partition": tp.partition,
-            "replicas": list(m.replicas),
-            "adding": list(m.adding),
-            "removing": list(m.removing),
-        }
-        for tp, m in view.ongoing.items()
-    ]
-    if o["as_json"]:
-        print_json(rows)
-    elif not rows:
-        click.echo("No partition reassignments in progress.")
-    else:
-        click.echo(table(rows, ["topic", "partition", "replicas", "adding", "removing"]))
+    def render(got: runner.ClusterView) -> None:
+        view = got
+        rows = [
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "replicas": list(m.replicas),
+                "adding": list(m.adding),
+                "removing": list(m.removing),
+            }
+            for tp, m in view.ongoing.items()
+        ]
+        if o["as_json"]:
+            print_json(rows)
+        elif not rows:
+            echo("No partition reassignments in progress.")
+        else:
+            echo(table(rows, ["topic", "partition", "replicas", "adding", "removing"]))
+
+    return finish(go, render, bad_input=runner.BAD_INPUT_CODES)
 
 
 # ---------------------------------------------------------------------------- plan
@@ -411,12 +417,12 @@ def plan_cmd(
     bootstrap: str | None,
     cluster_dir: Path,
     as_json: bool,
-) -> None:
+) -> object:
     """Predict a move's time at a throttle, or the throttle for a deadline (KIP-73's arithmetic
     and the move model, from the live cluster; stores nothing)."""
     from minikafka.cli.reassign_plan import run_plan
 
-    run_plan(
+    return run_plan(
         reassignment_json_file,
         throttle,
         deadline_s,

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import click
-
+from minikafka.cli.in_process import echo, in_process_spec
 from minikafka.client.cluster_client import parse_bootstrap
 from minikafka.core.types import TopicPartition
 from minikafka.errors import ClusterError, ConfigError
@@ -68,21 +67,25 @@ def read_reassignment(path: str) -> dict[TopicPartition, list[int]]:
 
 
 def local_files(bootstrap: str | None, cluster_dir: Path) -> prog.LocalFiles | None:
-    """The nodes' files when the cluster in --dir is the one we talk to (None otherwise)."""
-    from minikafka.cluster import LocalCluster
+    """The nodes' files when the cluster in --dir (or the cluster an in-process command talks
+    to, cli/in_process.py) is the one we talk to (None otherwise)."""
+    from minikafka.cluster import LOG_FILES, LocalCluster
 
-    try:
-        lc = LocalCluster.load(cluster_dir)
-    except (ClusterError, ConfigError, OSError, ValueError):
+    spec = in_process_spec()
+    if spec is None:
+        try:
+            spec = LocalCluster.load(cluster_dir).spec
+        except (ClusterError, ConfigError, OSError, ValueError):
+            return None
+    if bootstrap and not set(parse_bootstrap(bootstrap)) & set(parse_bootstrap(spec.bootstrap)):
         return None
-    if bootstrap and not set(parse_bootstrap(bootstrap)) & set(parse_bootstrap(lc.bootstrap())):
-        return None
-    brokers = [n.node_id for n in lc.spec.nodes if n.is_broker]
-    controller = next((n.node_id for n in lc.spec.nodes if n.is_controller), None)
+    controller = next((n.node_id for n in spec.nodes if n.is_controller), None)
     return prog.LocalFiles(
-        metrics={b: lc.log_path(b, "metrics") for b in brokers},
-        controller_events=None if controller is None else lc.log_path(controller, "events"),
-        node_configs=dict(lc.spec.node_configs),
+        metrics={n.node_id: n.data_dir / LOG_FILES["metrics"] for n in spec.nodes if n.is_broker},
+        controller_events=None
+        if controller is None
+        else spec.node(controller).data_dir / LOG_FILES["events"],
+        node_configs=dict(spec.node_configs),
     )
 
 
@@ -94,4 +97,4 @@ def tp_list(tps: Sequence[TopicPartition]) -> str:
 
 
 def print_json(doc: Any) -> None:
-    click.echo(json.dumps(doc, default=str))
+    echo(json.dumps(doc, default=str))

@@ -41,9 +41,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-import click
-
 from minikafka.cli.common import table
+from minikafka.cli.in_process import echo
 from minikafka.cli.reassign_inputs import (
     parse_mode,
     parse_positive,
@@ -92,7 +91,7 @@ def run_plan(
     bootstrap: str | None,
     cluster_dir: Path,
     as_json: bool,
-) -> None:
+) -> object:
     check_plan_options(path, throttle_text, deadline_text, network_text, fraction_text)
     assert path is not None
     proposed = read_reassignment(path)
@@ -115,17 +114,20 @@ def run_plan(
             raise ConfigError(
                 f"--max-fraction {fraction_text!r}: expected a fraction in (0, 1], e.g. 0.3"
             )
-    inputs = gather(proposed, bootstrap, cluster_dir)
-    if throttle is not None:
-        doc, lines = at_throttle(inputs, throttle, network, throttle_mode=mode)
-    else:
-        assert deadline is not None and network is not None and fraction is not None
-        doc, lines = for_deadline(inputs, deadline, network, fraction, throttle_mode=mode)
-    if as_json:
-        click.echo(json.dumps({"inputs": inputs.to_json(), **doc}, default=str))
-        return
-    for line in inputs.lines() + lines:
-        click.echo(line)
+
+    def render(inputs: Inputs) -> None:
+        if throttle is not None:
+            doc, lines = at_throttle(inputs, throttle, network, throttle_mode=mode)
+        else:
+            assert deadline is not None and network is not None and fraction is not None
+            doc, lines = for_deadline(inputs, deadline, network, fraction, throttle_mode=mode)
+        if as_json:
+            echo(json.dumps({"inputs": inputs.to_json(), **doc}, default=str))
+            return
+        for line in inputs.lines() + lines:
+            echo(line)
+
+    return gather(proposed, bootstrap, cluster_dir, then=render)
 
 
 def _quota_kwargs(inputs: Inputs) -> dict[str, Any]:

@@ -5,15 +5,15 @@ from."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from minikafka.cli.common import resolve_bootstrap
+from minikafka.cli.in_process import cli_client, finish
 from minikafka.cli.reassign_inputs import CLIENT_ID, local_files
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import open_client
 from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from minikafka.tools.reassign import assignment_files, move_size, moves, plan_input, runner
@@ -197,11 +197,15 @@ class Inputs:
         return out
 
 
-def gather(proposed: dict, bootstrap: str | None, cluster_dir: Path) -> Inputs:
+def gather(
+    proposed: dict, bootstrap: str | None, cluster_dir: Path, then: Callable[[Inputs], None]
+) -> object:
+    """Read the plan's inputs from the cluster, then `then(inputs)` (cli/in_process.py
+    `finish`: now from a shell, later in-process)."""
     address = resolve_bootstrap(bootstrap, cluster_dir)
 
     async def go() -> tuple[runner.ClusterView, dict]:
-        async with open_client(address, client_id=CLIENT_ID) as client:
+        async with cli_client(address, CLIENT_ID) as client:
             view = await runner.read_cluster(Admin(client))
             assignment_files.validate_reassignment(
                 proposed, current=view.assignment, live_brokers=view.live_brokers
@@ -211,27 +215,31 @@ def gather(proposed: dict, bootstrap: str | None, cluster_dir: Path) -> Inputs:
             sizes = move_size.sizes_in_bytes(await move_size.estimate_log_sizes(client, moving))
             return view, sizes
 
-    view, sizes = runner.run(go)
-    files = local_files(bootstrap, cluster_dir)
-    lines: dict[int, list[dict]] | None = None
-    if files is not None:
-        bytes_in = prog.median_bytes_in(files, BYTES_IN_WINDOW_S)
-        source = f"median of the last {BYTES_IN_WINDOW_S:g} s of metrics.jsonl"
-        lines = {
-            b: prog.recent_snapshots(path, BYTES_IN_WINDOW_S)
-            for b, path in sorted(files.metrics.items())
-        }
-    else:
-        bytes_in, source = {}, "unknown without the cluster's files: taken as 0"
-    return inputs_from(
-        view,
-        proposed,
-        sizes,
-        bytes_in=bytes_in,
-        bytes_in_source=source,
-        node_configs=files.node_configs if files is not None else {},
-        metrics_lines=lines,
-    )
+    def render(got: tuple[runner.ClusterView, dict]) -> None:
+        view, sizes = got
+        files = local_files(bootstrap, cluster_dir)
+        lines: dict[int, list[dict]] | None = None
+        if files is not None:
+            bytes_in = prog.median_bytes_in(files, BYTES_IN_WINDOW_S)
+            source = f"median of the last {BYTES_IN_WINDOW_S:g} s of metrics.jsonl"
+            lines = {
+                b: prog.recent_snapshots(path, BYTES_IN_WINDOW_S)
+                for b, path in sorted(files.metrics.items())
+            }
+        else:
+            bytes_in, source = {}, "unknown without the cluster's files: taken as 0"
+        inputs = inputs_from(
+            view,
+            proposed,
+            sizes,
+            bytes_in=bytes_in,
+            bytes_in_source=source,
+            node_configs=files.node_configs if files is not None else {},
+            metrics_lines=lines,
+        )
+        then(inputs)
+
+    return finish(go, render, bad_input=runner.BAD_INPUT_CODES)
 
 
 def inputs_from(

@@ -14,9 +14,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import click
-
 from minikafka.cli.common import resolve_bootstrap, table
+from minikafka.cli.in_process import cli_client, echo, finish
 from minikafka.cli.reassign_inputs import (
     CLIENT_ID,
     DEFAULT_INTERVAL_S,
@@ -28,7 +27,6 @@ from minikafka.cli.reassign_inputs import (
     tp_list,
 )
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import open_client
 from minikafka.tools.reassign import progress as prog
 from minikafka.tools.reassign import runner
 from minikafka.tools.reassign.units import human_bytes, human_rate, human_seconds
@@ -36,7 +34,7 @@ from minikafka.tools.reassign.units import human_bytes, human_rate, human_second
 # ---------------------------------------------------------------------------- --verify
 
 
-def verify(o: Mapping[str, Any]) -> None:
+def verify(o: Mapping[str, Any]) -> object:
     """--verify [--watch]: per-partition status; throttles cleared once nothing moves."""
     proposed = read_reassignment(o["reassignment_json_file"])
     preserve, watch, as_json = o["preserve_throttles"], o["watch"], o["as_json"]
@@ -50,7 +48,7 @@ def verify(o: Mapping[str, Any]) -> None:
     show = WatchDisplay(len(proposed), files is not None) if watch and not as_json else None
 
     async def go() -> tuple[runner.ClusterView, prog.WatchResult | None, list | None]:
-        async with open_client(address, client_id=CLIENT_ID) as client:
+        async with cli_client(address, CLIENT_ID) as client:
             admin = Admin(client)
             watched = None
             if watch:
@@ -74,34 +72,37 @@ def verify(o: Mapping[str, Any]) -> None:
                 cleared = await runner.clear_throttles(admin, {tp.topic for tp in proposed})
             return view, watched, cleared
 
-    view, watched, cleared = runner.run(go)
-    states = runner.statuses(view, proposed)
-    if as_json:
-        doc: dict[str, Any] = _status_json(states, view, cleared, preserve)
-        if watched is not None:
-            doc.update(
-                watch_elapsed_s=watched.elapsed_s, move_s=watched.move_s, timed_out=not watched.done
-            )
-        print_json(doc)
-    else:
-        click.echo("Status of partition reassignment:")
-        for s in states:
-            click.echo(s.line())
-        if watched is not None and watched.move_s is not None:
-            click.echo(
-                f"The move took {watched.move_s:.1f} s (controller events: first start to last "
-                "completion)."
-            )
-        _print_cleared(view, cleared, preserve)
-    if watched is not None and not watched.done:
-        left = sum(s.status == runner.IN_PROGRESS for s in states)
-        click.echo(
-            f"error: {left} partitions still moving after --timeout {timeout_s:g} s", err=True
-        )
-        sys.exit(1)
-    if watched is not None and any(s.status == runner.MISMATCH for s in states):
-        click.echo("error: some partitions are not at their target replicas", err=True)
-        sys.exit(1)
+    def render(got: tuple[runner.ClusterView, prog.WatchResult | None, list | None]) -> None:
+        view, watched, cleared = got
+        states = runner.statuses(view, proposed)
+        if as_json:
+            doc: dict[str, Any] = _status_json(states, view, cleared, preserve)
+            if watched is not None:
+                doc.update(
+                    watch_elapsed_s=watched.elapsed_s,
+                    move_s=watched.move_s,
+                    timed_out=not watched.done,
+                )
+            print_json(doc)
+        else:
+            echo("Status of partition reassignment:")
+            for s in states:
+                echo(s.line())
+            if watched is not None and watched.move_s is not None:
+                echo(
+                    f"The move took {watched.move_s:.1f} s (controller events: first start to last "
+                    "completion)."
+                )
+            _print_cleared(view, cleared, preserve)
+        if watched is not None and not watched.done:
+            left = sum(s.status == runner.IN_PROGRESS for s in states)
+            echo(f"error: {left} partitions still moving after --timeout {timeout_s:g} s", err=True)
+            sys.exit(1)
+        if watched is not None and any(s.status == runner.MISMATCH for s in states):
+            echo("error: some partitions are not at their target replicas", err=True)
+            sys.exit(1)
+
+    return finish(go, render, bad_input=runner.BAD_INPUT_CODES)
 
 
 def _status_json(
@@ -120,21 +121,21 @@ def _status_json(
 
 def _print_cleared(view: runner.ClusterView, cleared: list | None, preserve: bool) -> None:
     if view.ongoing:
-        click.echo(
+        echo(
             f"Throttles stay: {len(view.ongoing)} partitions are moving in the cluster (the "
             "controller removes the ones recorded with a reassignment when it ends)."
         )
     elif preserve:
-        click.echo("Throttles preserved (--preserve-throttles).")
+        echo("Throttles preserved (--preserve-throttles).")
     elif not cleared:
-        click.echo("No throttle left to remove.")
+        echo("No throttle left to remove.")
     else:
         grouped: dict[tuple[str, str], list[str]] = {}
         for c in cleared:
             grouped.setdefault((c.entity_type, c.entity_name), []).append(f"{c.name}={c.value}")
-        click.echo("Removed throttles:")
+        echo("Removed throttles:")
         for (etype, name), names in grouped.items():
-            click.echo(f"  {etype} {name}: {', '.join(names)}")
+            echo(f"  {etype} {name}: {', '.join(names)}")
 
 
 class WatchDisplay:
@@ -157,7 +158,7 @@ class WatchDisplay:
             if self.local
             else "no local metrics for this cluster: partitions and sizes only"
         )
-        click.echo(
+        echo(
             f"Watching {self.partitions} partitions every {interval_s:g} s, for at most "
             f"{timeout_s:g} s ({how})",
             err=True,
@@ -175,7 +176,7 @@ class WatchDisplay:
                 else f"broker {r.broker}: done"
                 for r in frame.rows
             ]
-            click.echo("; ".join([head, *parts]), err=True)
+            echo("; ".join([head, *parts]), err=True)
             return
         rows = [
             {
@@ -200,14 +201,14 @@ class WatchDisplay:
 # ---------------------------------------------------------------------------- --cancel
 
 
-def cancel(o: Mapping[str, Any]) -> None:
+def cancel(o: Mapping[str, Any]) -> object:
     """--cancel: cancel the file's moves in progress; throttles cleared once nothing moves."""
     proposed = read_reassignment(o["reassignment_json_file"])
     preserve, as_json = o["preserve_throttles"], o["as_json"]
     address = resolve_bootstrap(o["bootstrap"], o["cluster_dir"])
 
     async def go() -> tuple[runner.CancelResult, runner.ClusterView, list | None]:
-        async with open_client(address, client_id=CLIENT_ID) as client:
+        async with cli_client(address, CLIENT_ID) as client:
             admin = Admin(client)
             before = await runner.read_cluster(admin)
             runner.statuses(before, proposed)  # unknown partitions: refused, nothing cancelled
@@ -218,25 +219,30 @@ def cancel(o: Mapping[str, Any]) -> None:
                 cleared = await runner.clear_throttles(admin, {tp.topic for tp in proposed})
             return result, view, cleared
 
-    result, view, cleared = runner.run(go)
-    if as_json:
-        print_json(
-            {
-                "cancelled": [str(tp) for tp in result.cancelled],
-                "not_active": [str(tp) for tp in result.not_active],
-                "errors": {str(tp): m for tp, m in result.errors.items()},
-                "throttles_removed": None if cleared is None else [c.to_json() for c in cleared],
-            },
-        )
-    else:
-        if result.cancelled:
-            click.echo(
-                f"Successfully cancelled partition reassignments for: {tp_list(result.cancelled)}"
+    def render(got: tuple[runner.CancelResult, runner.ClusterView, list | None]) -> None:
+        result, view, cleared = got
+        if as_json:
+            print_json(
+                {
+                    "cancelled": [str(tp) for tp in result.cancelled],
+                    "not_active": [str(tp) for tp in result.not_active],
+                    "errors": {str(tp): m for tp, m in result.errors.items()},
+                    "throttles_removed": None
+                    if cleared is None
+                    else [c.to_json() for c in cleared],
+                },
             )
-        if not result.cancelled and not result.errors:
-            click.echo("None of the specified partition reassignments are active.")
-        _print_cleared(view, cleared, preserve)
-    for tp, message in result.errors.items():
-        click.echo(f"error: cancelling the reassignment of {tp} refused: {message}", err=True)
-    if result.errors:
-        sys.exit(1)
+        else:
+            if result.cancelled:
+                echo(
+                    f"Successfully cancelled partition reassignments for: {tp_list(result.cancelled)}"
+                )
+            if not result.cancelled and not result.errors:
+                echo("None of the specified partition reassignments are active.")
+            _print_cleared(view, cleared, preserve)
+        for tp, message in result.errors.items():
+            echo(f"error: cancelling the reassignment of {tp} refused: {message}", err=True)
+        if result.errors:
+            sys.exit(1)
+
+    return finish(go, render, bad_input=runner.BAD_INPUT_CODES)

@@ -52,7 +52,7 @@ from minikafka.experiment.nemesis import Nemesis
 from minikafka.experiment.replica_dump import dump_replicas
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.store import create_run_dir
-from minikafka.experiment.target import LocalTarget, Target
+from minikafka.experiment.target import LocalTarget, Target, reassign_args
 from minikafka.experiment.verdict import judge
 from minikafka.experiment.workload import (
     History,
@@ -446,9 +446,8 @@ class Drive:
         ]}))  # fmt: skip
         requested = self.clock()
         try:  # without r.throttle the throttle is the experiment's broker_configs
-            await self.cluster.reassign_execute(
-                self.folder, moves_file, throttle=r.throttle, mode=r.mode
-            )
+            args = reassign_args(moves_file, throttle=r.throttle, mode=r.mode)
+            await self.cluster.tool(self.folder, "reassign-execute", args)
         except MiniKafkaError as exc:
             self.errors.append(str(exc))
             return

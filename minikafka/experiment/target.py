@@ -12,14 +12,16 @@ experiment runs the same code for real and in simulation; what differs is behind
   waits until the node is ready; or the node's task cancelled, its links frozen, a new task on
   the same data dir);
 - `fault_proxy`: the control client of the cluster's fault proxy;
-- `reassign_execute`: `minikafka reassign --execute` as an operator runs it (a process of the
-  CLI, or the same steps in-process), its output kept in the run folder's tool/.
+- `tool`: an admin command (`minikafka configs ...`, `minikafka reassign ...`) as an operator
+  runs it: a process of the CLI, or the same command in-process (cli/in_process.py); its
+  command line, exit code and output kept in the run folder's tool/.
 """
 
 from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from functools import partial
 from pathlib import Path
@@ -59,9 +61,9 @@ class Target(Protocol):
 
     async def wipe(self, node_id: int) -> None: ...
 
-    async def reassign_execute(
-        self, folder: RunFolder, moves_file: Path, *, throttle: int | None, mode: str
-    ) -> None: ...
+    async def tool(
+        self, folder: RunFolder, name: str, args: Sequence[str], *, check: bool = True
+    ) -> int: ...
 
 
 def reassign_args(moves_file: Path, *, throttle: int | None, mode: str) -> list[str]:
@@ -112,8 +114,7 @@ class LocalTarget:
     async def wipe(self, node_id: int) -> None:
         await trio.to_thread.run_sync(wipe_data, self.spec.node(node_id).data_dir)
 
-    async def reassign_execute(
-        self, folder: RunFolder, moves_file: Path, *, throttle: int | None, mode: str
-    ) -> None:
-        args = reassign_args(moves_file, throttle=throttle, mode=mode)
-        await run_tool(folder, "reassign-execute", args, cluster_dir=self.cluster.base_dir)
+    async def tool(
+        self, folder: RunFolder, name: str, args: Sequence[str], *, check: bool = True
+    ) -> int:
+        return await run_tool(folder, name, args, cluster_dir=self.cluster.base_dir, check=check)

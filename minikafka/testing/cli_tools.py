@@ -9,7 +9,6 @@ that output.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,7 +33,7 @@ async def run_tool(
     cluster_dir: Path,
     timeout_s: float = TOOL_TIMEOUT_S,
     check: bool = True,
-) -> subprocess.CompletedProcess[bytes]:
+) -> int:
     argv = [sys.executable, "-m", "minikafka", *args, "--dir", str(cluster_dir)]
     shown = ["minikafka", *args, "--dir", str(cluster_dir)]
     with trio.move_on_after(timeout_s) as scope:
@@ -44,14 +43,33 @@ async def run_tool(
             name, argv=shown, returncode=-9, stdout="", stderr=f"killed after {timeout_s} s"
         )
         raise ToolError(f"`{' '.join(shown[:3])} ...` took over {timeout_s} s ({path})")
-    path = folder.tool_output(
+    return record_tool(
+        folder,
         name,
-        argv=shown,
+        shown,
         returncode=proc.returncode,
         stdout=proc.stdout.decode(errors="replace"),
         stderr=proc.stderr.decode(errors="replace"),
+        check=check,
     )
-    if check and proc.returncode != 0:
-        last = proc.stderr.decode(errors="replace").strip().splitlines()[-1:] or [""]
-        raise ToolError(f"`{' '.join(shown[:3])} ...` exited {proc.returncode}: {last[0]} ({path})")
-    return proc
+
+
+def record_tool(
+    folder: RunFolder,
+    name: str,
+    shown: Sequence[str],
+    *,
+    returncode: int,
+    stdout: str,
+    stderr: str,
+    check: bool = True,
+) -> int:
+    """Keep one tool run in the run folder; its exit code, or ToolError if `check` and it is
+    not 0 (with the last line of stderr). Also for a tool run in-process (sim/experiment.py)."""
+    path = folder.tool_output(
+        name, argv=list(shown), returncode=returncode, stdout=stdout, stderr=stderr
+    )
+    if check and returncode != 0:
+        last = stderr.strip().splitlines()[-1:] or [""]
+        raise ToolError(f"`{' '.join(shown[:3])} ...` exited {returncode}: {last[0]} ({path})")
+    return returncode

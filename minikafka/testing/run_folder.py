@@ -237,7 +237,9 @@ class RunFolder:
         self._tool_runs = 0
 
     @classmethod
-    def create(cls, base: Path | str, name: str) -> RunFolder:
+    def create(
+        cls, base: Path | str, name: str, *, clock: Callable[[], float] = time.time
+    ) -> RunFolder:
         """A new folder `base/name`, or `base/name-2`, `-3` ... if that one exists."""
         if not _NAME.fullmatch(name):
             raise ConfigError(f"run name {name!r}: expected letters, digits, . _ -")
@@ -251,7 +253,7 @@ class RunFolder:
             except FileExistsError:
                 n += 1
                 path = base / f"{name}-{n}"
-        return cls(path)
+        return cls(path, clock=clock)
 
     def __enter__(self) -> RunFolder:
         return self

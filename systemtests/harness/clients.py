@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import trio
@@ -78,6 +78,7 @@ class Workload:
     partitions: int
     record_size: int
     records_per_batch: int
+    clock: Callable[[], float] = time.time  # the records' CreateTime: the run folder's clock
     next_seq: dict[int, int] = field(default_factory=dict)
     acked: list[Acked] = field(default_factory=list)
     bytes_acked: dict[int, int] = field(default_factory=dict)  # batch bytes per partition
@@ -101,7 +102,7 @@ class Workload:
         """(tp, batch, count, first seq) of the next batch of `partition`."""
         first = self.next_seq.get(partition, 0)
         self.next_seq[partition] = first + self.records_per_batch
-        now = int(time.time() * 1000)
+        now = int(self.clock() * 1000)
         records = [
             (now, None, value_for(partition, first + i, self.record_size))
             for i in range(self.records_per_batch)
@@ -125,9 +126,9 @@ async def send(
     phase: str,
 ) -> int:
     """Send batches, record the acknowledged ones; -> batch bytes acknowledged."""
-    t0 = time.time()
+    t0 = folder.clock()
     results = await producer.send_batches([(tp, batch, n) for tp, batch, n, _ in items])
-    acked_at = time.time()
+    acked_at = folder.clock()
     total = 0
     for (tp, batch, n, first), r in zip(items, results, strict=True):
         workload.acked.append(Acked(tp, r.base_offset, first, n))
@@ -218,9 +219,9 @@ async def run_load(
     task_status.started()
 
     async def alone(item: tuple) -> None:
-        t0 = time.time()
+        t0 = folder.clock()
         stats.bytes_acked += await send(producer, workload, [item], folder, "load")
-        stats.max_latency_ms = max(stats.max_latency_ms, (time.time() - t0) * 1000)
+        stats.max_latency_ms = max(stats.max_latency_ms, (folder.clock() - t0) * 1000)
 
     async def one(items: list) -> None:
         # Each batch sent and timed on its own, so its latency is its own: sent together, a

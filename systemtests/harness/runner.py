@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,11 +41,15 @@ from typing import Any
 import trio
 
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.client.cluster_client import ClusterClient
+from minikafka.client.connection import sole_exception
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.errors import describe
+from minikafka.experiment.target import LocalTarget, Target
+from minikafka.sim.cluster import plan_sim_cluster
+from minikafka.sim.cluster import wall_clock as sim_clock
+from minikafka.sim.target import run_simulated, simulated_cluster
 from minikafka.testing.checker import Verdict
-from minikafka.testing.cli_tools import run_tool
 from minikafka.testing.run_folder import CaseInfo, RunFolder
 from systemtests.harness.clients import HarnessError, LoadStats, Workload, fill, read_back, run_load
 from systemtests.harness.kafka_load import run_kafka_load
@@ -57,6 +61,7 @@ from systemtests.harness.topic_state import (
     PARTITIONS,
     POLL_S,
     TOPIC,
+    State,
     all_in_sync,
     create_topic,
     final_problems,
@@ -66,6 +71,9 @@ from systemtests.harness.topic_state import (
 
 LOAD_SETTLE_S = 2.0
 WAIT_S = 60.0  # bound of every wait that is not the move itself
+# A simulated case that waits on nothing would hang in wall time: past this many simulated
+# seconds it is cut short and fails (the longest move's own bound is well under it).
+SIM_DEADLINE_S = 3600.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,10 +121,22 @@ class CaseRun:
 
 
 class Scenario:
-    def __init__(self, run: CaseRun, lc: LocalCluster, layout: Layout, profile: Profile) -> None:
+    """The case's steps against a `Target` (minikafka/experiment/target.py): a cluster of
+    processes (`local` is then its LocalCluster: the processes' CPU, librdkafka's listeners) or
+    a simulated one."""
+
+    def __init__(
+        self,
+        run: CaseRun,
+        target: Target,
+        layout: Layout,
+        profile: Profile,
+        local: LocalCluster | None = None,
+    ) -> None:
         self.run = run
         self.folder = run.folder
-        self.cluster = lc
+        self.target = target
+        self.local = local
         self.layout = layout
         self.profile = profile
         self.throttle = profile.throttle_bytes_per_s
@@ -125,41 +145,50 @@ class Scenario:
             partitions=layout.partitions,
             record_size=profile.record_size,
             records_per_batch=profile.records_per_batch,
+            clock=run.folder.clock,
         )
         self.load_rate = profile.load_bytes_per_s if run.spec.load else 0.0
         self.load_stats = LoadStats()
         self.sizes_at_start: dict[int, int] = {}
         self.move_s: tuple[float, float] | None = None
-        self.cpu = CpuShare()  # who used the machine during the move (harness/machine.py)
+        # who used the machine during the move (harness/machine.py); nothing to measure when
+        # the whole cluster is one simulated process
+        self.cpu = CpuShare() if local is not None else None
         self.up_since = 0.0  # when the leaders' quota sensors start recording (topic created)
 
     def pids(self) -> list[int | None]:
-        return [self.cluster.pid(n.node_id) for n in self.cluster.spec.nodes]
+        assert self.local is not None
+        return [self.local.pid(n.node_id) for n in self.local.spec.nodes]
 
     @property
     def final_replicas(self) -> Mapping[int, tuple[int, ...]]:
         return self.layout.target or self.layout.initial
 
     async def tool(self, name: str, *args: str) -> None:
-        await run_tool(self.folder, name, list(args), cluster_dir=self.cluster.base_dir)
+        await self.target.tool(self.folder, name, args)
+
+    async def wait_until(
+        self, client: ClusterClient, done: Callable[[State], bool], what: str, timeout_s: float
+    ) -> float:
+        return await wait_until(client, done, what, timeout_s, clock=self.folder.clock)
 
     async def main(self) -> None:
         spec = self.run.spec
-        async with open_client(self.cluster.bootstrap(), client_id="systemtest") as client:
+        async with self.target.client("systemtest") as client:
             await create_topic(client, self.layout)
-            self.up_since = time.monotonic()  # followers fetch, leaders record, from here on
+            self.up_since = trio.current_time()  # followers fetch, leaders record, from here on
             self.folder.event("topic_created", topic=TOPIC, partitions=PARTITIONS)
             rounds = max(1, round(self.profile.data_bytes / self.workload.batch_bytes / PARTITIONS))
             await fill(client, self.workload, self.folder, rounds=rounds, timeout_s=WAIT_S)
-            await wait_until(
+            await self.wait_until(
                 client, all_in_sync(self.layout.initial), "replicas in sync after the fill", WAIT_S
             )
-            up_s = time.monotonic() - self.up_since
+            up_s = trio.current_time() - self.up_since
             await trio.sleep(max(0.0, sensor_warmup_s(spec.quota, spec.mode) - up_s))
             if self.layout.wiped is not None:
                 await self.wipe(client)
             stop = trio.Event()
-            async with open_client(self.cluster.bootstrap(), client_id="systemtest-load") as load_c:
+            async with self.target.client("systemtest-load") as load_c:
                 async with trio.open_nursery() as nursery:
                     if spec.load:
                         await nursery.start(self._load, load_c, stop)
@@ -184,8 +213,10 @@ class Scenario:
 
     async def _load(self, client: ClusterClient, stop: trio.Event, task_status) -> None:
         if self.run.spec.load_client == "librdkafka":
+            if self.local is None:
+                raise HarnessError("librdkafka's load cannot run in a simulation (its own sockets)")
             await run_kafka_load(
-                self.cluster.kafka_bootstrap(),
+                self.local.kafka_bootstrap(),
                 self.workload,
                 self.folder,
                 rate_bytes_per_s=self.load_rate,
@@ -209,15 +240,15 @@ class Scenario:
     async def wipe(self, client: ClusterClient) -> None:
         victim = self.layout.wiped
         assert victim is not None
-        await trio.to_thread.run_sync(self.cluster.kill, victim)
+        await self.target.kill(victim)
         self.folder.event("broker_killed", node=victim)
-        await wait_until(
+        await self.wait_until(
             client,
             lambda s: all(victim not in isr and leader != victim for leader, _r, isr in s.values()),
             f"broker {victim} fenced",
             WAIT_S,
         )
-        data_dir = self.cluster.spec.node(victim).data_dir
+        data_dir = self.target.spec.node(victim).data_dir
         shutil.rmtree(data_dir / "lmdb")
         (data_dir / "node.json").unlink(missing_ok=True)
         self.folder.event("broker_wiped", node=victim)
@@ -275,7 +306,7 @@ class Scenario:
                 *((b, "leader") for b in self.layout.sending),
                 *((b, "follower") for b in self.layout.receiving),
             ],
-            up_s=time.monotonic() - self.up_since,
+            up_s=trio.current_time() - self.up_since,
         )
         self.write_case()
         j = self.run.judging
@@ -289,14 +320,14 @@ class Scenario:
             limit = self._start("lists")
             victim = self.layout.wiped
             self.folder.event("broker_restart", node=victim)
-            await trio.to_thread.run_sync(
-                lambda: self.cluster.restart(victim, ready_timeout_s=WAIT_S)
-            )
+            await self.target.restart(victim)
             started = self.folder.event("move_start", how="restart", node=victim)
-            self.cpu.start(self.pids())
+            if self.cpu is not None:
+                self.cpu.start(self.pids())
             done = lambda s: all(victim in isr for _l, _r, isr in s.values())  # noqa: E731
-            ended = await wait_until(client, done, f"broker {victim} in every ISR", limit)
-            self.cpu.stop(self.pids())
+            ended = await self.wait_until(client, done, f"broker {victim} in every ISR", limit)
+            if self.cpu is not None:
+                self.cpu.stop(self.pids())
             self.folder.event("move_end", ts=ended)
             self.move_s = (started, ended)
             delete = "leader.replication.throttled.rate,follower.replication.throttled.rate"
@@ -336,7 +367,8 @@ class Scenario:
         self.folder.event("execute", tool="reassign")
         await self.tool("reassign-execute", "reassign", "--execute", *file, *throttle, *mode)
         started = self.folder.event("move_start", how="reassign --execute")
-        self.cpu.start(self.pids())
+        if self.cpu is not None:
+            self.cpu.start(self.pids())
         self.folder.event(
             "throttle_set", ts=started, tool="reassign", bytes_per_s=self.throttle,
             mode=spec.mode, brokers=sorted({*self.layout.sending, *self.layout.receiving}),
@@ -345,7 +377,7 @@ class Scenario:
         with trio.move_on_after(limit) as scope:
             while True:
                 moving = await admin.list_partition_reassignments([TOPIC])
-                seen = time.time()
+                seen = self.folder.clock()
                 if not moving:
                     state = await replica_state(client)
                     if all(state[p][1] == list(target[p]) for p in target):
@@ -354,7 +386,8 @@ class Scenario:
         if scope.cancelled_caught:
             await self.tool("reassign-verify-timeout", "reassign", "--verify", *file)
             raise HarnessError(f"the reassignment did not complete within {limit:.0f} s")
-        self.cpu.stop(self.pids())
+        if self.cpu is not None:
+            self.cpu.stop(self.pids())
         self.folder.event("move_end", ts=seen)
         self.move_s = (started, seen)
         await self.tool("reassign-verify", "reassign", "--verify", *file)
@@ -392,11 +425,11 @@ class Scenario:
             extra |= judged.extra
         if self.move_s is not None:
             extra["move_observed_s"] = round(self.move_s[1] - self.move_s[0], 3)
-        if self.cpu.figures is not None:
+        if self.cpu is not None and self.cpu.figures is not None:
             extra["cpu_during_move"] = self.cpu.figures
         self.run.info = CaseInfo(
             case=self.run.spec.name,
-            seed=self.cluster.spec.seed,
+            seed=self.target.spec.seed,
             nodes=list(self.layout.brokers),
             partitions=self.layout.partitions,
             replication_factor=self.layout.replication_factor,
@@ -430,35 +463,52 @@ def run_case(
     cluster_dir: Path,
     seed: int,
     node_command: Sequence[str] | None = None,
+    simulated: bool = False,
 ) -> CaseRun:
     """Run one case; never raises for a failure of the case (it is in `CaseRun.error`).
     `node_command`: how its nodes start (default `minikafka node`; a mutant's,
-    minikafka/testing/mutants.py)."""
+    minikafka/testing/mutants.py). `simulated`: the whole cluster in this process under a
+    virtual clock, from `seed` (minikafka/sim/target.py); the same seed writes the same folder."""
     t0 = time.monotonic()
-    folder = RunFolder.create(runs_dir, spec.name)
+    folder = RunFolder.create(runs_dir, spec.name, clock=sim_clock if simulated else time.time)
     run = CaseRun(spec=spec, folder=folder)
     layout = make_layout(spec.layout, PARTITIONS)
-    cspec = plan_cluster(
-        base_dir=cluster_dir,
-        brokers=len(layout.brokers),
-        seed=seed,
-        node_configs=NODE_CONFIGS[spec.quota],
+    plan = plan_sim_cluster if simulated else plan_cluster
+    cspec = plan(
+        cluster_dir, brokers=len(layout.brokers), seed=seed, node_configs=NODE_CONFIGS[spec.quota]
     )
     folder.event("cluster_up", seed=seed, brokers=list(layout.brokers))
     scenario = None
     try:
-        with LocalCluster.up(cspec, node_command=node_command, ready_timeout_s=WAIT_S) as lc:
-            scenario = Scenario(run, lc, layout, profile)
+        if simulated:
+            if node_command is not None:
+                raise HarnessError("a mutant's node command cannot run in a simulation")
+
+            async def main() -> None:
+                nonlocal scenario
+                async with simulated_cluster(cspec) as target:
+                    scenario = Scenario(run, target, layout, profile)
+                    with trio.fail_after(SIM_DEADLINE_S):
+                        await scenario.main()
+
             try:
-                trio.run(scenario.main)
+                run_simulated(main, seed)
             finally:
-                lc.down()
                 folder.event("cluster_down")
                 folder.collect_node_logs({n.node_id: n.data_dir for n in cspec.nodes})
+        else:
+            with LocalCluster.up(cspec, node_command=node_command, ready_timeout_s=WAIT_S) as lc:
+                scenario = Scenario(run, LocalTarget(lc), layout, profile, local=lc)
+                try:
+                    trio.run(scenario.main)
+                finally:
+                    lc.down()
+                    folder.event("cluster_down")
+                    folder.collect_node_logs({n.node_id: n.data_dir for n in cspec.nodes})
     except BaseException as exc:  # noqa: BLE001 - recorded, the test reports it
         if isinstance(exc, KeyboardInterrupt):
             raise
-        run.error = describe(exc)
+        run.error = describe(sole_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc)
         folder.event("error", error=run.error)
     finally:
         if scenario is not None and scenario.run.prediction is not None:

@@ -7,7 +7,6 @@ gives up with a HarnessError after its time limit.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 
 import trio
@@ -49,13 +48,19 @@ async def replica_state(client: ClusterClient) -> State:
 
 
 async def wait_until(
-    client: ClusterClient, done: Callable[[State], bool], what: str, timeout_s: float
+    client: ClusterClient,
+    done: Callable[[State], bool],
+    what: str,
+    timeout_s: float,
+    *,
+    clock: Callable[[], float],
 ) -> float:
-    """Poll Metadata until `done(state)`; -> the wall time of the answer that showed it."""
+    """Poll Metadata until `done(state)`; -> the time (`clock`, the run folder's) of the answer
+    that showed it."""
     with trio.move_on_after(timeout_s):
         while True:
             state = await replica_state(client)
-            seen = time.time()
+            seen = clock()
             if len(state) == PARTITIONS and done(state):
                 return seen
             await trio.sleep(POLL_S)

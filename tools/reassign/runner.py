@@ -20,9 +20,8 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import trio
 
@@ -40,7 +39,7 @@ from minikafka.core.dynamic_config import (
     TOPICS,
 )
 from minikafka.core.types import TopicPartition
-from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError
+from minikafka.errors import BrokerError, ConfigError, ErrorCode
 from minikafka.tools.reassign.assignment_files import (
     format_reassignment_json,
     validate_reassignment,
@@ -56,11 +55,11 @@ from minikafka.tools.reassign.moves import (
 from minikafka.wire.messages import AlterableConfig, AlterConfigsResource, ConfigEntity
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)
-T = TypeVar("T")
 
 RATE_NAMES = (LEADER_RATE, FOLLOWER_RATE, LEADER_REASSIGNMENT_RATE, FOLLOWER_REASSIGNMENT_RATE)
 LIST_NAMES = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
-# Per-resource refusals that mean the input was wrong (exit 2, nothing changed).
+# Per-resource refusals that mean the input was wrong (exit 2, nothing changed; the CLI's
+# cli/in_process.py `finish` turns them into a ConfigError).
 BAD_INPUT_CODES = frozenset(
     {
         ErrorCode.INVALID_CONFIG,
@@ -69,22 +68,6 @@ BAD_INPUT_CODES = frozenset(
         ErrorCode.INVALID_REPLICA_ASSIGNMENT,
     }
 )
-
-
-def run(fn: Callable[[], Awaitable[T]]) -> T:
-    """trio.run(fn), with one of our errors raised alone (the client's nursery wraps what
-    escapes it in an ExceptionGroup); a broker's bad-input refusal becomes a ConfigError."""
-    try:
-        return trio.run(fn)
-    except BaseExceptionGroup as group:
-        exc: BaseException = group
-        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-            exc = exc.exceptions[0]
-        if isinstance(exc, BrokerError) and exc.code in BAD_INPUT_CODES:
-            raise ConfigError(str(exc)) from None
-        if isinstance(exc, MiniKafkaError | KeyboardInterrupt):
-            raise exc from None
-        raise
 
 
 # ---------------------------------------------------------------------------- cluster view

@@ -1,0 +1,149 @@
+"""The admin commands run inside a Trio run that is already going: the simulation's operator.
+
+`minikafka configs` and `minikafka reassign` are click commands of three parts: parse the
+arguments, one async function that talks to the cluster, and printing what it returned. From a
+shell, `finish` runs the async part with trio.run and prints. In a simulation the whole
+cluster is tasks of one Trio run under a virtual clock, where trio.run cannot be entered again:
+`run_command` parses the same argv with the same click command, gets the rest of the work back
+from `finish` as an async function, and awaits it in its own task. So the simulation runs the
+tool's own code, on the simulated network, with its output kept as a process's would be.
+
+What a command reaches outside itself goes through `Env`, held in a ContextVar so that only the
+command's task and the tasks it starts see it: where the brokers are and how to connect to
+them, the cluster's spec (its nodes' files, as `--dir` gives them from a shell), and where
+`echo` writes.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import click
+
+from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.client.connection import sole_exception
+from minikafka.cluster.spec import ClusterSpec
+from minikafka.errors import BrokerError, ConfigError, MiniKafkaError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@dataclass(slots=True)
+class Env:
+    """A command's outside when it runs in-process."""
+
+    spec: ClusterSpec
+    connect: Callable[..., AbstractAsyncContextManager[Any]]
+    stdout: io.StringIO = field(default_factory=io.StringIO)
+    stderr: io.StringIO = field(default_factory=io.StringIO)
+
+
+ENV: ContextVar[Env | None] = ContextVar("minikafka_cli_env", default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """What an in-process command left, as a process would: exit code, stdout, stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def echo(message: str = "", *, err: bool = False) -> None:
+    """click.echo, into the in-process command's own buffers when there is one."""
+    env = ENV.get()
+    if env is None:
+        click.echo(message, err=err)
+    else:
+        click.echo(message, err=err, file=env.stderr if err else env.stdout)
+
+
+def in_process_spec() -> ClusterSpec | None:
+    """The cluster an in-process command talks to (None from a shell: `--dir` says)."""
+    env = ENV.get()
+    return None if env is None else env.spec
+
+
+def cli_client(address: str, client_id: str) -> AbstractAsyncContextManager[ClusterClient]:
+    """A client on `address`, over the in-process command's network when there is one."""
+    env = ENV.get()
+    return open_client(address, client_id=client_id, connect=None if env is None else env.connect)
+
+
+def finish(
+    go: Callable[[], Awaitable[T]],
+    render: Callable[[T], R],
+    *,
+    bad_input: frozenset[int] = frozenset(),
+) -> R | Callable[[], Awaitable[R]]:
+    """The rest of a command once its arguments are parsed: `render(await go())`. From a shell
+    it runs now under trio.run; in-process it is returned, for `run_command` to await (click
+    hands a command's return value back to `main(standalone_mode=False)`).
+
+    A broker's refusal whose code is in `bad_input` is the user's input refused: a ConfigError
+    (exit 2, as a refusal before sending would be)."""
+
+    async def rest() -> R:
+        try:
+            result = await go()
+        except BaseExceptionGroup as group:  # a nursery of the command's own, round one error
+            exc = sole_exception(group)
+            if exc is group:
+                raise
+            raise _refusal(exc, bad_input) from None
+        except BrokerError as exc:
+            raise _refusal(exc, bad_input) from None
+        return render(result)
+
+    if ENV.get() is not None:
+        return rest
+    import trio
+
+    return trio.run(rest)
+
+
+def _refusal(exc: BaseException, bad_input: frozenset[int]) -> BaseException:
+    if isinstance(exc, BrokerError) and exc.code in bad_input:
+        return ConfigError(str(exc))
+    return exc
+
+
+async def run_command(args: Sequence[str], env: Env) -> Completed:
+    """`minikafka ARGS` in this task: the command's exit code and output, as from a process.
+    Parsing, bad input and refusals give the codes and one-line errors the CLI gives."""
+    from minikafka.cli.main import main
+
+    token = ENV.set(env)
+    try:
+        code = 0
+        try:
+            rest = main.main(list(args), prog_name="minikafka", standalone_mode=False)
+            if callable(rest):
+                await rest()
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+        except click.ClickException as exc:
+            exc.show(file=env.stderr)
+            code = exc.exit_code
+        except MiniKafkaError as exc:
+            echo(f"error: {exc}", err=True)
+            code = exit_code(exc)
+    finally:
+        ENV.reset(token)
+    return Completed(code, env.stdout.getvalue(), env.stderr.getvalue())
+
+
+def exit_code(exc: BaseException) -> int:
+    """The CLI's exit code for one of our errors: 2 for bad input, 130 interrupted, else 1."""
+    if isinstance(exc, ConfigError):
+        return 2
+    if isinstance(exc, KeyboardInterrupt):
+        return 130
+    return 1

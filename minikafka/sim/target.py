@@ -1,0 +1,136 @@
+"""A simulated cluster as what experiments and system tests drive: `SimTarget` (the `Target` of
+experiment/target.py over a `SimCluster`), `simulated_cluster` (one started for a block, stopped
+after it) and `run_simulated` (trio.run under the virtual clock, Trio's scheduler pinned to the
+seed).
+
+What stands in for what, behind the Target's methods:
+
+- processes: each node a task of the run (sim/cluster.py); kill cancels it, its LMDB kept;
+  pause freezes its connections (sim/network.py says how that differs from SIGSTOP);
+- the network: memory streams, through the real fault proxy when the plan has one;
+- the wall clock: `EPOCH_S` plus Trio's MockClock, so every timestamp repeats;
+- the admin tools (`configs`, `reassign`): the CLI's own commands in-process
+  (cli/in_process.py), bounded in simulated time, kept in tool/ as a process's output is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TypeVar
+
+import trio
+import trio.testing
+
+from minikafka.cli.in_process import Env, run_command
+from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.cluster.spec import ClusterSpec
+from minikafka.errors import ClusterError, MiniKafkaError, describe
+from minikafka.experiment.target import wipe_data
+from minikafka.faults.control import FaultProxyClient
+from minikafka.sim.cluster import SimCluster, wall_clock
+from minikafka.sim.determinism import pinned_scheduler
+from minikafka.testing.cli_tools import TOOL_TIMEOUT_S, ToolError, record_tool
+from minikafka.testing.run_folder import RunFolder
+
+T = TypeVar("T")
+
+
+class ClusterStartError(ClusterError):
+    """The simulated cluster did not start (so there is no run to judge)."""
+
+
+class SimTarget:
+    """A `SimCluster` as an experiment's `Target` (experiment/target.py)."""
+
+    simulated = True
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self.sim = cluster
+        self.spec = cluster.spec
+
+    def wall_clock(self) -> float:
+        return wall_clock()
+
+    def client(self, client_id: str) -> AbstractAsyncContextManager[ClusterClient]:
+        return open_client(
+            self.sim.bootstrap(), client_id=client_id, connect=self.sim.network.connect
+        )
+
+    def fault_proxy(self) -> FaultProxyClient:
+        return self.sim.fault_proxy()
+
+    async def kill(self, node_id: int) -> None:
+        await self.sim.kill(node_id)
+
+    async def pause(self, node_id: int) -> None:
+        self.sim.pause(node_id)
+        await trio.lowlevel.checkpoint()
+
+    async def resume(self, node_id: int) -> None:
+        self.sim.resume(node_id)
+        await trio.lowlevel.checkpoint()
+
+    async def restart(self, node_id: int) -> None:
+        await self.sim.restart(node_id)
+
+    async def wipe(self, node_id: int) -> None:
+        wipe_data(self.spec.node(node_id).data_dir)
+        await trio.lowlevel.checkpoint()
+
+    async def tool(
+        self, folder: RunFolder, name: str, args: Sequence[str], *, check: bool = True
+    ) -> int:
+        """The admin command in this task (cli/in_process.py) on the simulated network, bounded
+        in simulated time as run_tool bounds the process; kept in tool/ as the CLI's is, its
+        command line marked as run in-process."""
+        shown = ["minikafka", *args, "# in-process: simulation"]
+        env = Env(spec=self.spec, connect=self.sim.network.connect)
+        with trio.move_on_after(TOOL_TIMEOUT_S):
+            done = await run_command(args, env)
+            return record_tool(
+                folder,
+                name,
+                shown,
+                returncode=done.returncode,
+                stdout=done.stdout,
+                stderr=done.stderr,
+                check=check,
+            )
+        record_tool(
+            folder,
+            name,
+            shown,
+            returncode=-9,
+            stdout="",
+            stderr=f"cut off after {TOOL_TIMEOUT_S} s",
+        )
+        raise ToolError(f"`minikafka {' '.join(args[:2])} ...` took over {TOOL_TIMEOUT_S} s")
+
+
+@asynccontextmanager
+async def simulated_cluster(
+    plan: ClusterSpec, progress: Callable[[str], None] = lambda _m: None
+) -> AsyncIterator[SimTarget]:
+    """The plan's cluster started (controller first, each node once ready) for the block, then
+    stopped, shielded from the block's cancellation; ClusterStartError if it does not start."""
+    async with trio.open_nursery() as nursery:
+        cluster = SimCluster(plan)
+        try:
+            await cluster.start(nursery)
+        except MiniKafkaError as exc:
+            raise ClusterStartError(f"the cluster did not start: {describe(exc)}") from exc
+        try:
+            yield SimTarget(cluster)
+        finally:
+            progress("stopping the cluster")
+            with trio.CancelScope(shield=True):
+                await cluster.stop()
+            nursery.cancel_scope.cancel()  # the fault proxy
+
+
+def run_simulated(main: Callable[[], Awaitable[T]], seed: int) -> T:
+    """trio.run(main) in simulated time: Trio's MockClock, jumping whenever every task waits,
+    and its scheduler's choices drawn from `seed` (sim/determinism.py)."""
+    with pinned_scheduler(seed):
+        return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
