@@ -75,6 +75,39 @@ def test_the_cli_pins_the_hash_seed_so_another_process_replays_the_run(tmp_path:
     assert folder_digest(a) == folder_digest(b), differing_files(a, b)
 
 
+_UNPINNED = """
+import sys
+from pathlib import Path
+from minikafka.experiment.catalog import variants
+from minikafka.sim.experiment import run_sim_experiment
+name, seed, out = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
+for spec in variants(name, seed=seed):
+    print(run_sim_experiment(spec, out, report=False).path)
+"""
+
+
+def test_the_simulation_does_not_follow_the_string_hash(tmp_path: Path) -> None:
+    """Without the CLI's pin, processes with different PYTHONHASHSEED still write the same
+    folder: nothing the brokers decide in one instant follows a set's order (these two runs
+    differed when the leader recorded a follower's fetch, and so proposed ISR changes, in the
+    order of a set of partitions, and when the ISR sender batched proposals in a set; the
+    shortened runs never decided two such changes in one instant, this one decides several)."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _UNPINNED, "mixed-faults", "1", str(tmp_path / salt)],
+            env={**os.environ, "PYTHONHASHSEED": salt},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for salt in ("1", "2")
+    ]
+    outs = [p.communicate(timeout=300)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0]
+    paths = [[Path(line) for line in out.split()] for out in outs]
+    for a, b in zip(*paths, strict=True):
+        assert folder_digest(a) == folder_digest(b), differing_files(a, b)
+
+
 def test_a_search_keeps_only_the_folders_of_runs_that_are_not_valid(tmp_path: Path) -> None:
     """A run that cannot be valid (an expectation no run meets) keeps its folder; a valid
     one's is removed."""

@@ -183,7 +183,9 @@ async def _incremental(
     looked: dict[TopicPartition, FetchPartitionResponse | LocalPartition] = {}
 
     def look(tps: set[TopicPartition], *, record_fetch: bool) -> None:
-        for tp in tps:
+        # Sorted: recording a follower's fetch can propose an ISR change, and the order of the
+        # proposals is the controller's order of decisions; a set's follows the string hash.
+        for tp in sorted(tps):
             cached = session.partitions[tp]
             looked[tp] = check_partition(
                 rm, cached.fetch, req.replica_id, known_topic, t, record_fetch=record_fetch

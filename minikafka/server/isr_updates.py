@@ -93,10 +93,12 @@ class IsrUpdates:
         """Batches pending ISR proposals into AlterPartition requests to the controller."""
         task_status.started()
         async for first in self._recv:
-            tps = {first}
+            # In the order they were queued, each once: a set's order would follow Python's
+            # per-process string hash, and the controller decides in the order it is sent.
+            tps = {first: None}
             while True:
                 try:
-                    tps.add(self._recv.receive_nowait())
+                    tps[self._recv.receive_nowait()] = None
                 except trio.WouldBlock:
                     break
             await self._send_alter_partition(
