@@ -1,4 +1,5 @@
-"""The shipped fault-injection experiments (minikafka/experiment/catalog.py), run for real.
+"""The shipped fault-injection experiments (minikafka/experiment/catalog.py), run for real
+(power-loss, which no real run can inflict, in simulated time).
 
 Each variant starts its own cluster, runs its workload and fault schedule, heals, settles, reads
 everything back and checks it; its run folder (history, nemesis log, node logs, replica dumps,
@@ -21,6 +22,7 @@ import pytest
 from minikafka.experiment.catalog import CATALOG, variants, with_overrides
 from minikafka.experiment.recheck import recheck
 from minikafka.experiment.runner import Outcome, run_experiment
+from minikafka.sim.experiment import run_sim_experiment
 
 pytestmark = pytest.mark.system
 
@@ -45,7 +47,10 @@ def same_verdict_from_the_folder(outcome: Outcome) -> None:
 
 @pytest.mark.parametrize("spec", SPECS, ids=[s.name for s in SPECS])
 def test_experiment_is_valid(spec, out_dir: Path) -> None:
-    outcome = run_experiment(spec, out_dir, report=True)
+    # An experiment whose faults only a simulation can inflict (power-loss) runs in simulated
+    # time; every other runs on real processes.
+    run = run_sim_experiment if spec.simulation_only else run_experiment
+    outcome = run(spec, out_dir, report=True)
     results = outcome.results
     assert outcome.exit_code == 0, f"{outcome.path}: {results['summary']}"
     assert results["report"].get("error") is None, results["report"]

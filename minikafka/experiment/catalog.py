@@ -310,6 +310,26 @@ def _mixed_faults(seed: int, duration: float | None) -> list[ExperimentSpec]:
     return [replace(spec, producer_retries=True, idempotence=True)]
 
 
+def _power_loss(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # Kafka's flush policy (log.flush.interval.* unset: no fsync; durability comes from
+    # replication), as log.sync=false: a broker whose machine loses power comes back with its
+    # log as of the kernel's last writeback (sim/cluster.py). With acks=all and
+    # min.insync.replicas=2, every acknowledged write is on two replicas, and one machine fails
+    # at a time, so nothing acknowledged may be lost: the broker that lost its tail must truncate
+    # and catch up before it counts as in sync again. Simulated time only.
+    d = duration or 30.0
+    targets = [*(Target("leader", p) for p in range(6)), *(Target("follower", p) for p in range(6))]
+    faults = plan_schedule(
+        kinds=("power-loss",), targets=targets, duration_s=d, interval_s=4.0, seed=seed,
+        brokers=(1, 2, 3),
+    )  # fmt: skip
+    spec = ExperimentSpec(
+        name="power-loss", seed=seed, duration_s=d, faults=tuple(faults),
+        node_configs={"log.sync": "false", "min.insync.replicas": "2"},
+    )  # fmt: skip
+    return [replace(spec, producer_retries=True, idempotence=True)]
+
+
 CATALOG: dict[str, Entry] = {
     e.name: e
     for e in (
@@ -322,6 +342,7 @@ CATALOG: dict[str, Entry] = {
         Entry(name="isr-thrash", question="Does throttling in-sync replicas make the ISR thrash, and does KAFKA-4313's exemption stop it?", build=_isr_thrash),
         Entry(name="partition-order", question="How spread out are the per-partition catch-up times of a throttled re-replication under KIP-73's shuffled fetch order versus Kafka's rotation?", build=_partition_order),
         Entry(name="mixed-faults", question="Under a seeded mix of kills, pauses and network partitions of leaders, followers and the controller, is anything acknowledged lost or stored twice?", build=_mixed_faults),
+        Entry(name="power-loss", question="Without fsync (Kafka's flush policy), does a broker whose machine loses power lose anything acknowledged with acks=all and min.insync.replicas=2? (simulated time only)", build=_power_loss),
         Entry(name="throttle-of-one", question="Does a move under a throttle of 1 B/s ever finish, with the throttle on the leader side versus the follower side?", build=_throttle_of_one),
     )
 }  # fmt: skip

@@ -127,6 +127,9 @@ class Nemesis:
             await lc.kill(node)
             if fault.kind == "wipe":
                 await lc.wipe(node)
+        elif fault.kind == "power-loss":
+            self._down.add(node)
+            await lc.power_loss(node)
         elif fault.kind == "pause":
             self._paused.add(node)
             await lc.pause(node)
@@ -146,7 +149,7 @@ class Nemesis:
             )
 
     async def _undo(self, fault: Fault, node: int) -> None:
-        if fault.kind in ("kill", "wipe"):
+        if fault.kind in ("kill", "wipe", "power-loss"):
             await self._restart(node)
         elif fault.kind == "pause":
             await self.cluster.resume(node)

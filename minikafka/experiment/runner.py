@@ -46,7 +46,14 @@ from minikafka.client.cluster_client import ClusterClient
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.cluster.spec import ClusterSpec
 from minikafka.core.types import TopicPartition
-from minikafka.errors import BrokerError, ClusterError, ErrorCode, MiniKafkaError, describe
+from minikafka.errors import (
+    BrokerError,
+    ClusterError,
+    ConfigError,
+    ErrorCode,
+    MiniKafkaError,
+    describe,
+)
 from minikafka.experiment.analysis import case_info, spark_report
 from minikafka.experiment.nemesis import Nemesis
 from minikafka.experiment.replica_dump import dump_replicas
@@ -98,7 +105,12 @@ def run_experiment(
     A cluster that does not start, or fails the run (a MiniKafkaError), gives an unknown
     verdict (exit 2), judged as far as the run got. Raises ClusterError before anything starts
     if `cluster_dir` holds no usable cluster, and HarnessCrash if the harness itself fails (a
-    bug, not the cluster): the traceback is then in the folder's crash.txt."""
+    bug, not the cluster): the traceback is then in the folder's crash.txt; ConfigError for a
+    spec only a simulation can run (power-loss faults)."""
+    if spec.simulation_only:
+        raise ConfigError(
+            f"{spec.name}: power-loss faults need simulated time: minikafka sim run {spec.name}"
+        )
     lc = _running_cluster(spec, cluster_dir) if cluster_dir is not None else None
     folder = RunFolder(create_run_dir(out_base, spec.name))
     progress(f"run folder {folder.path}")

@@ -6,6 +6,8 @@ workload ends; then everything is healed. A fault is a kind and a target:
 - kinds: `kill` (SIGKILL, restarted at the fault's end), `pause` (SIGSTOP, SIGCONT at the end),
   `restart` (a clean SIGTERM restart at the start; the end is when it is ready again), `wipe`
   (SIGKILL, its logs deleted, restarted empty at the end: a broker bootstrapping from scratch),
+  `power-loss` (simulated time only: the node's machine loses power, so what its disk had not
+  made durable is lost too, sim/cluster.py; restarted at the end),
   `partition` (the target cut off from every other node, controller included), `latency`
   (added to every link to and from the target) and `bandwidth` (a byte-rate cap on them);
 - targets: `broker:N`, `controller`, `leader:P` (whoever leads partition P of the experiment's
@@ -28,7 +30,10 @@ from minikafka.testing.seeds import derive_rng
 
 PROCESS_KINDS = ("kill", "pause", "restart", "wipe")
 NETWORK_KINDS = ("partition", "latency", "bandwidth")
-KINDS = PROCESS_KINDS + NETWORK_KINDS
+# Faults only a simulation can inflict (a real run refuses them); not in `all`.
+SIM_KINDS = ("power-loss",)
+KINDS = PROCESS_KINDS + NETWORK_KINDS + SIM_KINDS
+ALL_KINDS = PROCESS_KINDS + NETWORK_KINDS  # what `all` means
 TARGET_FORM = "broker:N, controller, leader:P, follower:P or random"
 _TARGET = re.compile(r"(broker|leader|follower):(\d+)|controller|random")
 
@@ -91,9 +96,9 @@ class Fault:
 
 
 def parse_kinds(text: str) -> tuple[str, ...]:
-    """`kill,pause` -> ("kill", "pause"); `all` -> every kind."""
+    """`kill,pause` -> ("kill", "pause"); `all` -> every kind a real run can inflict."""
     if text.strip() == "all":
-        return KINDS
+        return ALL_KINDS
     kinds = tuple(k.strip() for k in text.split(",") if k.strip())
     bad = [k for k in kinds if k not in KINDS]
     if bad or not kinds:

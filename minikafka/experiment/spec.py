@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from minikafka.errors import ConfigError
-from minikafka.experiment.schedule import Fault, parse_target
+from minikafka.experiment.schedule import SIM_KINDS, Fault, parse_target
 from minikafka.experiment.workload import WorkloadSpec
 
 TOPIC = "exp"
@@ -221,6 +221,12 @@ class ExperimentSpec:
                 f"catch_up_broker {self.catch_up_broker!r}: expected a broker id from 1 to "
                 f"{self.brokers}"
             )
+        if any(f.kind == "power-loss" for f in self.faults) and "log.sync" not in self.node_configs:
+            raise ConfigError(
+                "power-loss faults: expected node_configs to set log.sync (true: every commit "
+                "is durable and a power loss is a kill; false: Kafka's flush policy, the writes "
+                "since the last writeback are lost)"
+            )
         if any(f.needs_proxy for f in self.faults) and not self.fault_proxy:
             object.__setattr__(self, "fault_proxy", True)  # network faults need the proxy
 
@@ -242,6 +248,11 @@ class ExperimentSpec:
 
     def all_node_configs(self) -> dict[str, str]:
         return {**BASE_NODE_CONFIGS, **self.node_configs}
+
+    @property
+    def simulation_only(self) -> bool:
+        """Faults no real run can inflict (schedule.py SIM_KINDS): `minikafka sim run` only."""
+        return any(f.kind in SIM_KINDS for f in self.faults)
 
     def to_json(self) -> dict[str, Any]:
         doc = asdict(self)

@@ -10,7 +10,7 @@ experiment runs the same code for real and in simulation; what differs is behind
 - `client`: a ClusterClient on the brokers (over TCP, or the simulated network);
 - `kill`, `pause`, `resume`, `restart`, `wipe`: process faults (signals and a restart that
   waits until the node is ready; or the node's task cancelled, its links frozen, a new task on
-  the same data dir);
+  the same data dir); `power_loss`: a simulation's only (a real machine's power stays on);
 - `fault_proxy`: the control client of the cluster's fault proxy;
 - `tool`: an admin command (`minikafka configs ...`, `minikafka reassign ...`) as an operator
   runs it: a process of the CLI, or the same command in-process (cli/in_process.py); its
@@ -32,6 +32,7 @@ import trio
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.cluster import LocalCluster
 from minikafka.cluster.spec import ClusterSpec
+from minikafka.errors import ClusterError
 from minikafka.faults.control import FaultProxyClient
 from minikafka.testing.cli_tools import run_tool
 from minikafka.testing.run_folder import RunFolder
@@ -60,6 +61,8 @@ class Target(Protocol):
     async def restart(self, node_id: int) -> None: ...
 
     async def wipe(self, node_id: int) -> None: ...
+
+    async def power_loss(self, node_id: int) -> None: ...
 
     async def tool(
         self, folder: RunFolder, name: str, args: Sequence[str], *, check: bool = True
@@ -113,6 +116,12 @@ class LocalTarget:
 
     async def wipe(self, node_id: int) -> None:
         await trio.to_thread.run_sync(wipe_data, self.spec.node(node_id).data_dir)
+
+    async def power_loss(self, node_id: int) -> None:
+        raise ClusterError(
+            "a power-loss fault needs simulated time (minikafka sim run): real processes "
+            "cannot lose what their disk has not synced"
+        )
 
     async def tool(
         self, folder: RunFolder, name: str, args: Sequence[str], *, check: bool = True

@@ -19,7 +19,11 @@ network, and every node's connections to its peers go through it as in a local c
 
 The disk is real: LMDB in `base_dir/node-N`, without fsync (`SIM_NODE_CONFIGS`). `kill(n)`
 cancels the node's task (its memory is gone; what LMDB committed stays) and `restart(n)` builds
-a new Node on the same data dir. For the run to repeat from its seed it must be under
+a new Node on the same data dir. `power_loss(n)` is a crash of the node's machine: killed, and
+its LMDB set back to what its disk had made durable. With `writeback_s`, every node that does
+not sync on commit (`log.sync=false`) has its LMDB copied that often, as the kernel's flusher
+writes dirty pages back (`dirty_writeback_centisecs`, 5 s by default); that copy is what a
+power loss leaves. A node that syncs on commit loses nothing committed. For the run to repeat from its seed it must be under
 `trio.run(..., clock=MockClock(autojump_threshold=0))` and `pinned_scheduler(seed)`
 (sim/determinism.py).
 """
@@ -27,6 +31,7 @@ a new Node on the same data dir. For the run to repeat from its seed it must be 
 from __future__ import annotations
 
 import random
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,15 +47,19 @@ from minikafka.server.config import NodeConfig
 from minikafka.server.edges import Edges
 from minikafka.server.node import Node
 from minikafka.sim.network import SimNetwork
+from minikafka.storage.env import EnvLease
 from minikafka.testing.memory_node import run_sync_inline
 
 EPOCH_S = 1_767_225_600.0  # 2026-01-01T00:00:00Z: where the simulated wall clock starts
 SPEC_FIRST_PORT = 40000  # the spec's ports; port-0 binds get SimNetwork's own range
 # What a simulated node runs with unless its spec says otherwise. log.sync=false: LMDB commits
 # without fsync. A simulated kill is a process crash, whose committed writes the OS keeps with
-# or without it (power loss is not simulated), so fsync buys nothing here and cost a fifth of
-# the wall time of a mixed-faults run (20.7 s against 16.3 s for 27.3 simulated s).
+# or without it, so fsync buys nothing here and cost a fifth of the wall time of a mixed-faults
+# run (20.7 s against 16.3 s for 27.3 simulated s). A spec with power-loss faults sets log.sync
+# itself (experiment/spec.py), since then it decides what survives.
 SIM_NODE_CONFIGS = {"log.sync": "false"}
+WRITEBACK_S = 5.0  # Linux's flusher period (dirty_writeback_centisecs = 500)
+DURABLE_DIR = "lmdb.durable"  # in a node's data dir: its LMDB as of the last writeback
 
 
 def sim_ports(n: int, _host: str) -> list[int]:
@@ -98,8 +107,15 @@ class SimNode:
 class SimCluster:
     """`spec`'s nodes on `network`. Start them with `await start(nursery)`."""
 
-    def __init__(self, spec: ClusterSpec, *, network: SimNetwork | None = None) -> None:
+    def __init__(
+        self,
+        spec: ClusterSpec,
+        *,
+        network: SimNetwork | None = None,
+        writeback_s: float | None = None,
+    ) -> None:
         self.spec = spec
+        self.writeback_s = writeback_s
         self.network = network or SimNetwork()
         identity = random.Random(f"{spec.seed}/cluster-identity")
         cluster_id = f"sim-{identity.getrandbits(64):016x}"
@@ -158,6 +174,15 @@ class SimCluster:
             await nursery.start(self.proxy.run)
         for node in [self.spec.controller, *self.spec.brokers]:
             await self.restart(node.node_id)
+        if self.writeback_s is not None:
+            nursery.start_soon(self._writeback, self.writeback_s)
+
+    async def _writeback(self, period_s: float) -> None:
+        while True:
+            await trio.sleep(period_s)
+            for sim in self.nodes.values():
+                if sim.scope is not None and not sim.config.log_sync:
+                    _make_durable(sim.spec.data_dir)
 
     async def restart(self, node_id: int) -> None:
         """Stop node `node_id` if it runs, start it again on its data dir and wait until it is
@@ -204,6 +229,26 @@ class SimCluster:
         await sim.stopped.wait()
         self.network.thaw(node_id)
 
+    async def power_loss(self, node_id: int) -> None:
+        """Node `node_id`'s machine loses power: the node is killed (if it runs) and its LMDB is
+        what its disk had made durable: all of it if it syncs on commit (log.sync=true), else
+        the last writeback's copy (before the first one: nothing). Restart it to bring it
+        back."""
+        sim = self._node(node_id)
+        if not sim.config.log_sync and self.writeback_s is None:
+            raise ClusterError(
+                f"node {node_id} does not sync on commit and the cluster has no writeback: "
+                "what a power loss leaves is unknown (SimCluster(writeback_s=...))"
+            )
+        if sim.scope is not None:
+            await self.kill(node_id)
+        if sim.config.log_sync:
+            return
+        data = sim.spec.data_dir
+        shutil.rmtree(data / "lmdb", ignore_errors=True)
+        if (data / DURABLE_DIR).is_dir():
+            shutil.copytree(data / DURABLE_DIR, data / "lmdb")
+
     def pause(self, node_id: int) -> None:
         """SIGSTOP's stand-in: the node's connections freeze (sim/network.py)."""
         self._running(node_id)
@@ -218,3 +263,12 @@ class SimCluster:
         for node in [*reversed(self.spec.brokers), self.spec.controller]:
             if self.is_running(node.node_id):
                 await self.kill(node.node_id)
+
+
+def _make_durable(data_dir: Path) -> None:
+    """Copy the node's open LMDB to `DURABLE_DIR` (replacing the last copy), as one snapshot."""
+    fresh = data_dir / (DURABLE_DIR + ".new")
+    shutil.rmtree(fresh, ignore_errors=True)
+    if EnvLease.copy_open(data_dir / "lmdb", fresh):
+        shutil.rmtree(data_dir / DURABLE_DIR, ignore_errors=True)
+        fresh.rename(data_dir / DURABLE_DIR)

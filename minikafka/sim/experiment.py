@@ -24,7 +24,7 @@ import trio.testing
 from minikafka.experiment.runner import Drive, Outcome, Progress, finish_run
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.store import create_run_dir
-from minikafka.sim.cluster import EPOCH_S, plan_sim_cluster, wall_clock
+from minikafka.sim.cluster import EPOCH_S, WRITEBACK_S, plan_sim_cluster, wall_clock
 from minikafka.sim.determinism import pinned_scheduler
 from minikafka.sim.target import ClusterStartError, simulated_cluster
 from minikafka.testing.run_folder import RunFolder
@@ -68,7 +68,11 @@ def run_sim_experiment(
 
     async def run_cluster() -> None:
         try:
-            async with simulated_cluster(plan, progress) as target:
+            # The kernel's writeback only matters to a power loss: copies of every node's
+            # LMDB every few seconds are not made when no fault can need them.
+            power = any(f.kind == "power-loss" for f in spec.faults)
+            writeback = WRITEBACK_S if power else None
+            async with simulated_cluster(plan, progress, writeback_s=writeback) as target:
                 # A deadlock would wait forever in wall time: with this deadline the clock
                 # jumps to it, and the run is judged as far as it got.
                 with trio.fail_after(spec.duration_s + spec.settle_timeout_s + SLACK_S):

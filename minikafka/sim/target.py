@@ -6,7 +6,8 @@ seed).
 What stands in for what, behind the Target's methods:
 
 - processes: each node a task of the run (sim/cluster.py); kill cancels it, its LMDB kept;
-  pause freezes its connections (sim/network.py says how that differs from SIGSTOP);
+  pause freezes its connections (sim/network.py says how that differs from SIGSTOP); a power
+  loss also sets its LMDB back to the last writeback's copy unless it syncs on commit;
 - the network: memory streams, through the real fault proxy when the plan has one;
 - the wall clock: `EPOCH_S` plus Trio's MockClock, so every timestamp repeats;
 - the admin tools (`configs`, `reassign`): the CLI's own commands in-process
@@ -74,6 +75,9 @@ class SimTarget:
     async def restart(self, node_id: int) -> None:
         await self.sim.restart(node_id)
 
+    async def power_loss(self, node_id: int) -> None:
+        await self.sim.power_loss(node_id)
+
     async def wipe(self, node_id: int) -> None:
         wipe_data(self.spec.node(node_id).data_dir)
         await trio.lowlevel.checkpoint()
@@ -110,12 +114,16 @@ class SimTarget:
 
 @asynccontextmanager
 async def simulated_cluster(
-    plan: ClusterSpec, progress: Callable[[str], None] = lambda _m: None
+    plan: ClusterSpec,
+    progress: Callable[[str], None] = lambda _m: None,
+    *,
+    writeback_s: float | None = None,
 ) -> AsyncIterator[SimTarget]:
     """The plan's cluster started (controller first, each node once ready) for the block, then
-    stopped, shielded from the block's cancellation; ClusterStartError if it does not start."""
+    stopped, shielded from the block's cancellation; ClusterStartError if it does not start.
+    `writeback_s`: what a power loss leaves (SimCluster)."""
     async with trio.open_nursery() as nursery:
-        cluster = SimCluster(plan)
+        cluster = SimCluster(plan, writeback_s=writeback_s)
         try:
             await cluster.start(nursery)
         except MiniKafkaError as exc:

@@ -89,6 +89,20 @@ class EnvLease:
     def closed(self) -> bool:
         return self._key is None
 
+    @classmethod
+    def copy_open(cls, path: str | os.PathLike[str], dest: str | os.PathLike[str]) -> bool:
+        """Copy the environment of `path`, if this process has it open, to the empty folder
+        `dest` as one consistent snapshot (LMDB's mdb_env_copy, a read transaction): what a
+        disk had made durable at this instant (the simulation's writeback, sim/cluster.py).
+        False when it is not open here."""
+        with cls._lock:
+            entry = cls._open.get(os.path.realpath(path))
+            if entry is None:
+                return False
+            os.makedirs(dest, exist_ok=True)
+            entry[0].copy(os.fspath(dest))
+            return True
+
     @contextmanager
     def txn(self, *, write: bool) -> Iterator[lmdb.Transaction]:
         """One transaction: committed on success, aborted on any exception (lmdb's and the OS's
