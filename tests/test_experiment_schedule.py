@@ -7,6 +7,7 @@ import pytest
 from minikafka.errors import ConfigError
 from minikafka.experiment.schedule import (
     KINDS,
+    SIM_KINDS,
     Fault,
     Target,
     parse_kinds,
@@ -76,8 +77,8 @@ def test_bad_targets_name_the_accepted_form(text: str) -> None:
 
 def test_parse_kinds() -> None:
     assert parse_kinds("kill, pause") == ("kill", "pause")
-    assert parse_kinds("all") == tuple(k for k in KINDS if k != "power-loss")  # real runs' kinds
-    assert parse_kinds("power-loss") == ("power-loss",)  # simulated time only, named explicitly
+    assert parse_kinds("all") == tuple(k for k in KINDS if k not in SIM_KINDS)  # real runs' own
+    assert parse_kinds("power-loss,disk-full") == SIM_KINDS  # simulated time only, by name
     with pytest.raises(ConfigError, match="expected a comma list of kill"):
         parse_kinds("kill,explode")
 

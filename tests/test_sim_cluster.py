@@ -255,3 +255,44 @@ def test_a_power_loss_keeps_what_the_disk_made_durable_and_no_more(tmp_path: Pat
     assert _power_story(tmp_path / "a", sync="false", fault="power_loss") == first
     assert _power_story(tmp_path / "b", sync="false", fault="kill") == every
     assert _power_story(tmp_path / "c", sync="true", fault="power_loss") == every
+
+
+def test_a_full_disk_takes_the_leaders_replicas_offline_until_a_restart(tmp_path: Path) -> None:
+    """The leader's disk fills: its next write fails (ENOSPC), its replica goes offline, the
+    controller moves leadership without a session timeout, and the producer's retry lands on
+    the new leader; freed and restarted, the broker is back in the ISR."""
+    seen: dict[str, object] = {}
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            cluster = SimCluster(plan_sim_cluster(tmp_path, brokers=3, seed=9))
+            await cluster.start(nursery)
+            connect = cluster.network.connect
+            tp = TopicPartition(TOPIC, 0)
+            async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
+                await Admin(c).create_topic(TOPIC, partitions=1, replication_factor=3)
+                producer = Producer(c)
+                await producer.send_records(tp, [(0, None, b"before")])
+                victim = c.leader_of(tp)
+                cluster.disk_full(victim)
+                start = trio.current_time()
+                await producer.send_records(tp, [(1, None, b"during")])
+                seen["moved_after_s"] = trio.current_time() - start
+                await c.refresh_metadata([TOPIC])
+                seen["leader"], seen["victim"] = c.leader_of(tp), victim
+                cluster.disk_full(victim, False)
+                await cluster.restart(victim)
+                with trio.fail_after(30):
+                    while victim not in await isr(c, tp):
+                        await trio.sleep(0.5)
+                seen["read"] = (await _read_all(Consumer(c), [tp]))[tp]
+            await cluster.stop()
+            nursery.cancel_scope.cancel()
+
+    with pinned_scheduler(9):
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert seen["leader"] != seen["victim"]
+    assert seen["moved_after_s"] < 3  # the offline report, not the 9 s session timeout
+    assert seen["read"] == [b"before", b"during"]
+    events = (tmp_path / f"node-{seen['victim']}" / "events.jsonl").read_text()
+    assert '"event":"replica_offline"' in events and "No space left on device" in events

@@ -55,6 +55,7 @@ class Nemesis:
         self.errors: list[str] = []
         self._paused: set[int] = set()
         self._down: set[int] = set()
+        self._full: set[int] = set()  # disks filled, not yet freed
         self._links_touched = False
 
     # -- the schedule -----------------------------------------------------------------------
@@ -130,6 +131,9 @@ class Nemesis:
         elif fault.kind == "power-loss":
             self._down.add(node)
             await lc.power_loss(node)
+        elif fault.kind == "disk-full":
+            self._full.add(node)
+            await lc.disk_full(node, True)
         elif fault.kind == "pause":
             self._paused.add(node)
             await lc.pause(node)
@@ -154,6 +158,8 @@ class Nemesis:
         elif fault.kind == "pause":
             await self.cluster.resume(node)
             self._paused.discard(node)
+        elif fault.kind == "disk-full":
+            await self._free_disk(node)
         elif fault.kind == "partition":
             await self.proxy.set_links(self._links(node), blocked=False)
         elif fault.kind == "latency":
@@ -165,11 +171,21 @@ class Nemesis:
         await self.cluster.restart(node)
         self._down.discard(node)
 
+    async def _free_disk(self, node: int) -> None:
+        """Space again, and a restart: a failed log store comes back only when reopened."""
+        await self.cluster.disk_full(node, False)
+        self._full.discard(node)
+        self._down.add(node)
+        await self._restart(node)
+
     async def heal(self) -> None:
         """Undo everything still in force: resume, restart, clear every link. A step that fails
         is recorded in `errors` (the verdict is then unknown) and the other steps still run."""
         steps: list[tuple[str, Callable[[], Awaitable[object]]]] = [
             (f"resume node {n}", partial(self.cluster.resume, n)) for n in sorted(self._paused)
+        ]
+        steps += [
+            (f"free node {n}'s disk", partial(self._free_disk, n)) for n in sorted(self._full)
         ]
         steps += [(f"restart node {n}", partial(self._restart, n)) for n in sorted(self._down)]
         if self._links_touched and self.proxy is not None:

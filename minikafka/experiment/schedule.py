@@ -7,7 +7,10 @@ workload ends; then everything is healed. A fault is a kind and a target:
   `restart` (a clean SIGTERM restart at the start; the end is when it is ready again), `wipe`
   (SIGKILL, its logs deleted, restarted empty at the end: a broker bootstrapping from scratch),
   `power-loss` (simulated time only: the node's machine loses power, so what its disk had not
-  made durable is lost too, sim/cluster.py; restarted at the end),
+  made durable is lost too, sim/cluster.py; restarted at the end), `disk-full` (simulated time
+  only: every write to the node's log store fails with ENOSPC, so the replicas it writes go
+  offline; at the end the space is freed and the node restarted, as Kafka's failed log dirs
+  come back only with a restart),
   `partition` (the target cut off from every other node, controller included), `latency`
   (added to every link to and from the target) and `bandwidth` (a byte-rate cap on them);
 - targets: `broker:N`, `controller`, `leader:P` (whoever leads partition P of the experiment's
@@ -31,7 +34,7 @@ from minikafka.testing.seeds import derive_rng
 PROCESS_KINDS = ("kill", "pause", "restart", "wipe")
 NETWORK_KINDS = ("partition", "latency", "bandwidth")
 # Faults only a simulation can inflict (a real run refuses them); not in `all`.
-SIM_KINDS = ("power-loss",)
+SIM_KINDS = ("power-loss", "disk-full")
 KINDS = PROCESS_KINDS + NETWORK_KINDS + SIM_KINDS
 ALL_KINDS = PROCESS_KINDS + NETWORK_KINDS  # what `all` means
 TARGET_FORM = "broker:N, controller, leader:P, follower:P or random"

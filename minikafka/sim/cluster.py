@@ -20,7 +20,8 @@ network, and every node's connections to its peers go through it as in a local c
 The disk is real: LMDB in `base_dir/node-N`, without fsync (`SIM_NODE_CONFIGS`). `kill(n)`
 cancels the node's task (its memory is gone; what LMDB committed stays) and `restart(n)` builds
 a new Node on the same data dir. `power_loss(n)` is a crash of the node's machine: killed, and
-its LMDB set back to what its disk had made durable. With `writeback_s`, every node that does
+its LMDB set back to what its disk had made durable; `disk_full(n)` makes every write to its
+LMDB fail with ENOSPC. With `writeback_s`, every node that does
 not sync on commit (`log.sync=false`) has its LMDB copied that often, as the kernel's flusher
 writes dirty pages back (`dirty_writeback_centisecs`, 5 s by default); that copy is what a
 power loss leaves. A node that syncs on commit loses nothing committed. For the run to repeat from its seed it must be under
@@ -249,6 +250,12 @@ class SimCluster:
         if (data / DURABLE_DIR).is_dir():
             shutil.copytree(data / DURABLE_DIR, data / "lmdb")
 
+    def disk_full(self, node_id: int, full: bool = True) -> None:
+        """Node `node_id`'s disk fills (or has room again): every write transaction on its LMDB
+        fails with ENOSPC, so the replicas it writes go offline (server/offline_replicas.py)
+        until the node restarts, as Kafka's log dirs do."""
+        EnvLease.set_full(self._node(node_id).spec.data_dir / "lmdb", full)
+
     def pause(self, node_id: int) -> None:
         """SIGSTOP's stand-in: the node's connections freeze (sim/network.py)."""
         self._running(node_id)
@@ -263,6 +270,8 @@ class SimCluster:
         for node in [*reversed(self.spec.brokers), self.spec.controller]:
             if self.is_running(node.node_id):
                 await self.kill(node.node_id)
+        for sim in self.nodes.values():  # the registry is the process's: leave no disk full
+            EnvLease.set_full(sim.spec.data_dir / "lmdb", False)
 
 
 def _make_durable(data_dir: Path) -> None:

@@ -78,6 +78,10 @@ class SimTarget:
     async def power_loss(self, node_id: int) -> None:
         await self.sim.power_loss(node_id)
 
+    async def disk_full(self, node_id: int, full: bool) -> None:
+        self.sim.disk_full(node_id, full)
+        await trio.lowlevel.checkpoint()
+
     async def wipe(self, node_id: int) -> None:
         wipe_data(self.spec.node(node_id).data_dir)
         await trio.lowlevel.checkpoint()

@@ -46,6 +46,9 @@ class EnvLease:
 
     _lock = threading.Lock()
     _open: dict[str, list[Any]] = {}  # realpath -> [env, config, refcount]
+    # The simulation's full disks (sim/cluster.py `disk_full`): realpath -> the OSError a write
+    # transaction there gets, as from a disk with no space left; reads still work.
+    _full: dict[str, OSError] = {}
 
     def __init__(self, path: str | os.PathLike[str], config: StoreConfig) -> None:
         os.makedirs(path, exist_ok=True)
@@ -90,6 +93,16 @@ class EnvLease:
         return self._key is None
 
     @classmethod
+    def set_full(cls, path: str | os.PathLike[str], full: bool) -> None:
+        """Make write transactions on `path`'s environment fail with ENOSPC (or work again)."""
+        key = os.path.realpath(path)
+        with cls._lock:
+            if full:
+                cls._full[key] = OSError(28, "No space left on device (simulated)")
+            else:
+                cls._full.pop(key, None)
+
+    @classmethod
     def copy_open(cls, path: str | os.PathLike[str], dest: str | os.PathLike[str]) -> bool:
         """Copy the environment of `path`, if this process has it open, to the empty folder
         `dest` as one consistent snapshot (LMDB's mdb_env_copy, a read transaction): what a
@@ -109,6 +122,8 @@ class EnvLease:
         -> LogDirError)."""
         if self._key is None:
             raise StorageError("the store is closed")
+        if write and self._full and self._key in self._full:
+            raise LogDirError(f"LMDB: {self._full[self._key]}")
         try:
             with self.env.begin(write=write, buffers=not write) as txn:
                 yield txn
