@@ -78,7 +78,7 @@ def test_bad_targets_name_the_accepted_form(text: str) -> None:
 def test_parse_kinds() -> None:
     assert parse_kinds("kill, pause") == ("kill", "pause")
     assert parse_kinds("all") == tuple(k for k in KINDS if k not in SIM_KINDS)  # real runs' own
-    assert parse_kinds("power-loss,disk-full") == SIM_KINDS  # simulated time only, by name
+    assert parse_kinds("power-loss,disk-full,failed-write") == SIM_KINDS  # simulated only, by name
     with pytest.raises(ConfigError, match="expected a comma list of kill"):
         parse_kinds("kill,explode")
 

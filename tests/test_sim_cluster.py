@@ -296,3 +296,37 @@ def test_a_full_disk_takes_the_leaders_replicas_offline_until_a_restart(tmp_path
     assert seen["read"] == [b"before", b"during"]
     events = (tmp_path / f"node-{seen['victim']}" / "events.jsonl").read_text()
     assert '"event":"replica_offline"' in events and "No space left on device" in events
+
+
+def test_a_failed_write_takes_that_replica_offline_and_no_other(tmp_path: Path) -> None:
+    """One write of a follower fails with EIO: the replica it was for goes offline and leaves
+    the ISR; the follower's other replica, whose writes succeed, stays in sync."""
+    got: dict[str, object] = {}
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            cluster = SimCluster(plan_sim_cluster(tmp_path, brokers=3, seed=4))
+            await cluster.start(nursery)
+            connect = cluster.network.connect
+            async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
+                await Admin(c).create_topic(TOPIC, partitions=2, replication_factor=3)
+                t0, t1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
+                producer = Producer(c)
+                follower = next(b for b in (1, 2, 3) if b not in (c.leader_of(t0), c.leader_of(t1)))
+                cluster.fail_write(follower)
+                await producer.send_records(t0, [(0, None, b"a")])
+                await trio.sleep(2)
+                await producer.send_records(t1, [(0, None, b"b")])
+                await trio.sleep(2)
+                got["isr"] = {tp.partition: await isr(c, tp) for tp in (t0, t1)}
+                got["follower"] = follower
+            await cluster.stop()
+            nursery.cancel_scope.cancel()
+
+    with pinned_scheduler(4):
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    follower = got["follower"]
+    assert got["isr"] == {0: sorted({1, 2, 3} - {follower}), 1: [1, 2, 3]}
+    events = (tmp_path / f"node-{follower}" / "events.jsonl").read_text().splitlines()
+    offline = [json.loads(e) for e in events if '"replica_offline"' in e]
+    assert [(e["partition"], "Input/output error" in e["error"]) for e in offline] == [(0, True)]

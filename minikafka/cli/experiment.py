@@ -213,7 +213,7 @@ _RUN_OPTIONS = [
         "--nemesis",
         "--faults",
         "faults",
-        help="Custom runs: comma list of kill,pause,restart,wipe,partition,latency,bandwidth or all, and power-loss, disk-full (simulated time only, not in all) (default kill).",
+        help="Custom runs: comma list of kill,pause,restart,wipe,partition,latency,bandwidth or all, and power-loss, disk-full, failed-write (simulated time only, not in all) (default kill).",
     ),
     click.option(
         "--targets",

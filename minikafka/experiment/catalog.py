@@ -331,14 +331,16 @@ def _power_loss(seed: int, duration: float | None) -> list[ExperimentSpec]:
 
 
 def _disk_full(seed: int, duration: float | None) -> list[ExperimentSpec]:
-    # Every 4 s the disk of a partition's leader fills for 4 s: each write its log store
-    # attempts fails with ENOSPC, so the replicas it writes go offline and leadership moves
-    # (Kafka's log-dir failure handling, server/offline_replicas.py); then the space is freed
-    # and the broker restarted, as an operator brings a failed log dir back. acks=all,
+    # Every 4 s the disk of a partition's leader fills for 4 s (each write its log store
+    # attempts fails with ENOSPC), or one write fails with EIO: the replicas it could not write
+    # go offline and their leadership moves (Kafka's log-dir failure handling,
+    # server/offline_replicas.py); then the space is freed and the broker restarted, as an
+    # operator brings a failed log dir back. acks=all,
     # producers retry, idempotent: nothing acknowledged may be lost. Simulated time only.
     d = duration or 30.0
     faults = plan_schedule(
-        kinds=("disk-full",), targets=[Target("leader", p) for p in range(6)], duration_s=d,
+        kinds=("disk-full", "failed-write"), targets=[Target("leader", p) for p in range(6)],
+        duration_s=d,
         interval_s=4.0, seed=seed, brokers=(1, 2, 3),
     )  # fmt: skip
     spec = ExperimentSpec(name="disk-full", seed=seed, duration_s=d, faults=tuple(faults))
@@ -358,7 +360,7 @@ CATALOG: dict[str, Entry] = {
         Entry(name="partition-order", question="How spread out are the per-partition catch-up times of a throttled re-replication under KIP-73's shuffled fetch order versus Kafka's rotation?", build=_partition_order),
         Entry(name="mixed-faults", question="Under a seeded mix of kills, pauses and network partitions of leaders, followers and the controller, is anything acknowledged lost or stored twice?", build=_mixed_faults),
         Entry(name="power-loss", question="Without fsync (Kafka's flush policy), does a broker whose machine loses power lose anything acknowledged with acks=all and min.insync.replicas=2? (simulated time only)", build=_power_loss),
-        Entry(name="disk-full", question="When a leader's disk fills and every write fails (ENOSPC), do its replicas go offline, leadership move, and nothing acknowledged get lost? (simulated time only)", build=_disk_full),
+        Entry(name="disk-full", question="When a leader's disk fills (ENOSPC) or a write fails (EIO), do its replicas go offline, leadership move, and nothing acknowledged get lost? (simulated time only)", build=_disk_full),
         Entry(name="throttle-of-one", question="Does a move under a throttle of 1 B/s ever finish, with the throttle on the leader side versus the follower side?", build=_throttle_of_one),
     )
 }  # fmt: skip

@@ -134,6 +134,9 @@ class Nemesis:
         elif fault.kind == "disk-full":
             self._full.add(node)
             await lc.disk_full(node, True)
+        elif fault.kind == "failed-write":
+            self._down.add(node)  # restarted at the end: its offline replica comes back
+            await lc.fail_write(node)
         elif fault.kind == "pause":
             self._paused.add(node)
             await lc.pause(node)
@@ -153,7 +156,7 @@ class Nemesis:
             )
 
     async def _undo(self, fault: Fault, node: int) -> None:
-        if fault.kind in ("kill", "wipe", "power-loss"):
+        if fault.kind in ("kill", "wipe", "power-loss", "failed-write"):
             await self._restart(node)
         elif fault.kind == "pause":
             await self.cluster.resume(node)

@@ -10,7 +10,8 @@ workload ends; then everything is healed. A fault is a kind and a target:
   made durable is lost too, sim/cluster.py; restarted at the end), `disk-full` (simulated time
   only: every write to the node's log store fails with ENOSPC, so the replicas it writes go
   offline; at the end the space is freed and the node restarted, as Kafka's failed log dirs
-  come back only with a restart),
+  come back only with a restart), `failed-write` (simulated time only: the node's next write
+  fails with EIO, taking that replica offline; restarted at the end),
   `partition` (the target cut off from every other node, controller included), `latency`
   (added to every link to and from the target) and `bandwidth` (a byte-rate cap on them);
 - targets: `broker:N`, `controller`, `leader:P` (whoever leads partition P of the experiment's
@@ -34,7 +35,7 @@ from minikafka.testing.seeds import derive_rng
 PROCESS_KINDS = ("kill", "pause", "restart", "wipe")
 NETWORK_KINDS = ("partition", "latency", "bandwidth")
 # Faults only a simulation can inflict (a real run refuses them); not in `all`.
-SIM_KINDS = ("power-loss", "disk-full")
+SIM_KINDS = ("power-loss", "disk-full", "failed-write")
 KINDS = PROCESS_KINDS + NETWORK_KINDS + SIM_KINDS
 ALL_KINDS = PROCESS_KINDS + NETWORK_KINDS  # what `all` means
 TARGET_FORM = "broker:N, controller, leader:P, follower:P or random"

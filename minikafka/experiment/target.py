@@ -10,7 +10,7 @@ experiment runs the same code for real and in simulation; what differs is behind
 - `client`: a ClusterClient on the brokers (over TCP, or the simulated network);
 - `kill`, `pause`, `resume`, `restart`, `wipe`: process faults (signals and a restart that
   waits until the node is ready; or the node's task cancelled, its links frozen, a new task on
-  the same data dir); `power_loss`, `disk_full`: a simulation's only;
+  the same data dir); `power_loss`, `disk_full`, `fail_write`: a simulation's only;
 - `fault_proxy`: the control client of the cluster's fault proxy;
 - `tool`: an admin command (`minikafka configs ...`, `minikafka reassign ...`) as an operator
   runs it: a process of the CLI, or the same command in-process (cli/in_process.py); its
@@ -65,6 +65,8 @@ class Target(Protocol):
     async def power_loss(self, node_id: int) -> None: ...
 
     async def disk_full(self, node_id: int, full: bool) -> None: ...
+
+    async def fail_write(self, node_id: int) -> None: ...
 
     async def tool(
         self, folder: RunFolder, name: str, args: Sequence[str], *, check: bool = True
@@ -130,6 +132,9 @@ class LocalTarget:
             "a disk-full fault needs simulated time (minikafka sim run); on real processes "
             "a small lmdb.map.size.bytes fills a node's store for real"
         )
+
+    async def fail_write(self, node_id: int) -> None:
+        raise ClusterError("a failed-write fault needs simulated time (minikafka sim run)")
 
     async def tool(
         self, folder: RunFolder, name: str, args: Sequence[str], *, check: bool = True

@@ -21,7 +21,7 @@ The disk is real: LMDB in `base_dir/node-N`, without fsync (`SIM_NODE_CONFIGS`).
 cancels the node's task (its memory is gone; what LMDB committed stays) and `restart(n)` builds
 a new Node on the same data dir. `power_loss(n)` is a crash of the node's machine: killed, and
 its LMDB set back to what its disk had made durable; `disk_full(n)` makes every write to its
-LMDB fail with ENOSPC. With `writeback_s`, every node that does
+LMDB fail with ENOSPC, `fail_write(n)` the next one with EIO. With `writeback_s`, every node that does
 not sync on commit (`log.sync=false`) has its LMDB copied that often, as the kernel's flusher
 writes dirty pages back (`dirty_writeback_centisecs`, 5 s by default); that copy is what a
 power loss leaves. A node that syncs on commit loses nothing committed. For the run to repeat from its seed it must be under
@@ -255,6 +255,11 @@ class SimCluster:
         fails with ENOSPC, so the replicas it writes go offline (server/offline_replicas.py)
         until the node restarts, as Kafka's log dirs do."""
         EnvLease.set_full(self._node(node_id).spec.data_dir / "lmdb", full)
+
+    def fail_write(self, node_id: int) -> None:
+        """Node `node_id`'s next write to its LMDB fails with EIO (once): the replica it was for
+        goes offline until the node restarts (Kafka takes a log dir offline at any IOException)."""
+        EnvLease.fail_next_write(self._node(node_id).spec.data_dir / "lmdb")
 
     def pause(self, node_id: int) -> None:
         """SIGSTOP's stand-in: the node's connections freeze (sim/network.py)."""

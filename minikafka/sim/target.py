@@ -82,6 +82,10 @@ class SimTarget:
         self.sim.disk_full(node_id, full)
         await trio.lowlevel.checkpoint()
 
+    async def fail_write(self, node_id: int) -> None:
+        self.sim.fail_write(node_id)
+        await trio.lowlevel.checkpoint()
+
     async def wipe(self, node_id: int) -> None:
         wipe_data(self.spec.node(node_id).data_dir)
         await trio.lowlevel.checkpoint()

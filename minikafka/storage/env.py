@@ -46,9 +46,11 @@ class EnvLease:
 
     _lock = threading.Lock()
     _open: dict[str, list[Any]] = {}  # realpath -> [env, config, refcount]
-    # The simulation's full disks (sim/cluster.py `disk_full`): realpath -> the OSError a write
-    # transaction there gets, as from a disk with no space left; reads still work.
+    # The simulation's disk faults (sim/cluster.py `disk_full`, `fail_write`): realpath -> the
+    # OSError write transactions there get (ENOSPC while the disk is full; EIO once for a
+    # failed write); reads still work.
     _full: dict[str, OSError] = {}
+    _fail_once: dict[str, OSError] = {}
 
     def __init__(self, path: str | os.PathLike[str], config: StoreConfig) -> None:
         os.makedirs(path, exist_ok=True)
@@ -103,6 +105,12 @@ class EnvLease:
                 cls._full.pop(key, None)
 
     @classmethod
+    def fail_next_write(cls, path: str | os.PathLike[str]) -> None:
+        """Make the next write transaction on `path`'s environment fail with EIO, once."""
+        with cls._lock:
+            cls._fail_once[os.path.realpath(path)] = OSError(5, "Input/output error (simulated)")
+
+    @classmethod
     def copy_open(cls, path: str | os.PathLike[str], dest: str | os.PathLike[str]) -> bool:
         """Copy the environment of `path`, if this process has it open, to the empty folder
         `dest` as one consistent snapshot (LMDB's mdb_env_copy, a read transaction): what a
@@ -122,8 +130,10 @@ class EnvLease:
         -> LogDirError)."""
         if self._key is None:
             raise StorageError("the store is closed")
-        if write and self._full and self._key in self._full:
-            raise LogDirError(f"LMDB: {self._full[self._key]}")
+        if write and (self._full or self._fail_once):
+            error = self._full.get(self._key) or self._fail_once.pop(self._key, None)
+            if error is not None:
+                raise LogDirError(f"LMDB: {error}")
         try:
             with self.env.begin(write=write, buffers=not write) as txn:
                 yield txn
