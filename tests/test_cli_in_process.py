@@ -7,13 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import trio
-import trio.testing
-
 from minikafka.cli.in_process import Completed, Env, run_command
 from minikafka.client.admin import Admin
-from minikafka.client.cluster_client import open_client
-from minikafka.sim.cluster import SimCluster, plan_sim_cluster
+from minikafka.sim.cluster import plan_sim_cluster
+from minikafka.sim.target import run_simulated, simulated_cluster
 
 RATE = "leader.replication.throttled.rate"
 
@@ -24,19 +21,15 @@ def _run(base: Path, commands: list[list[str]]) -> tuple[list[Completed], dict[s
     configs: dict[str, str] = {}
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            cluster = SimCluster(plan_sim_cluster(base, brokers=2, seed=5))
-            await cluster.start(nursery)
-            connect = cluster.network.connect
-            for args in commands:
-                done.append(await run_command(args, Env(spec=cluster.spec, connect=connect)))
-            async with open_client(cluster.bootstrap(), client_id="t", connect=connect) as c:
+        async with simulated_cluster(plan_sim_cluster(base, brokers=2, seed=5)) as target:
+            for args in commands:  # each with its own output buffers, as each its own process
+                env = Env(spec=target.spec, connect=target.sim.network.connect)
+                done.append(await run_command(args, env))
+            async with target.client("t") as c:
                 (res,) = await Admin(c).describe_configs("brokers", "1")
                 configs.update({e.name: e.value for e in res.entries})
-            await cluster.stop()
-            nursery.cancel_scope.cancel()
 
-    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    run_simulated(main, 5)
     return done, configs
 
 

@@ -20,6 +20,7 @@ from minikafka.client.producer import Producer
 from minikafka.core.types import TopicPartition
 from minikafka.sim.cluster import SimCluster, plan_sim_cluster
 from minikafka.sim.determinism import pinned_scheduler
+from minikafka.sim.target import run_simulated, simulated_cluster
 
 TOPIC = "sim"
 PARTITIONS = 4
@@ -221,13 +222,11 @@ def _power_story(base: Path, *, sync: str, fault: str) -> list[bytes]:
     out: list[bytes] = []
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            plan = plan_sim_cluster(base, brokers=1, seed=3, node_configs={"log.sync": sync})
-            cluster = SimCluster(plan, writeback_s=5.0)
-            await cluster.start(nursery)
-            connect = cluster.network.connect
+        plan = plan_sim_cluster(base, brokers=1, seed=3, node_configs={"log.sync": sync})
+        async with simulated_cluster(plan, writeback_s=5.0) as target:
+            cluster = target.sim
             tp = TopicPartition(TOPIC, 0)
-            async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
+            async with target.client("sim") as c:
                 await Admin(c).create_topic(TOPIC, partitions=1, replication_factor=1)
                 producer = Producer(c)
                 start = trio.current_time()
@@ -239,11 +238,8 @@ def _power_story(base: Path, *, sync: str, fault: str) -> list[bytes]:
                 await cluster.restart(1)
                 await c.refresh_metadata([TOPIC])
                 out.extend((await _read_all(Consumer(c), [tp]))[tp])
-            await cluster.stop()
-            nursery.cancel_scope.cancel()
 
-    with pinned_scheduler(3):
-        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    run_simulated(main, 3)
     return out
 
 
@@ -264,12 +260,10 @@ def test_a_full_disk_takes_the_leaders_replicas_offline_until_a_restart(tmp_path
     seen: dict[str, object] = {}
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            cluster = SimCluster(plan_sim_cluster(tmp_path, brokers=3, seed=9))
-            await cluster.start(nursery)
-            connect = cluster.network.connect
+        async with simulated_cluster(plan_sim_cluster(tmp_path, brokers=3, seed=9)) as target:
+            cluster = target.sim
             tp = TopicPartition(TOPIC, 0)
-            async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
+            async with target.client("sim") as c:
                 await Admin(c).create_topic(TOPIC, partitions=1, replication_factor=3)
                 producer = Producer(c)
                 await producer.send_records(tp, [(0, None, b"before")])
@@ -286,11 +280,8 @@ def test_a_full_disk_takes_the_leaders_replicas_offline_until_a_restart(tmp_path
                     while victim not in await isr(c, tp):
                         await trio.sleep(0.5)
                 seen["read"] = (await _read_all(Consumer(c), [tp]))[tp]
-            await cluster.stop()
-            nursery.cancel_scope.cancel()
 
-    with pinned_scheduler(9):
-        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    run_simulated(main, 9)
     assert seen["leader"] != seen["victim"]
     assert seen["moved_after_s"] < 3  # the offline report, not the 9 s session timeout
     assert seen["read"] == [b"before", b"during"]
@@ -304,11 +295,9 @@ def test_a_failed_write_takes_that_replica_offline_and_no_other(tmp_path: Path) 
     got: dict[str, object] = {}
 
     async def main() -> None:
-        async with trio.open_nursery() as nursery:
-            cluster = SimCluster(plan_sim_cluster(tmp_path, brokers=3, seed=4))
-            await cluster.start(nursery)
-            connect = cluster.network.connect
-            async with open_client(cluster.bootstrap(), client_id="sim", connect=connect) as c:
+        async with simulated_cluster(plan_sim_cluster(tmp_path, brokers=3, seed=4)) as target:
+            cluster = target.sim
+            async with target.client("sim") as c:
                 await Admin(c).create_topic(TOPIC, partitions=2, replication_factor=3)
                 t0, t1 = TopicPartition(TOPIC, 0), TopicPartition(TOPIC, 1)
                 producer = Producer(c)
@@ -320,11 +309,8 @@ def test_a_failed_write_takes_that_replica_offline_and_no_other(tmp_path: Path) 
                 await trio.sleep(2)
                 got["isr"] = {tp.partition: await isr(c, tp) for tp in (t0, t1)}
                 got["follower"] = follower
-            await cluster.stop()
-            nursery.cancel_scope.cancel()
 
-    with pinned_scheduler(4):
-        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    run_simulated(main, 4)
     follower = got["follower"]
     assert got["isr"] == {0: sorted({1, 2, 3} - {follower}), 1: [1, 2, 3]}
     events = (tmp_path / f"node-{follower}" / "events.jsonl").read_text().splitlines()
