@@ -24,6 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from minikafka.cli.tool_runner import run_command
 from minikafka.experiment.catalog import CATALOG, variants
 from minikafka.experiment.runner import run_experiment
 from minikafka.sim.search import search
@@ -32,7 +33,7 @@ from minikafka.sim.search import search
 def bench(name: str, seeds: int, jobs: int, out: Path) -> dict:
     specs = [s for seed in range(1, seeds + 1) for s in variants(name, seed=seed)]
     t0 = time.monotonic()
-    results = search(specs, out / "sim", jobs=jobs, report=False)
+    results = search(specs, out / "sim", jobs=jobs, report=False, tools=run_command)
     wall = time.monotonic() - t0
     simulated = sum(r.get("simulated_s") or 0.0 for r in results)
     return {

@@ -7,10 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from minikafka.cli.in_process import Completed, Env, run_command
+from minikafka.cli.tool_runner import run_command
 from minikafka.client.admin import Admin
 from minikafka.sim.cluster import plan_sim_cluster
 from minikafka.sim.target import run_simulated, simulated_cluster
+from minikafka.testing.cli_tools import Completed, Env
 
 RATE = "leader.replication.throttled.rate"
 

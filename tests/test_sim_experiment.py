@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from minikafka.cli.tool_runner import run_command
 from minikafka.errors import ConfigError
 from minikafka.experiment.catalog import CATALOG, variants
 from minikafka.experiment.runner import run_experiment
@@ -43,8 +44,8 @@ def shortened(name: str, seed: int) -> list[ExperimentSpec]:
 @pytest.mark.parametrize("name", sorted(CATALOG))
 def test_a_catalog_experiment_replays_byte_for_byte(name: str, tmp_path: Path) -> None:
     for spec in shortened(name, seed=7):
-        first = run_sim_experiment(spec, tmp_path / "a", report=False)
-        again = run_sim_experiment(spec, tmp_path / "b", report=False)
+        first = run_sim_experiment(spec, tmp_path / "a", report=False, tools=run_command)
+        again = run_sim_experiment(spec, tmp_path / "b", report=False, tools=run_command)
         assert first.crash is None, (first.path / "crash.txt").read_text()
         assert first.results["simulated"] is True
         case = json.loads((first.path / "case.json").read_text())
@@ -56,8 +57,8 @@ def test_a_catalog_experiment_replays_byte_for_byte(name: str, tmp_path: Path) -
 
 def test_another_seed_writes_another_folder(tmp_path: Path) -> None:
     (spec,) = shortened("leader-kill", seed=7)
-    a = run_sim_experiment(spec, tmp_path / "a", report=False)
-    b = run_sim_experiment(replace(spec, seed=8), tmp_path / "b", report=False)
+    a = run_sim_experiment(spec, tmp_path / "a", report=False, tools=run_command)
+    b = run_sim_experiment(replace(spec, seed=8), tmp_path / "b", report=False, tools=run_command)
     assert folder_digest(a.path) != folder_digest(b.path)
 
 
@@ -81,11 +82,12 @@ def test_the_cli_pins_the_hash_seed_so_another_process_replays_the_run(tmp_path:
 _UNPINNED = """
 import sys
 from pathlib import Path
+from minikafka.cli.tool_runner import run_command
 from minikafka.experiment.catalog import variants
 from minikafka.sim.experiment import run_sim_experiment
 name, seed, out = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
 for spec in variants(name, seed=seed):
-    print(run_sim_experiment(spec, out, report=False).path)
+    print(run_sim_experiment(spec, out, report=False, tools=run_command).path)
 """
 
 
@@ -116,7 +118,7 @@ def test_a_search_keeps_only_the_folders_of_runs_that_are_not_valid(tmp_path: Pa
     one's is removed."""
     (good,) = shortened("leader-kill", seed=1)
     bad = replace(good, seed=2, expect=(*good.expect, Expectation.parse("isr_shrinks >= 100000")))
-    results = search([good, bad], tmp_path, jobs=1)
+    results = search([good, bad], tmp_path, jobs=1, tools=run_command)
     assert [r["exit_code"] for r in results] == [0, 1]
     assert results[0]["path"] is None
     assert Path(results[1]["path"]).is_dir()
@@ -141,7 +143,7 @@ def test_a_run_that_waits_forever_is_cut_short_in_simulated_time(
     monkeypatch.setattr(Drive, "_settle", never)
     monkeypatch.setattr(sim_experiment, "SLACK_S", 30.0)  # 600 s in the CLI
     (spec,) = shortened("leader-kill", seed=1)
-    outcome = run_sim_experiment(spec, tmp_path, report=False)
+    outcome = run_sim_experiment(spec, tmp_path, report=False, tools=run_command)
     assert outcome.exit_code == 2
     assert any("stopped early" in e for e in outcome.results["harness_problems"])
     limit = spec.duration_s + spec.settle_timeout_s + 30.0
@@ -164,10 +166,10 @@ def test_a_power_loss_of_every_broker_loses_what_was_not_synced(tmp_path: Path) 
     """The fault is real and the checker sees it: without fsync, writes acknowledged after the
     last writeback are gone when every replica's machine fails at once (an invalid run, with
     lost values); with fsync on every commit the same blackout loses nothing."""
-    unsynced = run_sim_experiment(_blackout("false"), tmp_path, report=False)
+    unsynced = run_sim_experiment(_blackout("false"), tmp_path, report=False, tools=run_command)
     assert unsynced.results["valid"] is False
     assert unsynced.results["checker"]["anomalies"]["lost"]["count"] > 0  # 500 of 3,470
-    synced = run_sim_experiment(_blackout("true"), tmp_path, report=False)
+    synced = run_sim_experiment(_blackout("true"), tmp_path, report=False, tools=run_command)
     assert synced.results["valid"] is True, synced.results["summary"]
 
 

@@ -281,6 +281,7 @@ def run_cmd(name: str | None, **opts: Any) -> None:
 def run_all(name: str | None, opts: dict[str, Any]) -> None:
     """`experiment run`'s body: every run of NAME (or the custom one), in order, and the exit
     code of the worst; `opts["sim"]`: in simulated time (minikafka/sim/experiment.py)."""
+    from minikafka.cli.tool_runner import run_command
     from minikafka.experiment.runner import HarnessCrash, run_experiment
     from minikafka.sim.experiment import run_sim_experiment
     from minikafka.testing.seeds import MAX_SEED, resolve_seed, seed_line
@@ -314,7 +315,7 @@ def run_all(name: str | None, opts: dict[str, Any]) -> None:
             if opts["sim"]:
                 outcome = run_sim_experiment(
                     spec, opts["out"], keep_data=opts["keep_data"],
-                    report=not opts["no_report"], progress=say,
+                    report=not opts["no_report"], progress=say, tools=run_command,
                 )  # fmt: skip
             else:
                 outcome = run_experiment(

@@ -5,10 +5,11 @@ arguments, one async function that talks to the cluster, and printing what it re
 shell, `finish` runs the async part with trio.run and prints. In a simulation the whole
 cluster is tasks of one Trio run under a virtual clock, where trio.run cannot be entered again:
 `run_command` parses the same argv with the same click command, gets the rest of the work back
-from `finish` as an async function, and awaits it in its own task. So the simulation runs the
+from `finish` as an async function, and awaits it in its own task (cli/tool_runner.py). So the simulation runs the
 tool's own code, on the simulated network, with its output kept as a process's would be.
 
-What a command reaches outside itself goes through `Env`, held in a ContextVar so that only the
+What a command reaches outside itself goes through `Env` (testing/cli_tools.py), held in a
+ContextVar so that only the
 command's task and the tasks it starts see it: where the brokers are and how to connect to
 them, the cluster's spec (its nodes' files, as `--dir` gives them from a shell), and where
 `echo` writes.
@@ -16,44 +17,24 @@ them, the cluster's spec (its nodes' files, as `--dir` gives them from a shell),
 
 from __future__ import annotations
 
-import io
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import click
 
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.connection import sole_exception
 from minikafka.cluster.spec import ClusterSpec
-from minikafka.errors import BrokerError, ConfigError, MiniKafkaError
+from minikafka.errors import BrokerError, ConfigError
+from minikafka.testing.cli_tools import Env
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-@dataclass(slots=True)
-class Env:
-    """A command's outside when it runs in-process."""
-
-    spec: ClusterSpec
-    connect: Callable[..., AbstractAsyncContextManager[Any]]
-    stdout: io.StringIO = field(default_factory=io.StringIO)
-    stderr: io.StringIO = field(default_factory=io.StringIO)
-
-
 ENV: ContextVar[Env | None] = ContextVar("minikafka_cli_env", default=None)
-
-
-@dataclass(frozen=True, slots=True)
-class Completed:
-    """What an in-process command left, as a process would: exit code, stdout, stderr."""
-
-    returncode: int
-    stdout: str
-    stderr: str
 
 
 def echo(message: str = "", *, err: bool = False) -> None:
@@ -113,31 +94,6 @@ def _refusal(exc: BaseException, bad_input: frozenset[int]) -> BaseException:
     if isinstance(exc, BrokerError) and exc.code in bad_input:
         return ConfigError(str(exc))
     return exc
-
-
-async def run_command(args: Sequence[str], env: Env) -> Completed:
-    """`minikafka ARGS` in this task: the command's exit code and output, as from a process.
-    Parsing, bad input and refusals give the codes and one-line errors the CLI gives."""
-    from minikafka.cli.main import main
-
-    token = ENV.set(env)
-    try:
-        code = 0
-        try:
-            rest = main.main(list(args), prog_name="minikafka", standalone_mode=False)
-            if callable(rest):
-                await rest()
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-        except click.ClickException as exc:
-            exc.show(file=env.stderr)
-            code = exc.exit_code
-        except MiniKafkaError as exc:
-            echo(f"error: {exc}", err=True)
-            code = exit_code(exc)
-    finally:
-        ENV.reset(token)
-    return Completed(code, env.stdout.getvalue(), env.stderr.getvalue())
 
 
 def exit_code(exc: BaseException) -> int:

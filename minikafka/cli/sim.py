@@ -90,6 +90,7 @@ def sim_run_cmd(name: str | None, **opts: Any) -> None:
 
 
 def _search(name: str | None, opts: dict[str, Any], *, jobs: int, keep_passing: bool) -> None:
+    from minikafka.cli.tool_runner import run_command
     from minikafka.sim.search import search
     from minikafka.testing.seeds import MAX_SEED, resolve_seed
 
@@ -116,7 +117,7 @@ def _search(name: str | None, opts: dict[str, Any], *, jobs: int, keep_passing: 
 
     results = search(
         specs, opts["out"], jobs=jobs, report=not opts["no_report"],
-        keep_passing=keep_passing, on_result=heard,
+        keep_passing=keep_passing, on_result=heard, tools=run_command,
     )  # fmt: skip
     codes = [r["exit_code"] for r in results]
     if opts["as_json"]:

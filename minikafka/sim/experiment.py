@@ -27,6 +27,7 @@ from minikafka.experiment.store import create_run_dir
 from minikafka.sim.cluster import EPOCH_S, WRITEBACK_S, plan_sim_cluster, wall_clock
 from minikafka.sim.determinism import pinned_scheduler
 from minikafka.sim.target import ClusterStartError, simulated_cluster
+from minikafka.testing.cli_tools import InProcessTool
 from minikafka.testing.run_folder import RunFolder
 
 # Simulated seconds a run may take beyond its workload and settling (topic creation, restarts at
@@ -41,6 +42,7 @@ def run_sim_experiment(
     keep_data: bool = False,
     report: bool = True,
     progress: Progress = lambda _m: None,
+    tools: InProcessTool | None = None,
 ) -> Outcome:
     """Run `spec` in simulated time in a new folder `out_base/NAME/TIMESTAMP/` (the timestamp
     is the simulation's epoch): the run folder, verdict and exit code of `run_experiment`,
@@ -72,7 +74,9 @@ def run_sim_experiment(
             # LMDB every few seconds are not made when no fault can need them.
             power = any(f.kind == "power-loss" for f in spec.faults)
             writeback = WRITEBACK_S if power else None
-            async with simulated_cluster(plan, progress, writeback_s=writeback) as target:
+            async with simulated_cluster(
+                plan, progress, writeback_s=writeback, tools=tools
+            ) as target:
                 # A deadlock would wait forever in wall time: with this deadline the clock
                 # jumps to it, and the run is judged as far as it got.
                 with trio.fail_after(spec.duration_s + spec.settle_timeout_s + SLACK_S):

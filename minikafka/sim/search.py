@@ -22,17 +22,24 @@ from typing import Any
 from minikafka.experiment.runner import HarnessCrash
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.store import LATEST
+from minikafka.testing.cli_tools import InProcessTool
 
 CRASHED = 255
 
 
-def run_one(spec: ExperimentSpec, out: Path, report: bool, keep_passing: bool) -> dict[str, Any]:
+def run_one(
+    spec: ExperimentSpec,
+    out: Path,
+    report: bool,
+    keep_passing: bool,
+    tools: InProcessTool | None = None,
+) -> dict[str, Any]:
     """One simulated run in this process -> its results.json, with `path` and `exit_code`
     (255 for a crash of the harness); a valid run's folder removed unless `keep_passing`."""
     from minikafka.sim.experiment import run_sim_experiment
 
     try:
-        outcome = run_sim_experiment(spec, out, report=report)
+        outcome = run_sim_experiment(spec, out, report=report, tools=tools)
     except HarnessCrash as exc:
         return {
             "experiment": spec.name,
@@ -68,27 +75,37 @@ def search(
     report: bool = False,
     keep_passing: bool = False,
     on_result: Callable[[dict[str, Any]], None] = lambda _r: None,
+    tools: InProcessTool | None = None,
 ) -> list[dict[str, Any]]:
     """Run every spec (module docstring) on `jobs` worker processes (1: in this process);
-    `on_result` hears each as it ends. -> the results in the order of `specs`."""
+    `on_result` hears each as it ends. -> the results in the order of `specs`. `tools`: the
+    in-process admin commands (a module-level function, so a worker imports it by name)."""
     results: dict[int, dict[str, Any]] = {}
-    for i, result in _results(specs, out, jobs=jobs, report=report, keep_passing=keep_passing):
+    runs = _results(specs, out, jobs=jobs, report=report, keep_passing=keep_passing, tools=tools)
+    for i, result in runs:
         results[i] = result
         on_result(result)
     return [results[i] for i in range(len(specs))]
 
 
 def _results(
-    specs: Sequence[ExperimentSpec], out: Path, *, jobs: int, report: bool, keep_passing: bool
+    specs: Sequence[ExperimentSpec],
+    out: Path,
+    *,
+    jobs: int,
+    report: bool,
+    keep_passing: bool,
+    tools: InProcessTool | None,
 ) -> Iterator[tuple[int, dict[str, Any]]]:
     if jobs <= 1:
         for i, spec in enumerate(specs):
-            yield i, run_one(spec, out, report, keep_passing)
+            yield i, run_one(spec, out, report, keep_passing, tools)
         return
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         futures = {
-            pool.submit(run_one, spec, out, report, keep_passing): i for i, spec in enumerate(specs)
+            pool.submit(run_one, spec, out, report, keep_passing, tools): i
+            for i, spec in enumerate(specs)
         }
         for future in as_completed(futures):
             yield futures[future], future.result()

@@ -11,7 +11,8 @@ What stands in for what, behind the Target's methods:
 - the network: memory streams, through the real fault proxy when the plan has one;
 - the wall clock: `EPOCH_S` plus Trio's MockClock, so every timestamp repeats;
 - the admin tools (`configs`, `reassign`): the CLI's own commands in-process
-  (cli/in_process.py), bounded in simulated time, kept in tool/ as a process's output is.
+  (cli/tool_runner.py `run_command`, handed in as `tools` by the caller: the CLI is above the
+  simulation it runs), bounded in simulated time, kept in tool/ as a process's output is.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from typing import TypeVar
 import trio
 import trio.testing
 
-from minikafka.cli.in_process import Env, run_command
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.cluster.spec import ClusterSpec
 from minikafka.errors import ClusterError, MiniKafkaError, describe
@@ -31,7 +31,13 @@ from minikafka.experiment.target import wipe_data
 from minikafka.faults.control import FaultProxyClient
 from minikafka.sim.cluster import SimCluster, wall_clock
 from minikafka.sim.determinism import pinned_scheduler
-from minikafka.testing.cli_tools import TOOL_TIMEOUT_S, ToolError, record_tool
+from minikafka.testing.cli_tools import (
+    TOOL_TIMEOUT_S,
+    Env,
+    InProcessTool,
+    ToolError,
+    record_tool,
+)
 from minikafka.testing.run_folder import RunFolder
 
 T = TypeVar("T")
@@ -46,9 +52,10 @@ class SimTarget:
 
     simulated = True
 
-    def __init__(self, cluster: SimCluster) -> None:
+    def __init__(self, cluster: SimCluster, tools: InProcessTool | None = None) -> None:
         self.sim = cluster
         self.spec = cluster.spec
+        self.tools = tools  # cli/tool_runner.py run_command, from whoever composes the run
 
     def wall_clock(self) -> float:
         return wall_clock()
@@ -97,9 +104,14 @@ class SimTarget:
         in simulated time as run_tool bounds the process; kept in tool/ as the CLI's is, its
         command line marked as run in-process."""
         shown = ["minikafka", *args, "# in-process: simulation"]
+        if self.tools is None:
+            raise ToolError(
+                f"`minikafka {' '.join(args[:2])} ...`: this simulation was given no in-process "
+                "tools (tools=minikafka.cli.tool_runner.run_command)"
+            )
         env = Env(spec=self.spec, connect=self.sim.network.connect)
         with trio.move_on_after(TOOL_TIMEOUT_S):
-            done = await run_command(args, env)
+            done = await self.tools(args, env)
             return record_tool(
                 folder,
                 name,
@@ -126,10 +138,12 @@ async def simulated_cluster(
     progress: Callable[[str], None] = lambda _m: None,
     *,
     writeback_s: float | None = None,
+    tools: InProcessTool | None = None,
 ) -> AsyncIterator[SimTarget]:
     """The plan's cluster started (controller first, each node once ready) for the block, then
     stopped, shielded from the block's cancellation; ClusterStartError if it does not start.
-    `writeback_s`: what a power loss leaves (SimCluster)."""
+    `writeback_s`: what a power loss leaves (SimCluster); `tools`: how the target runs admin
+    commands (cli/tool_runner.py run_command; the CLI sits above the simulation)."""
     async with trio.open_nursery() as nursery:
         cluster = SimCluster(plan, writeback_s=writeback_s)
         try:
@@ -137,7 +151,7 @@ async def simulated_cluster(
         except MiniKafkaError as exc:
             raise ClusterStartError(f"the cluster did not start: {describe(exc)}") from exc
         try:
-            yield SimTarget(cluster)
+            yield SimTarget(cluster, tools)
         finally:
             progress("stopping the cluster")
             with trio.CancelScope(shield=True):

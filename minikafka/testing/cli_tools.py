@@ -1,5 +1,8 @@
 """The admin tools as an operator runs them: `python -m minikafka configs|reassign ...` in a
-subprocess, against the cluster's directory (`--dir`, where `cluster.json` names the nodes).
+subprocess, against the cluster's directory (`--dir`, where `cluster.json` names the nodes);
+or, inside a simulation, in-process (`InProcessTool`: minikafka/cli/tool_runner.py
+`run_command`, given to the simulation by whoever composes the run, since the CLI sits above
+the simulation that it also runs).
 
 Used by the system tests and the experiments. Every run is saved in the run folder
 (tool/NN-<name>.txt: command, exit code, stdout, stderr) whether it succeeds or not; a non-zero
@@ -9,16 +12,45 @@ that output.
 
 from __future__ import annotations
 
+import io
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import trio
 
+from minikafka.cluster.spec import ClusterSpec
 from minikafka.errors import MiniKafkaError
 from minikafka.testing.run_folder import RunFolder
 
 TOOL_TIMEOUT_S = 60.0
+
+
+@dataclass(slots=True)
+class Env:
+    """What an in-process command reaches outside itself (cli/in_process.py): the cluster's
+    spec (its brokers and files), how to connect, and its own output buffers."""
+
+    spec: ClusterSpec
+    connect: Callable[..., AbstractAsyncContextManager[Any]]
+    stdout: io.StringIO = field(default_factory=io.StringIO)
+    stderr: io.StringIO = field(default_factory=io.StringIO)
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """What an in-process command left, as a process would: exit code, stdout, stderr."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+# `minikafka ARGS` run in the caller's task (cli/tool_runner.py `run_command`).
+InProcessTool = Callable[[Sequence[str], Env], Awaitable[Completed]]
 
 
 class ToolError(MiniKafkaError):

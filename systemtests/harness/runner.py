@@ -40,6 +40,7 @@ from typing import Any
 
 import trio
 
+from minikafka.cli.tool_runner import run_command
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.connection import sole_exception
@@ -486,7 +487,7 @@ def run_case(
 
             async def main() -> None:
                 nonlocal scenario
-                async with simulated_cluster(cspec) as target:
+                async with simulated_cluster(cspec, tools=run_command) as target:
                     scenario = Scenario(run, target, layout, profile)
                     with trio.fail_after(SIM_DEADLINE_S):
                         await scenario.main()
