@@ -4,15 +4,15 @@
 arguments, one async function that talks to the cluster, and printing what it returned. From a
 shell, `finish` runs the async part with trio.run and prints. In a simulation the whole
 cluster is tasks of one Trio run under a virtual clock, where trio.run cannot be entered again:
-`run_command` parses the same argv with the same click command, gets the rest of the work back
-from `finish` as an async function, and awaits it in its own task (cli/tool_runner.py). So the simulation runs the
-tool's own code, on the simulated network, with its output kept as a process's would be.
+`run_command` (cli/tool_runner.py) parses the same argv with the same click command, gets the
+rest of the work back from `finish` as an async function, and awaits it in its own task. So
+the simulation runs the tool's own code, on the simulated network, with its output kept as a
+process's would be.
 
 What a command reaches outside itself goes through `Env` (testing/cli_tools.py), held in a
-ContextVar so that only the
-command's task and the tasks it starts see it: where the brokers are and how to connect to
-them, the cluster's spec (its nodes' files, as `--dir` gives them from a shell), and where
-`echo` writes.
+ContextVar so that only the command's task and the tasks it starts see it: where the brokers
+are and how to connect to them, the cluster's spec (its nodes' files, as `--dir` gives them
+from a shell), and where `echo` writes.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from contextvars import ContextVar
 from typing import TypeVar
 
 import click
+import trio
 
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.connection import sole_exception
@@ -74,7 +75,7 @@ def finish(
     async def rest() -> R:
         try:
             result = await go()
-        except BaseExceptionGroup as group:  # a nursery of the command's own, round one error
+        except BaseExceptionGroup as group:  # a nursery of the command's own, around one error
             exc = sole_exception(group)
             if exc is group:
                 raise
@@ -85,8 +86,6 @@ def finish(
 
     if ENV.get() is not None:
         return rest
-    import trio
-
     return trio.run(rest)
 
 
