@@ -96,13 +96,15 @@ class EnvLease:
 
     @classmethod
     def set_full(cls, path: str | os.PathLike[str], full: bool) -> None:
-        """Make write transactions on `path`'s environment fail with ENOSPC (or work again)."""
+        """Make write transactions on `path`'s environment fail with ENOSPC, or work again
+        (`full=False` also drops a pending `fail_next_write`)."""
         key = os.path.realpath(path)
         with cls._lock:
             if full:
                 cls._full[key] = OSError(28, "No space left on device (simulated)")
             else:
                 cls._full.pop(key, None)
+                cls._fail_once.pop(key, None)  # a healthy disk again: no write pending failure
 
     @classmethod
     def fail_next_write(cls, path: str | os.PathLike[str]) -> None:
