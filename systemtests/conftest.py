@@ -44,12 +44,13 @@ import pytest
 from minikafka.testing.mutants import CONTROL
 from minikafka.testing.run_folder import RunFolder
 from minikafka.testing.seeds import resolve_seed
+from systemtests.harness.case import CaseRun, CaseSpec
 from systemtests.harness.matrix import CALIBRATED_SEED, seed_offset
 from systemtests.harness.mutation import MutantResult, run_mutants
 from systemtests.harness.mutation import table as mutation_table
 from systemtests.harness.profiles import PROFILES, get_profile
 from systemtests.harness.quota_modes import QUOTA_MODES
-from systemtests.harness.runner import CaseRun, CaseSpec, run_case
+from systemtests.harness.runner import run_case
 from systemtests.harness.verdicts import STEP_LEGEND, across_step, judge_runs, summary_line
 
 RUN_KEY = pytest.StashKey[Path]()

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from systemtests.harness.case import CaseRun, CaseSpec
 from systemtests.harness.quota_modes import PREDICTION_UNDER_REVIEW
-from systemtests.harness.runner import CaseRun, CaseSpec
 from systemtests.harness.verdicts import failures, summary_line
 
 

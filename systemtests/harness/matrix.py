@@ -13,8 +13,8 @@ load from librdkafka through the Kafka listener (KAFKA_CLIENT).
 
 from __future__ import annotations
 
+from systemtests.harness.case import CaseSpec
 from systemtests.harness.quota_modes import QUOTA_MODES
-from systemtests.harness.runner import CaseSpec
 
 TWO_NODES = [
     CaseSpec(layout="wipe", load=load, mode="lists", tool="configs", quota=quota)

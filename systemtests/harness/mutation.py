@@ -27,9 +27,10 @@ from typing import Any
 
 from minikafka.testing.mutants import CONTROL, MUTANTS, node_command
 from minikafka.testing.run_folder import RunFolder
+from systemtests.harness.case import CaseRun, CaseSpec
 from systemtests.harness.matrix import MATRIX, seed_offset
 from systemtests.harness.profiles import get_profile
-from systemtests.harness.runner import CaseRun, CaseSpec, run_case
+from systemtests.harness.runner import run_case
 from systemtests.harness.verdicts import judge_runs
 
 LEADER_BINDS = "3n-one-to-two-reassign-lists-idle-kafka"

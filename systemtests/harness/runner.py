@@ -34,7 +34,6 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,14 +49,14 @@ from minikafka.experiment.target import LocalTarget, Target
 from minikafka.sim.cluster import plan_sim_cluster
 from minikafka.sim.cluster import wall_clock as sim_clock
 from minikafka.sim.target import run_simulated, simulated_cluster
-from minikafka.testing.checker import Verdict
 from minikafka.testing.run_folder import CaseInfo, RunFolder
+from systemtests.harness.case import CaseRun, CaseSpec
 from systemtests.harness.clients import HarnessError, LoadStats, Workload, fill, read_back, run_load
 from systemtests.harness.kafka_load import run_kafka_load
-from systemtests.harness.layout import Layout, Prediction, make_layout, moving_partitions, predict
+from systemtests.harness.layout import Layout, make_layout, moving_partitions, predict
 from systemtests.harness.machine import CpuShare
 from systemtests.harness.profiles import Profile
-from systemtests.harness.quota_modes import NODE_CONFIGS, Judging, judging, sensor_warmup_s
+from systemtests.harness.quota_modes import NODE_CONFIGS, judging, sensor_warmup_s
 from systemtests.harness.topic_state import (
     PARTITIONS,
     POLL_S,
@@ -75,47 +74,6 @@ WAIT_S = 60.0  # bound of every wait that is not the move itself
 # A simulated case that waits on nothing would hang in wall time: past this many simulated
 # seconds it is cut short and fails (the longest move's own bound is well under it).
 SIM_DEADLINE_S = 3600.0
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class CaseSpec:
-    """One cell of the matrix."""
-
-    layout: str  # systemtests/harness/layout.py
-    load: bool
-    mode: str  # "lists" (KIP-73 replica lists) | "kip542"
-    tool: str  # "configs" | "reassign"
-    quota: str = "kafka"  # systemtests/harness/quota_modes.py
-    # Who makes the load: minikafka's producer ("native"), or librdkafka through the Kafka
-    # listener ("librdkafka", systemtests/harness/kafka_load.py).
-    load_client: str = "native"
-
-    @property
-    def name(self) -> str:
-        brokers = 2 if self.layout == "wipe" else 3
-        load = "load" if self.load else "idle"
-        name = f"{brokers}n-{self.layout}-{self.tool}-{self.mode}-{load}-{self.quota}"
-        return name if self.load_client == "native" else f"{name}-{self.load_client}"
-
-
-@dataclass(slots=True, kw_only=True)
-class CaseRun:
-    """What a run left: its folder, and the in-process facts the analysis cannot see."""
-
-    spec: CaseSpec
-    folder: RunFolder
-    info: CaseInfo | None = None
-    prediction: Prediction | None = None  # the traffic model's (binding sensors, time limit)
-    judging: Judging | None = None  # the quota mode's prediction and throttle bound
-    verdict: Verdict | None = None
-    final_isr_ok: bool | None = None
-    final_isr_problems: list[str] = field(default_factory=list)
-    error: str | None = None
-    wall_s: float = 0.0
-
-    @property
-    def path(self) -> Path:
-        return self.folder.path
 
 
 # ---------------------------------------------------------------------------------- the run

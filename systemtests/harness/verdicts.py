@@ -50,8 +50,8 @@ from minikafka.testing.checker import Verdict
 from minikafka.tools.analysis import Params, Report, analyze, spark_session
 from minikafka.tools.analysis.summary import accepted_ranges, format_ranges
 from systemtests.harness import machine
+from systemtests.harness.case import CaseRun
 from systemtests.harness.quota_modes import DURATION_RATIO, PREDICTION_UNDER_REVIEW
-from systemtests.harness.runner import CaseRun
 
 PARAMS = Params(
     window_s=5,
