@@ -434,7 +434,10 @@ def run_case(
     layout = make_layout(spec.layout, PARTITIONS)
     plan = plan_sim_cluster if simulated else plan_cluster
     cspec = plan(
-        cluster_dir, brokers=len(layout.brokers), seed=seed, node_configs=NODE_CONFIGS[spec.quota]
+        base_dir=cluster_dir,
+        brokers=len(layout.brokers),
+        seed=seed,
+        node_configs=NODE_CONFIGS[spec.quota],
     )
     folder.event("cluster_up", seed=seed, brokers=list(layout.brokers))
     scenario = None
