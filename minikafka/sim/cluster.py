@@ -21,10 +21,12 @@ The disk is real: LMDB in `base_dir/node-N`, without fsync (`SIM_NODE_CONFIGS`).
 cancels the node's task (its memory is gone; what LMDB committed stays) and `restart(n)` builds
 a new Node on the same data dir. `power_loss(n)` is a crash of the node's machine: killed, and
 its LMDB set back to what its disk had made durable; `disk_full(n)` makes every write to its
-LMDB fail with ENOSPC, `fail_write(n)` the next one with EIO. With `writeback_s`, every node that does
-not sync on commit (`log.sync=false`) has its LMDB copied that often, as the kernel's flusher
-writes dirty pages back (`dirty_writeback_centisecs`, 5 s by default); that copy is what a
-power loss leaves. A node that syncs on commit loses nothing committed. For the run to repeat from its seed it must be under
+LMDB fail with ENOSPC, `fail_write(n)` the next one with EIO. With `writeback_s`, every node
+that does not sync on commit (`log.sync=false`) has its LMDB copied that often, as the
+kernel's flusher writes dirty pages back (`dirty_writeback_centisecs`, 5 s by default); that
+copy is what a power loss leaves. A node that syncs on commit loses nothing committed.
+
+For the run to repeat from its seed it must be under
 `trio.run(..., clock=MockClock(autojump_threshold=0))` and `pinned_scheduler(seed)`
 (sim/determinism.py).
 """
