@@ -4,6 +4,10 @@ A `FaultProxy` with an injected dialer: a connection "arriving" on link (1, 2) i
 memory stream pair (the other end plays node 1), and dialling node 2 hands the proxy one end of
 another pair (the other end plays node 2). Faults are set through `proxy.handle`, exactly as the
 control port applies them. No real sockets, no real sleeps.
+
+Every test of a link's behaviour runs twice (the `h` fixture): through the proxy's pumps, and
+through the simulation's spliced connections (sim/network.py), which join node src to node dst
+with two Pipes that must obey the same link faults under the same proxy, with no pump between.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from minikafka.faults.config import ProxyConfig, ProxyLink
 from minikafka.faults.control import FaultProxyClient, both_ways
 from minikafka.faults.proxy import FaultProxy
 from minikafka.faults.pump import BUFFER_BYTES
+from minikafka.sim.network import SimNetwork
 
 LINKS = [(1, 2), (2, 1), (1, 3), (3, 1), (2, 3), (3, 2)]
 
@@ -72,10 +77,60 @@ class Harness:
         return next(r for r in self.proxy.show() if (r["src"], r["dst"]) == link)
 
 
-@pytest.fixture
-async def h():
+class SplicedHarness(Harness):
+    """The same proxy on a SimNetwork that splices its links: `connect(link)` is node src
+    dialling the link's port, and node dst's listener records what reaches it."""
+
+    def __init__(self, nursery: trio.Nursery) -> None:
+        super().__init__(nursery)
+        self.network = SimNetwork()
+        self.proxy = FaultProxy(self.proxy.config, listen=self.network.listen)
+        self.network.splice(self.proxy)
+        self._targets: list = []
+
+    async def start(self) -> None:
+        await self.nursery.start(self.proxy.run)
+        for link in self.proxy.config.links:
+            address = (link.target_host, link.target_port)
+            if address not in self.network.listeners:
+                [listener] = await self.network.listen(*address, owner=link.dst)
+                self._targets.append(listener)
+                self.nursery.start_soon(self._accept, listener)
+
+    async def _accept(self, listener) -> None:
+        while True:
+            stream = await listener.accept()
+            self.dials.append(listener.address)
+            self.dst_ends.append(stream)
+
+    @property
+    def refuse(self) -> bool:
+        return not self._targets
+
+    @refuse.setter
+    def refuse(self, value: bool) -> None:
+        if value:  # nothing listens at the targets any more
+            for listener in self._targets:
+                self.network.unbind(listener)
+            self._targets.clear()
+
+    async def connect(self, link=(1, 2), *, lockstep: bool = False) -> trio.abc.Stream:
+        # A Pipe holds at most BUFFER_BYTES on a link whatever `lockstep` says.
+        port = next(ln.port for ln in self.proxy.config.links if ln.link == tuple(link))
+        src_end = await self.network.open_stream("127.0.0.1", port, owner=link[0])
+        await trio.testing.wait_all_tasks_blocked()
+        return src_end
+
+
+@pytest.fixture(params=["pumps", "spliced"])
+async def h(request):
     async with trio.open_nursery() as nursery:
-        yield Harness(nursery)
+        if request.param == "pumps":
+            yield Harness(nursery)
+        else:
+            harness = SplicedHarness(nursery)
+            await harness.start()
+            yield harness
         nursery.cancel_scope.cancel()
 
 

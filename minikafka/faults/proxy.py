@@ -20,13 +20,13 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.faults.config import ProxyConfig, ProxyLink
-from minikafka.faults.links import FaultTable, LinkId
+from minikafka.faults.links import FaultTable, LinkId, LinkState
 from minikafka.faults.pump import CHUNK_BYTES, ProxiedConnection
 from minikafka.faults.requests import (
     MAX_LINE_BYTES,
@@ -43,6 +43,16 @@ from minikafka.server.listener import Listen, open_listeners
 CONNECT_TIMEOUT_S = 10.0
 
 Dial = Callable[[str, int], Awaitable[trio.abc.Stream]]
+
+
+class LinkConnection(Protocol):
+    """A live connection on a link, as the proxy's control reaches it."""
+
+    def kick(self) -> None:
+        """The link's faults changed: re-check them."""
+
+    def close(self) -> None:
+        """A reset: close both sides at once."""
 
 
 async def dial_tcp(host: str, port: int) -> trio.abc.Stream:
@@ -64,7 +74,7 @@ class FaultProxy:
         # Each link's live connections, in the order they arrived (a dict, not a set: a kick
         # or a reset then reaches them in an order that does not depend on memory addresses,
         # so a simulated run repeats itself).
-        self._conns: dict[LinkId, dict[ProxiedConnection, None]] = {ln: {} for ln in self._links}
+        self._conns: dict[LinkId, dict[LinkConnection, None]] = {ln: {} for ln in self._links}
         self._dial = dial
         self._listen = listen  # TCP, or the simulation's network (minikafka/sim)
 
@@ -113,11 +123,21 @@ class FaultProxy:
             stream,
             partial(self._dial, target.target_host, target.target_port),
         )
-        self._conns[link][conn] = None
+        self.track(link, conn)
         try:
             await conn.run()
         finally:
-            self._conns[link].pop(conn, None)
+            self.untrack(link, conn)
+
+    def track(self, link: LinkId, conn: LinkConnection) -> LinkState:
+        """Count `conn` among `link`'s live connections, which a change of the link's faults
+        kicks and a reset closes; the link's state. (The pumps above, or the simulation's
+        spliced connections, sim/network.py.)"""
+        self._conns[link][conn] = None
+        return self.table.state(link)
+
+    def untrack(self, link: LinkId, conn: LinkConnection) -> None:
+        self._conns[link].pop(conn, None)
 
     async def serve_control(self, stream: trio.abc.Stream) -> None:
         """Answer JSON-line requests on one control connection until it closes."""

@@ -13,9 +13,10 @@ and each node starts with the settings and routes a local cluster's node gets
 - incarnation ids, the cluster's id and secret: bytes drawn from the seed.
 
 With `fault_proxy`, the spec's proxy is the real `FaultProxy` (faults/proxy.py) on the same
-network, and every node's connections to its peers go through it as in a local cluster;
-`fault_proxy()` is the client of its control port (faults/control.py), as
-`LocalCluster.fault_proxy()` is over TCP.
+network, and every node's connections to its peers go to its link ports as in a local cluster;
+there the network joins them to their targets under the links' faults without the proxy's pump
+tasks (`SimNetwork.splice`). `fault_proxy()` is the client of its control port
+(faults/control.py), as `LocalCluster.fault_proxy()` is over TCP.
 
 The disk is real: LMDB in `base_dir/node-N`, without fsync (`SIM_NODE_CONFIGS`). `kill(n)`
 cancels the node's task (its memory is gone; what LMDB committed stays) and `restart(n)` builds
@@ -155,6 +156,8 @@ class SimCluster:
             if spec.fault_proxy is not None
             else None
         )
+        if self.proxy is not None:
+            self.network.splice(self.proxy)
         self._nursery: trio.Nursery | None = None
 
     def fault_proxy(self) -> FaultProxyClient:

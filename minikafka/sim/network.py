@@ -12,8 +12,14 @@ Addresses are what the nodes' configs say (host, port); port 0 binds the next fr
 carries a `socket` stand-in whose `getpeername()` and `getsockname()` give those addresses, so
 the listener's per-IP connection counts and its log lines read as they do over TCP.
 
-Delivery is instant and in order (`trio.testing.memory_stream_pair`); link faults come from
-the real fault proxy on this network (sim/cluster.py). Each end of a connection belongs to the
+Each direction of a connection is a `Pipe` (sim/pipe.py): instant and in order, at most
+SOCKET_BUFFER_BYTES waiting, one scheduling step per send and per receive. With a fault proxy
+(`splice(proxy)`, sim/cluster.py) the proxy's control port and fault table are the real ones,
+but a connection made to one of its link ports is joined straight to its target by two Pipes
+that obey the link's faults as the proxy's pumps do (`SplicedConnection`): the proxy's own
+tests run against both (tests/test_faults_proxy.py), and no pump task stands in between.
+
+Each end of a connection belongs to the
 node that opened or accepted it (`owner`), and `freeze(owner)` stands for SIGSTOP: until
 `thaw(owner)`, that node's ends send and deliver nothing (what peers send waits in the stream,
 as in a socket buffer), while its own timers still run, where a stopped process's would fire
@@ -23,17 +29,23 @@ late at SIGCONT: the difference is a paused node that notices its own silence so
 from __future__ import annotations
 
 import errno
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
 import trio
-import trio.testing
 
 from minikafka.client.connection import open_connection
+from minikafka.faults.config import ProxyLink
+from minikafka.faults.proxy import FaultProxy
+from minikafka.faults.pump import BUFFER_BYTES
+from minikafka.sim.pipe import Pipe
 
 FIRST_PORT = 45000  # port-0 binds (a spec's fixed ports are below: sim/cluster.py)
 EPHEMERAL_FIRST = 50000  # the client side of each connection
+# What one direction of a direct connection holds before a send waits: loopback TCP's buffers
+# are about this (net.ipv4.tcp_wmem's maximum).
+SOCKET_BUFFER_BYTES = 4 << 20
 
 
 class SimSocket:
@@ -53,38 +65,125 @@ class SimSocket:
 
 
 class SimStream(trio.abc.HalfCloseableStream):
-    """One end of a connection: a memory stream with a socket stand-in, held up while its
-    owner is frozen."""
+    """One end of a connection: it sends into one Pipe and receives from the other, with a
+    socket stand-in, held up while its owner is frozen."""
 
     def __init__(
         self,
-        inner: trio.StapledStream[Any, Any],
+        send: Pipe,
+        receive: Pipe,
         socket: SimSocket,
         network: SimNetwork,
         owner: int | None,
+        on_close: Callable[[], None] | None = None,
     ) -> None:
-        self._inner = inner
+        self._send = send
+        self._receive = receive
         self.socket = socket
         self._network = network
         self._owner = owner
+        self._on_close = on_close
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
         await self._network.wait_thawed(self._owner)
-        await self._inner.send_all(data)
+        await self._send.send(data)
 
     async def wait_send_all_might_not_block(self) -> None:
-        await self._inner.wait_send_all_might_not_block()
+        await self._send.wait_room()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        data = await self._inner.receive_some(max_bytes)
+        data = await self._receive.receive(max_bytes)
         await self._network.wait_thawed(self._owner)  # frozen meanwhile: read after the thaw
         return data
 
     async def send_eof(self) -> None:
-        await self._inner.send_eof()
+        self._send.close_writer()
+        await trio.lowlevel.checkpoint()
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        if not (self._send.writer_closed and self._receive.reader_closed):
+            self._send.close_writer()
+            self._receive.close_reader()
+            if self._on_close is not None:
+                self._on_close()
+        await trio.lowlevel.checkpoint()
+
+
+class SplicedConnection:
+    """A connection made to a proxy link's port, joined straight to the link's target by two
+    Pipes that obey the link's faults, with the proxy's rules (faults/pump.py): counted in the
+    link's state, dialled onward only once the link is not blocked (ECONNREFUSED there closes
+    it), a close delivers what the closing side sent (dropped if the link is blocked) and then
+    ends both sides, and the proxy's `kick` and `close` (a reset) reach it through
+    `FaultProxy.track`."""
+
+    def __init__(
+        self,
+        network: SimNetwork,
+        proxy: FaultProxy,
+        link: ProxyLink,
+        socket: SimSocket,
+        owner: int | None,
+    ) -> None:
+        self._network = network
+        self._proxy = proxy
+        self._link = link
+        self.state = proxy.track(link.link, self)
+        self.state.connections_open += 1
+        self.state.connections_total += 1
+        self.to_dst = Pipe(BUFFER_BYTES, self.state, "to_dst")
+        self.to_src = Pipe(BUFFER_BYTES, self.state, "to_src")
+        self.to_dst.on_drained = self.to_src.on_drained = self._finish
+        self.src_end = SimStream(
+            self.to_dst, self.to_src, socket, network, owner, on_close=self._src_closed
+        )
+        self._dialled = False
+        self._done = False
+        self.kick()
+
+    def kick(self) -> None:
+        """The link's faults changed: dial if no longer blocked, and wake both directions."""
+        if not (self._done or self._dialled or self.state.faults.blocked):
+            self._dial()
+        self.to_dst.kick()
+        self.to_src.kick()
+
+    def close(self) -> None:
+        """The proxy's reset: both sides end at once, nothing more delivered."""
+        self.to_dst.reset()
+        self.to_src.reset()
+        self._finish()
+
+    def _dial(self) -> None:
+        self._dialled = True
+        target = (self._link.target_host, self._link.target_port)
+        listener = self._network.listeners.get(target)
+        if listener is None:  # dst is down: the node sees its connection closed
+            self.close()
+            return
+        socket = SimSocket(target, self._network.ephemeral_address())
+        listener.deliver(
+            SimStream(
+                self.to_src, self.to_dst, socket, self._network, listener.owner, self._dst_closed
+            )
+        )
+
+    def _src_closed(self) -> None:
+        if not self._dialled:
+            self.to_dst.drop()  # never reached dst
+            self._finish()
+        elif self.state.faults.blocked:
+            self.to_dst.drop()  # a close seen while blocked ends the other side at once
+
+    def _dst_closed(self) -> None:
+        if self.state.faults.blocked:
+            self.to_src.drop()
+
+    def _finish(self) -> None:
+        if not self._done:
+            self._done = True
+            self.state.connections_open -= 1
+            self._proxy.untrack(self._link.link, self)
 
 
 class SimListener(trio.abc.Listener[SimStream]):
@@ -129,6 +228,18 @@ class SimNetwork:
         self._next_ephemeral = EPHEMERAL_FIRST
         self.connections = 0  # ever opened
         self._frozen: dict[int, trio.Event] = {}  # owner -> set at its thaw
+        self._spliced: dict[tuple[str, int], tuple[FaultProxy, ProxyLink]] = {}
+
+    def splice(self, proxy: FaultProxy) -> None:
+        """Join connections made to `proxy`'s link ports straight to their targets
+        (`SplicedConnection`); the proxy still binds those ports and serves its control port."""
+        for link in proxy.config.links:
+            self._spliced[(proxy.config.host, link.port)] = (proxy, link)
+
+    def ephemeral_address(self) -> tuple[str, int]:
+        address = ("127.0.0.1", self._next_ephemeral)
+        self._next_ephemeral += 1
+        return address
 
     def freeze(self, owner: int) -> None:
         """Hold up every stream end of `owner` (module docstring) until `thaw(owner)`."""
@@ -170,17 +281,22 @@ class SimNetwork:
         """`owner`'s end of a new connection to host:port; OSError ECONNREFUSED if nothing
         listens there (open_connection turns that into NETWORK_EXCEPTION, as for TCP)."""
         await trio.lowlevel.checkpoint()
+        spliced = self._spliced.get((host, port))
         listener = self.listeners.get((host, port))
         if listener is None:
             raise OSError(errno.ECONNREFUSED, f"nothing listens on {host}:{port}")
         self.connections += 1
-        local = ("127.0.0.1", self._next_ephemeral)
-        self._next_ephemeral += 1
-        client_end, server_end = trio.testing.memory_stream_pair()
+        local = self.ephemeral_address()
+        if spliced is not None:
+            proxy, link = spliced
+            return SplicedConnection(
+                self, proxy, link, SimSocket(local, (host, port)), owner
+            ).src_end
+        to_server, to_client = Pipe(SOCKET_BUFFER_BYTES), Pipe(SOCKET_BUFFER_BYTES)
         listener.deliver(
-            SimStream(server_end, SimSocket((host, port), local), self, listener.owner)
+            SimStream(to_client, to_server, SimSocket((host, port), local), self, listener.owner)
         )
-        return SimStream(client_end, SimSocket(local, (host, port)), self, owner)
+        return SimStream(to_server, to_client, SimSocket(local, (host, port)), self, owner)
 
     @property
     def connect(self) -> Any:
