@@ -106,14 +106,14 @@ def _search(name: str | None, opts: dict[str, Any], *, jobs: int, keep_passing: 
     done = 0
 
     def heard(result: dict[str, Any]) -> None:
+        # Progress on stderr, with --json too: stdout carries only the JSON.
         nonlocal done
         done += 1
-        if result["exit_code"] != 0 or not opts["as_json"]:
-            line = (result.get("summary") or "").splitlines()[:1] or [""]
-            click.echo(
-                f"  [{done}/{len(specs)}] {result['experiment']} seed {result['seed']}: {line[0]}",
-                err=True,
-            )
+        line = (result.get("summary") or "").splitlines()[:1] or [""]
+        click.echo(
+            f"  [{done}/{len(specs)}] {result['experiment']} seed {result['seed']}: {line[0]}",
+            err=True,
+        )
 
     results = search(
         specs, opts["out"], jobs=jobs, report=not opts["no_report"],

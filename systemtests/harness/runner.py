@@ -446,17 +446,24 @@ def run_case(
             if node_command is not None:
                 raise HarnessError("a mutant's node command cannot run in a simulation")
 
+            down = False
+
             async def main() -> None:
-                nonlocal scenario
-                async with simulated_cluster(cspec, tools=run_command) as target:
-                    scenario = Scenario(run, target, layout, profile)
-                    with trio.fail_after(SIM_DEADLINE_S):
-                        await scenario.main()
+                nonlocal scenario, down
+                try:
+                    async with simulated_cluster(cspec, tools=run_command) as target:
+                        scenario = Scenario(run, target, layout, profile)
+                        with trio.fail_after(SIM_DEADLINE_S):
+                            await scenario.main()
+                finally:
+                    folder.event("cluster_down")  # stamped while the simulated clock runs
+                    down = True
 
             try:
                 run_simulated(main, seed)
             finally:
-                folder.event("cluster_down")
+                if not down:
+                    folder.event("cluster_down")
                 folder.collect_node_logs({n.node_id: n.data_dir for n in cspec.nodes})
         else:
             with LocalCluster.up(cspec, node_command=node_command, ready_timeout_s=WAIT_S) as lc:
