@@ -11,6 +11,11 @@ back. Each run must be valid
 cluster's own invariants intact). At the end the totals (runs, values acknowledged, lost,
 duplicated) go to `<run-dir>/soak-<time>/soak.json` and the terminal. Not in `make test`: 50
 runs take about 40 minutes on a 2-core machine.
+
+With `--sim` the same runs are simulated (minikafka/sim): all of them first, on one process
+per core (`minikafka.sim.search`, as `minikafka sim run mixed-faults --test-count N`), then each
+test judges its own; a failing run's folder is kept and replays from its seed
+(`minikafka sim run mixed-faults --seed S`).
 """
 
 from __future__ import annotations
@@ -23,8 +28,11 @@ from typing import Any
 
 import pytest
 
+from minikafka.cli.tool_runner import run_command
 from minikafka.experiment.catalog import variants
 from minikafka.experiment.runner import run_experiment
+from minikafka.sim.determinism import HASH_SEED_ENV
+from minikafka.sim.search import search
 from minikafka.testing.seeds import resolve_seed, seed_line
 
 pytestmark = pytest.mark.soak
@@ -87,10 +95,31 @@ def totals(pytestconfig: pytest.Config):
         reporter.write_line(f"\nsoak: {line} ({t.path}); base {seed_line(SEED_BASE)}")
 
 
+@pytest.fixture(scope="module")
+def simulated(pytestconfig: pytest.Config, totals: Totals) -> dict[int, dict[str, Any]] | None:
+    """With --sim: every run's results.json by seed, the runs made in parallel processes."""
+    if not pytestconfig.getoption("--sim"):
+        return None
+    specs = [s for i in range(RUNS) for s in variants("mixed-faults", seed=SEED_BASE + i)]
+    with pytest.MonkeyPatch.context() as mp:
+        # The workers' string hashes unsalted, as `minikafka sim` runs them: a failing run
+        # replays from its seed there (sim/determinism.py).
+        mp.setenv(HASH_SEED_ENV, "0")
+        results = search(
+            specs, totals.path.parent, jobs=os.cpu_count() or 1, report=False, tools=run_command
+        )
+    return {r["seed"]: r for r in results}
+
+
 @pytest.mark.parametrize("index", range(RUNS), ids=[f"seed-{SEED_BASE + i}" for i in range(RUNS)])
-def test_soak_run_is_valid(index: int, totals: Totals) -> None:
+def test_soak_run_is_valid(index: int, totals: Totals, simulated) -> None:
     seed = SEED_BASE + index
-    (spec,) = variants("mixed-faults", seed=seed)
-    outcome = run_experiment(spec, totals.path.parent, report=False)
-    totals.add(seed, outcome.results)
-    assert outcome.exit_code == 0, f"{outcome.path}: {outcome.results['summary']}"
+    if simulated is not None:
+        results = simulated[seed]
+        where = results.get("path") or results.get("crash")
+    else:
+        (spec,) = variants("mixed-faults", seed=seed)
+        outcome = run_experiment(spec, totals.path.parent, report=False)
+        results, where = outcome.results, outcome.path
+    totals.add(seed, results)
+    assert results["exit_code"] == 0, f"{where}: {results['summary']}"
