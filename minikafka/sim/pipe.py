@@ -54,7 +54,8 @@ class Pipe:
         self._lot = ParkingLot()
 
     def kick(self) -> None:
-        self._lot.unpark_all()
+        if self._lot:  # mostly nobody waits: the reader and the writer park only to wait
+            self._lot.unpark_all()
 
     async def _park(self, until_s: float | None = None) -> None:
         if until_s is None:
