@@ -7,8 +7,9 @@ local session; test_integration_spark_cluster.py runs a real standalone cluster)
 
 from __future__ import annotations
 
-import importlib.util
 import os
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,11 @@ from click.testing import CliRunner
 
 from minikafka.cli import main
 from minikafka.errors import ConfigError
-from minikafka.tools.analysis.environment import AnalysisUnavailable, require_analysis
+from minikafka.tools.analysis.environment import (
+    AnalysisUnavailable,
+    connect_client_missing,
+    require_analysis,
+)
 from minikafka.tools.analysis.masters import (
     check_master,
     is_connect,
@@ -242,20 +247,11 @@ def test_cli_refuses_in_one_line_before_spark(
     assert message in result.stderr and result.stderr.count("\n") == 1
 
 
-def _connect_client() -> bool:
-    try:
-        return importlib.util.find_spec("grpc") is not None and bool(
-            importlib.import_module("pyspark.sql.connect.session")
-        )
-    except ImportError:
-        return False
-
-
 def test_spark_connect_needs_its_client_and_not_java(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("pyspark")
-    if _connect_client():
+    if connect_client_missing() is None:
         pytest.skip("the Spark Connect client is installed here")
     monkeypatch.setenv("PATH", str(tmp_path))  # no java anywhere
     monkeypatch.delenv("JAVA_HOME", raising=False)
@@ -268,6 +264,22 @@ def test_spark_connect_needs_its_client_and_not_java(
     result = CliRunner().invoke(main, ["analyze", "--master", "sc://127.0.0.1:1", str(RUNS)])
     assert result.exit_code == 2, result.output
     assert "pip install 'pyspark[connect]'" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_a_missing_connect_client_is_an_error_even_where_pyspark_would_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where `__main__` has no __spec__ and no __file__ (a pytest-xdist worker, an embedded
+    interpreter), pyspark's connect package calls sys.exit(0) when its client is missing: the
+    check must say so in its one line, not end the process."""
+    pytest.importorskip("pyspark")
+    if connect_client_missing() is None:
+        pytest.skip("the Spark Connect client is installed here")
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))
+    for name in [m for m in sys.modules if m.startswith("pyspark.sql.connect")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(AnalysisUnavailable, match=r"needs the Spark Connect client"):
+        require_analysis(connect=True)
 
 
 def test_a_spark_connect_server_that_does_not_answer_is_one_line_at_once() -> None:

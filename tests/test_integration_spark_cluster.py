@@ -14,7 +14,6 @@ file names aside. Master, worker and server are stopped in a finally, by process
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
 import os
@@ -30,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from minikafka.tools.analysis.environment import connect_client_missing
 
 pytestmark = [pytest.mark.integration, pytest.mark.spark]
 
@@ -259,23 +260,14 @@ def test_a_standalone_cluster_gives_the_report_of_local(
     assert any(a.get("name") == "minikafka-analysis" for a in apps), apps
 
 
-def _connect_client() -> str | None:
-    """Why the Spark Connect client cannot run here, or None."""
-    try:
-        importlib.import_module("pyspark.sql.connect.session")
-    except ImportError as exc:
-        return f"no Spark Connect client here (pip install 'pyspark[connect]'): {exc}"
-    return None
-
-
 def test_spark_connect_gives_the_report_of_local(
     cluster: Cluster, local_report: tuple[dict[str, Any], list[Any]]
 ) -> None:
     """A Spark Connect server (pyspark ships its jar) on 127.0.0.1, running its jobs in
     local[2]; `analyze --master sc://...` is its gRPC client."""
-    missing = _connect_client()
+    missing = connect_client_missing()
     if missing:
-        pytest.skip(missing)
+        pytest.skip(f"no Spark Connect client here (pip install 'pyspark[connect]'): {missing}")
     port = _free_port()
     server = _start(
         "connect-server",

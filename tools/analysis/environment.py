@@ -117,17 +117,34 @@ def check_extra() -> None:
             ) from None
 
 
-def check_connect_client() -> None:
-    """AnalysisUnavailable, with the pip line, unless the Spark Connect client imports (pandas,
-    pyarrow, grpcio ...: pyspark's `connect` extra), which `--master sc://...` needs."""
+def connect_client_missing() -> str | None:
+    """What the Spark Connect client (pyspark's `connect` extra: pandas, pyarrow, grpcio ...)
+    lacks here, in pyspark's words, or None when it imports.
+
+    pyspark's own list of what it needs is asked first, without importing the client: where
+    `__main__` has neither __spec__ nor __file__ (a pytest-xdist worker, an embedded
+    interpreter), importing an incomplete client makes pyspark (connect/utils.py
+    check_dependencies) print a line and call sys.exit(0)."""
+    from pyspark.testing.utils import connect_requirement_message
+
+    if connect_requirement_message:
+        return connect_requirement_message
     try:
         importlib.import_module("pyspark.sql.connect.session")
     except ImportError as exc:
-        said = str(exc).strip().splitlines()[:1] or [type(exc).__name__]
+        return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return None
+
+
+def check_connect_client() -> None:
+    """AnalysisUnavailable, with the pip line, unless the Spark Connect client imports, which
+    `--master sc://...` needs."""
+    missing = connect_client_missing()
+    if missing:
         raise AnalysisUnavailable(
-            f"--master sc://... needs the Spark Connect client, not installed here ({said[0]}): "
+            f"--master sc://... needs the Spark Connect client, not installed here ({missing}): "
             f"{CONNECT_HINT}"
-        ) from None
+        )
 
 
 def require_analysis(env: Mapping[str, str] | None = None, *, connect: bool = False) -> int | None:
