@@ -40,10 +40,14 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 # The whole suite: unit, shell, integration and Spark tests, then the KIP-73 system tests in
-# both quota modes and the experiments (quick profile; `--profile full` for more data).
+# both quota modes and the experiments (quick profile; `--profile full` for more data). Each on
+# two pytest-xdist workers, a test module per worker (--dist loadfile: a module's fixtures and
+# order hold). Two clusters then run at once: their moves are throttle-bound, and the verdicts
+# held on 2 cores (sessions of 11-28: the same ratios as one at a time). Progress lines of the
+# system tests show without -n.
 test: $(STAMP) lint
-	$(VENV)/bin/pytest -q
-	$(VENV)/bin/pytest -q systemtests --profile quick --quota-mode both
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile
+	$(VENV)/bin/pytest -q -n 2 --dist loadfile systemtests --profile quick --quota-mode both
 
 # The KIP-73 verdicts against deliberate bugs (systemtests/test_mutants.py): about 14 minutes.
 mutants: $(STAMP)

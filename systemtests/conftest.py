@@ -57,6 +57,9 @@ RUN_KEY = pytest.StashKey[Path]()
 SUMMARY_KEY = pytest.StashKey[list]()
 STEP_KEY = pytest.StashKey[bool]()  # a case was judged across a step (verdicts.STEP_LEGEND)
 MUTANTS_KEY = pytest.StashKey[list]()  # the mutation table's lines
+STAMP_KEY = pytest.StashKey[str]()  # the session's stamp (session_stamp)
+STAMP_INPUT = "minikafka_session_stamp"  # pytest-xdist: the controller's stamp, to its workers
+TABLES_OUTPUT = "minikafka_tables"  # pytest-xdist: a worker's table lines, to the controller
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -91,6 +94,55 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SUMMARY_KEY] = []
+    # One session folder for the whole session: under pytest-xdist (`make test` runs the system
+    # tests on two workers, a module per worker) the controller names it and tells each worker.
+    workerinput = getattr(config, "workerinput", None)
+    config.stash[STAMP_KEY] = (
+        workerinput[STAMP_INPUT] if workerinput else time.strftime("%Y%m%d-%H%M%S")
+    )
+
+
+def session_stamp(config: pytest.Config) -> str:
+    """The session's time stamp, `YYYYmmdd-HHMMSS`: its run folders' parent is named by it."""
+    return config.stash[STAMP_KEY]
+
+
+@pytest.fixture(scope="session")
+def run_stamp(pytestconfig: pytest.Config) -> str:
+    """session_stamp: the same in every pytest-xdist worker of the session."""
+    return session_stamp(pytestconfig)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """pytest-xdist's controller, for each worker it starts: the session's stamp."""
+    node.workerinput[STAMP_INPUT] = session_stamp(node.config)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker: its lines of the session's tables, for the controller."""
+    out = getattr(session.config, "workeroutput", None)
+    if out is not None:
+        stash = session.config.stash
+        out[TABLES_OUTPUT] = {
+            "summary": stash[SUMMARY_KEY],
+            "step": stash.get(STEP_KEY, False),
+            "mutants": stash.get(MUTANTS_KEY, []),
+        }
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """pytest-xdist's controller, as each worker ends: its lines join the session's tables."""
+    tables = getattr(node, "workeroutput", {}).get(TABLES_OUTPUT)
+    if not tables:
+        return
+    stash = node.config.stash
+    stash[SUMMARY_KEY].extend(tables["summary"])
+    if tables["step"]:
+        stash[STEP_KEY] = True
+    if tables["mutants"]:
+        stash[MUTANTS_KEY] = tables["mutants"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -205,7 +257,7 @@ def system_matrix(pytestconfig: pytest.Config, tmp_path_factory) -> Matrix:
     base = Path(pytestconfig.getoption("--run-dir"))
     if not base.is_absolute():
         base = pytestconfig.rootpath / base
-    session_dir = base / f"{time.strftime('%Y%m%d-%H%M%S')}-{profile}"
+    session_dir = base / f"{session_stamp(pytestconfig)}-{profile}"
     session_dir.mkdir(parents=True, exist_ok=True)
     return Matrix(pytestconfig, profile, session_dir, tmp_path_factory.mktemp("clusters"))
 
@@ -273,7 +325,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config: pytest.Config)
         terminalreporter.section("KIP-73 verdicts against deliberate bugs")
         for line in table:
             terminalreporter.write_line(line)
-    lines = config.stash.get(SUMMARY_KEY, [])
+    # Sorted by case: under pytest-xdist the workers' lines come in the order the workers end.
+    lines = sorted(config.stash.get(SUMMARY_KEY, []))
     if lines:
         terminalreporter.section("KIP-73 system tests")
         for line in lines:

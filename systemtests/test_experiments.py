@@ -14,7 +14,6 @@ same verdict, anomaly for anomaly.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -32,9 +31,9 @@ SPECS = [s for name in CATALOG if name != "partition-order" for s in variants(na
 
 
 @pytest.fixture(scope="module")
-def out_dir(pytestconfig: pytest.Config) -> Path:
+def out_dir(pytestconfig: pytest.Config, run_stamp: str) -> Path:
     base = Path(pytestconfig.rootpath) / pytestconfig.getoption("--run-dir")
-    return base / f"experiments-{time.strftime('%Y%m%d-%H%M%S')}"
+    return base / f"experiments-{run_stamp}"
 
 
 def same_verdict_from_the_folder(outcome: Outcome) -> None:
