@@ -52,7 +52,10 @@ B = ["exp", 1, 3, True, 7, 7, [1, 2]]
 def test_lines_are_a_snapshot_then_only_what_changed() -> None:
     lines = ReplicaStateLines()
     assert lines.need_snapshot
-    assert lines.snapshot(1.0, 1, [A, B]) == {"ts": 1.0, "node": 1, "replicas": [A, B]}
+    # the process's first line says so: the reader ends whatever an earlier process held
+    assert lines.snapshot(1.0, 1, [A, B]) == {
+        "ts": 1.0, "node": 1, "replicas": [A, B], "start": True
+    }  # fmt: skip
     lines.written(True)
     # looked at but unchanged: nothing; changed: the row; no row any more: gone
     a2 = [*A[:4], 6, 5, None]
@@ -96,6 +99,23 @@ def test_replay_gives_each_row_the_span_it_held() -> None:
     ]
 
 
+def test_a_restarted_process_ends_every_row_even_the_one_it_comes_back_with() -> None:
+    """A row held while its node was down is a claim nobody made: a wiped follower killed at
+    LEO 320 that has fetched back to 320 by its first line must not seem to have held 320 all
+    along. Only a process's first line ends its rows so; a later snapshot (a new part, a line
+    after a failed write) goes on with them."""
+    lines = ReplicaStateLines()
+    first = lines.snapshot(1.0, 1, [A])
+    lines.written(False)  # never reached the file: the next snapshot is still the first
+    assert lines.snapshot(2.0, 1, [A])["start"] is True
+    lines.written(True)
+    assert "start" not in lines.snapshot(3.0, 1, [A])
+    held = list(replay([first, {"ts": 2.0, "node": 1, "replicas": [A]},
+                        {"ts": 9.0, "node": 1, "replicas": [A], "start": True},
+                        {"ts": 10.0, "node": 1, "replicas": [A]}]))  # fmt: skip
+    assert held == [HeldRow(row=A, since=1.0, until=2.0), HeldRow(row=A, since=9.0, until=10.0)]
+
+
 def test_an_old_file_of_snapshots_replays_row_by_row() -> None:
     a2 = [*A[:4], 6, 5, None]
     held = list(replay([{"ts": 1.0, "replicas": [A]}, {"ts": 2.0, "replicas": [A]},
@@ -130,6 +150,33 @@ def test_the_checker_catches_a_violation_written_as_deltas(tmp_path: Path) -> No
     ])  # fmt: skip
     samples = parse_samples(node_logs.replica_samples(tmp_path, "exp", 100.0))
     assert find_hw_past_isr_leo(samples).count == 0
+
+
+def test_the_checker_does_not_hold_a_dead_follower_to_a_hw_set_while_it_was_down(
+    tmp_path: Path,
+) -> None:
+    """The false anomaly of a partition-order run, 2026-11-28: follower 3 wrote LEO 320 at
+    t=9.8 and was killed and wiped; leader 1, its ISR not yet shrunk, reported HW 330 at t=10.2
+    (from 3's last fetch, which its lines never showed) and dropped 3 from it at t=12.2; 3 came
+    back at t=17.8 having fetched its log back to exactly 320. Without the restart's `start` mark the row seems held from
+    9.8 to 17.8, past the leader's 330."""
+    _write(tmp_path / "nodes/node-1/replicas.jsonl", [
+        {"ts": 109.7, "node": 1, "replicas": [["exp", 9, 0, True, 320, 310, [1, 3, 2]]]},
+        {"ts": 110.2, "node": 1, "delta": True,
+         "replicas": [["exp", 9, 0, True, 330, 330, [1, 3, 2]]]},
+        {"ts": 112.2, "node": 1, "delta": True,  # 3 fenced, out of the ISR
+         "replicas": [["exp", 9, 0, True, 340, 340, [1, 2]]]},
+    ])  # fmt: skip
+    row = ["exp", 9, 0, False, 320, 320, None]
+    restart = {"ts": 117.8, "node": 3, "replicas": [row], "start": True}
+    follower = [{"ts": 109.8, "node": 3, "replicas": [row], "start": True}, restart]
+    _write(tmp_path / "nodes/node-3/replicas.jsonl", follower)
+    samples = parse_samples(node_logs.replica_samples(tmp_path, "exp", 100.0))
+    assert find_hw_past_isr_leo(samples).count == 0
+    del restart["start"]  # read as a file of old, unmarked lines: the anomaly
+    _write(tmp_path / "nodes/node-3/replicas.jsonl", follower)
+    samples = parse_samples(node_logs.replica_samples(tmp_path, "exp", 100.0))
+    assert find_hw_past_isr_leo(samples).count == 1
 
 
 async def test_the_log_writes_changes_and_starts_every_part_with_a_snapshot(

@@ -8,15 +8,18 @@ A row: `[topic, partition, leader_epoch, is_leader, log_end_offset, high_waterma
 null]` (the ISR only where this broker leads). One line per metrics interval, of two kinds:
 
 - a snapshot, `{"ts", "node", "replicas": [every row]}`: the whole state. It is the first line
-  the process writes, the first line of every file (a rotated part reads on its own:
-  server/jsonl.py `starts_part`), and the line after one that could not be written;
+  the process writes (marked `"start": true`), the first line of every file (a rotated part
+  reads on its own: server/jsonl.py `starts_part`), and the line after one that could not be
+  written;
 - a delta, `{"ts", "node", "delta": true, "replicas": [changed rows], "gone": [[topic,
   partition], ...]}`: only the rows that differ from the previous line's state, and the
   replicas that no longer have a row (stopped, deleted, offline-and-stopped). Either list is
   left out when empty; a delta with neither still says the node was there and nothing moved.
 
 So a row holds from the line that wrote it until the next line that changes it or marks it gone,
-or a snapshot without it; `replay` turns a node's lines into those intervals (the time of the
+a snapshot without it, or a process's first line: a restarted node held nothing while it was
+down, even if it comes back with the very row it died with (a wiped follower that has fetched
+its log back to the same offsets: seen in a partition-order run); `replay` turns a node's lines into those intervals (the time of the
 first line that showed a row, and of the last line before the one that ended it). Before issue
 13 every line was a snapshot: 5,100 partitions cost ~100 KB/s per node; an idle broker now writes
 one ~40-byte line per interval. Old files read the same (every line a snapshot).
@@ -78,11 +81,15 @@ class ReplicaStateLines:
         self._rows: dict[Key, list[Any]] = {}
         self._pending: dict[Key, list[Any]] | None = None
         self._need_snapshot = True
+        self._started = False  # a line of this process has reached the file
 
     def snapshot(self, ts: float, node: int, rows: Iterable[list[Any]]) -> dict[str, Any]:
         state = {(r[0], r[1]): r for r in rows}
         self._pending = state
-        return {"ts": ts, "node": node, "replicas": list(state.values())}
+        line: dict[str, Any] = {"ts": ts, "node": node, "replicas": list(state.values())}
+        if not self._started:
+            line["start"] = True
+        return line
 
     def delta(
         self, ts: float, node: int, looked_at: Mapping[Key, list[Any] | None]
@@ -112,6 +119,7 @@ class ReplicaStateLines:
     def written(self, ok: bool) -> None:
         if ok and self._pending is not None:
             self._rows = self._pending
+        self._started = self._started or ok
         self._need_snapshot = not ok
         self._pending = None
 
@@ -161,8 +169,8 @@ def _dumps(line: dict[str, Any]) -> str:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeldRow:
     """One row and the lines it held over: from `since` (the line that wrote it) to `until`
-    (the last line before the one that changed it, marked it gone or left it out; the last
-    line read if none did)."""
+    (the last line before the one that changed it, marked it gone, left it out or began a new
+    process; the last line read if none did)."""
 
     row: list[Any]
     since: float
@@ -183,6 +191,8 @@ def replay(lines: Iterable[Mapping[str, Any]]) -> Iterator[HeldRow]:
         if line.get("delta") is True:
             ended += [k for k, r in rows.items() if k in held and held[k][0] != r]
             ended += [k for g in line.get("gone", ()) if (k := _key(g)) in held]
+        elif line.get("start") is True:  # a new process: everything the last one held ended
+            ended += list(held)
         else:  # a snapshot: what it leaves out, or shows otherwise, ended
             ended += [k for k, (r, _) in held.items() if rows.get(k) != r]
         for k in dict.fromkeys(ended):
