@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from minikafka.testing.mutants import CONTROL
 from minikafka.testing.run_folder import RunFolder
 from minikafka.testing.seeds import resolve_seed
 from systemtests.harness.case import CaseRun, CaseSpec
+from systemtests.harness.machine_lock import machine
 from systemtests.harness.matrix import CALIBRATED_SEED, seed_offset
 from systemtests.harness.mutation import MutantResult, run_mutants
 from systemtests.harness.mutation import table as mutation_table
@@ -223,23 +225,25 @@ class Matrix:
             seed = self.seed_base + seed_offset(case)
             self._say(f"\n[{module} {n}/{len(cases)}] {case.name} (seed {seed}) ...")
             cluster_dir = self.tmp / case.name
-            run = run_case(
-                case,
-                get_profile(self.profile, case.quota),
-                runs_dir=self.session_dir,
-                cluster_dir=cluster_dir,
-                seed=seed,
-                simulated=self.simulated,
-            )
+            with machine(self.session_dir, alone=case.alone and not self.simulated):
+                run = run_case(
+                    case,
+                    get_profile(self.profile, case.quota),
+                    runs_dir=self.session_dir,
+                    cluster_dir=cluster_dir,
+                    seed=seed,
+                    simulated=self.simulated,
+                )
             self._say(f"  {run.error or 'ran'} in {run.wall_s:.1f} s: {run.path}")
             runs.append((run, seed, cluster_dir))
-        judged = judge_runs(
-            [r for r, _s, _c in runs],
-            master=self.config.getoption("--spark-master"),
-            out_dir=self.session_dir / "analysis" / module,
-            label=module,
-            say=self._say,
-        )
+        with machine(self.session_dir):
+            judged = judge_runs(
+                [r for r, _s, _c in runs],
+                master=self.config.getoption("--spark-master"),
+                out_dir=self.session_dir / "analysis" / module,
+                label=module,
+                say=self._say,
+            )
         for (run, seed, cluster_dir), res in zip(runs, judged, strict=True):
             res["seed"] = seed
             RunFolder(run.path).write_results(res)
@@ -260,6 +264,17 @@ def system_matrix(pytestconfig: pytest.Config, tmp_path_factory) -> Matrix:
     session_dir = base / f"{session_stamp(pytestconfig)}-{profile}"
     session_dir.mkdir(parents=True, exist_ok=True)
     return Matrix(pytestconfig, profile, session_dir, tmp_path_factory.mktemp("clusters"))
+
+
+@pytest.fixture(autouse=True)
+def machine_shared(request: pytest.FixtureRequest, system_matrix: Matrix) -> Iterator[None]:
+    """Under pytest-xdist every test holds the machine shared (harness/machine_lock.py), but
+    the matrix's: its batch takes it per case, exclusively for a case that needs it alone."""
+    if not hasattr(request.config, "workerinput") or "case_result" in request.fixturenames:
+        yield  # one process: nothing to share
+        return
+    with machine(system_matrix.session_dir):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,13 @@ class CaseSpec:
     load_client: str = "native"
 
     @property
+    def alone(self) -> bool:
+        """Whether the case needs the machine to itself (harness/machine_lock.py): a Kafka
+        client's load keeps most of the cores busy, and its latency verdict then measures the
+        other worker's cluster, not the throttle."""
+        return self.load_client != "native"
+
+    @property
     def name(self) -> str:
         brokers = 2 if self.layout == "wipe" else 3
         load = "load" if self.load else "idle"
