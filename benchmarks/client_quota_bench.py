@@ -65,9 +65,9 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
 from minikafka.cluster import LocalCluster, parse_node_configs, plan_cluster
+from minikafka.common import TopicPartition
 from minikafka.core.dynamic_config import CLIENTS, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 from minikafka.server.config import NodeConfig
 from minikafka.testing.load import Bounds, load_producer, run_senders

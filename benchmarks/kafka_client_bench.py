@@ -43,7 +43,7 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.cluster import LocalCluster, plan_cluster
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.testing.load import read_to_end
 from minikafka.tools.perf import PerfSpec, run_produce_perf
 

@@ -36,9 +36,9 @@ from pathlib import Path
 
 import trio
 
+from minikafka.common import TopicPartition
 from minikafka.core.producer_state import ProducerBatch
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from minikafka.server.producer_state_tasks import run_producer_expiration
 from minikafka.storage import AppendWrite, StoreConfig

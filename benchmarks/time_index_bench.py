@@ -18,10 +18,10 @@ import statistics
 import tempfile
 import time
 
+from minikafka.common import TopicPartition
 from minikafka.core import record_batch_v2 as v2
 from minikafka.core.records import make_batch
 from minikafka.core.time_index import search_batches
-from minikafka.core.types import TopicPartition
 from minikafka.storage import AppendWrite, LogStore, ReadSpec, StoreConfig
 
 TP = TopicPartition("bench", 0)

@@ -14,7 +14,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from minikafka.cli.main import main
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.tools.reassign import runner
 from minikafka.tools.reassign.moves import OngoingReassignment

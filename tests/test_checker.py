@@ -2,7 +2,7 @@
 
 import pytest
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.testing.checker import check_acknowledged
 from minikafka.testing.seeds import derive_rng
 
@@ -42,7 +42,7 @@ def test_the_same_value_in_another_partition_is_not_a_duplicate():
     assert v.ok and v.duplicates == 0
 
 
-# ------------------------------------- the offsets read from the one checker (experiment/checker.py)
+# ------------------------------------- the offsets read from the one checker (checker/anomalies.py)
 
 
 def test_a_partition_read_empty_loses_everything_acknowledged_there():

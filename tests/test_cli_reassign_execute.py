@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from reassign_cli_support import T0, T1, FakeAdmin, view
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode
 from minikafka.tools.reassign import runner
 from minikafka.tools.reassign.moves import OngoingReassignment

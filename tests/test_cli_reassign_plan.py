@@ -10,7 +10,7 @@ import pytest
 from reassign_cli_support import MOVES, T0, T1, T2, invoke, refused, tp_file
 
 from minikafka.cli import reassign_plan, reassign_plan_inputs
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.tools.reassign import move_size, runner
 from minikafka.tools.reassign.moves import PartitionMove
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from minikafka.client.cluster_client import ClusterClient
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.wire.controller_messages import BrokerInfo
 from minikafka.wire.messages import PartitionMetadata
 

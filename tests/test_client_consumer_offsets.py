@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from minikafka.client.consumer import Consumer
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.wire.messages import ListOffsetsPartitionResponse, ListOffsetsResponse
 

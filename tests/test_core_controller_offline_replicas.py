@@ -28,7 +28,7 @@ from minikafka.errors import ErrorCode
 
 
 def heartbeat_offline(c, epochs, broker, tps, now=1):
-    from minikafka.core.types import TopicPartition
+    from minikafka.common import TopicPartition
 
     return c.heartbeat(
         broker_id=broker,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from minikafka.common import NO_LEADER
 from minikafka.core.election import ElectionResult, elect_leader, preferred_leader
-from minikafka.core.types import NO_LEADER
 
 
 def test_preferred_replica_wins_when_live_and_in_sync():

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from minikafka.common import TopicPartition
 from minikafka.core.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -22,7 +23,6 @@ from minikafka.core.fetch_session import (
     request_candidates,
 )
 from minikafka.core.fetch_session_handler import FetchSessionHandler
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
     EpochEndOffset,

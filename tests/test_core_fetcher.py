@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from minikafka.common import TopicPartition
 from minikafka.core.fetcher import (
     ROTATE,
     FetchPlanner,
@@ -16,7 +17,6 @@ from minikafka.core.fetcher import (
     fetcher_index,
     java_string_hash,
 )
-from minikafka.core.types import TopicPartition
 
 SETTINGS = FetchSettings(
     replica_id=2,

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from minikafka.common import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from minikafka.core.log import (
     FetchCheck,
     assign_epoch,
@@ -23,7 +24,6 @@ from minikafka.core.log import (
     truncate_epochs_from_end,
     truncate_epochs_from_start,
 )
-from minikafka.core.types import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from minikafka.errors import ErrorCode
 
 U = (UNDEFINED_EPOCH, UNDEFINED_OFFSET)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from minikafka.common import TopicPartition
 from minikafka.core.partition import PartitionLeaderState
-from minikafka.core.types import TopicPartition
 
 TP = TopicPartition("t", 0)
 LAG = 10_000

@@ -10,6 +10,7 @@ from pathlib import Path
 import crc32c
 import pytest
 
+from minikafka.common import TopicPartition
 from minikafka.core import record_batch_v2 as v2
 from minikafka.core.records import (
     UnsupportedCompression,
@@ -22,7 +23,6 @@ from minikafka.core.records import (
     peek_shape,
     restamp,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError
 from minikafka.storage import AppendWrite, LogStore, ReadSpec, StoreConfig
 

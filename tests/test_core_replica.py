@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from minikafka.common import TopicPartition
 from minikafka.core.leader_and_isr import LeaderAndIsrAction, classify_leader_and_isr
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.records import iter_batches, make_batch
@@ -20,7 +21,6 @@ from minikafka.core.replica_effects import (
     StopFetching,
     WakeWaiters,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import PartitionState
 

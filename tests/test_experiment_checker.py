@@ -1,4 +1,4 @@
-"""The experiment checker (minikafka/experiment/checker.py).
+"""The experiment checker (minikafka/checker/anomalies.py).
 
 One clean run must pass; each test then changes it so that it holds exactly one anomaly, which
 must be flagged (and nothing else flagged as invalid). The clean run, partitions t/0 and t/1:
@@ -18,9 +18,9 @@ import json
 
 import pytest
 
-from minikafka.experiment.checker import ANOMALIES, check
-from minikafka.experiment.history import parse_dumps, parse_history
-from minikafka.experiment.invariants import parse_claims, parse_samples
+from minikafka.checker.anomalies import ANOMALIES, check
+from minikafka.checker.history import parse_dumps, parse_history
+from minikafka.checker.invariants import parse_claims, parse_samples
 
 T0, T1 = ("t", 0), ("t", 1)
 F0 = [[0, 1], [1, 2], [2, 3], [3, 5]]

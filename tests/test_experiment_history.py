@@ -1,4 +1,4 @@
-"""The experiment input format (minikafka/experiment/history.py): parsing, pairing, rejection.
+"""The experiment input format (minikafka/checker/history.py): parsing, pairing, rejection.
 
 Every malformed input must raise `HistoryError` with a one-line message naming where (line and,
 once known, the op's index) and which field is wrong.
@@ -10,14 +10,14 @@ import json
 
 import pytest
 
-from minikafka.errors import MiniKafkaError
-from minikafka.experiment.history import (
+from minikafka.checker.history import (
     HistoryError,
     load_history,
     load_jsonl,
     parse_dumps,
     parse_history,
 )
+from minikafka.errors import MiniKafkaError
 
 
 def op(index, process, type_, f, **kw):

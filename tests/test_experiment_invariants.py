@@ -1,4 +1,4 @@
-"""Cluster invariants (minikafka/experiment/invariants.py); the throttle bound is the analysis'
+"""Cluster invariants (minikafka/checker/invariants.py); the throttle bound is the analysis'
 (tests/test_analysis.py, tests/test_experiment_throttle.py).
 
 Each check is shown a synthetic input with exactly the anomaly it names (it must flag it) and a
@@ -11,8 +11,8 @@ import json
 
 import pytest
 
-from minikafka.experiment.history import HistoryError
-from minikafka.experiment.invariants import (
+from minikafka.checker.history import HistoryError
+from minikafka.checker.invariants import (
     Found,
     find_hw_past_isr_leo,
     find_multiple_leaders,

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from minikafka.checker.history import HistoryError
 from minikafka.errors import ConfigError
 from minikafka.experiment import store
 from minikafka.experiment.catalog import CATALOG, variants
-from minikafka.experiment.history import HistoryError
 from minikafka.experiment.recheck import recheck, write
 from minikafka.experiment.schedule import Fault, Target
 from minikafka.experiment.spec import Expectation, ExperimentSpec

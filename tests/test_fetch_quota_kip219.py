@@ -25,12 +25,12 @@ from kio.schema.fetch.v11.request import FetchRequest as KFetchRequest
 from kio.schema.fetch.v11.request import FetchTopic
 from kio.static.primitive import i32, i32Timedelta, i64
 
+from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import CLIENTS, CONSUMER_BYTE_RATE
 from minikafka.core.records import iter_batches, make_batch
 from minikafka.core.stats import MetricConfig, Rate, Sensor
 from minikafka.errors import ErrorCode
 from minikafka.kafka.codec import KafkaRequest
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.produce import handle_produce
@@ -166,9 +166,7 @@ async def test_native_fetch_is_capped_by_the_quota_window_then_answered_empty(
         first = await conn.request(native_fetch(0, min_bytes=1 << 20))
         assert isinstance(first, FetchResponse) and first.throttle_time_ms == 0
         assert trio.current_time() == 0
-        assert [b.base_offset for b in iter_batches(first.partitions[0].records)] == list(
-            range(20)
-        )
+        assert [b.base_offset for b in iter_batches(first.partitions[0].records)] == list(range(20))
         second = await conn.request(native_fetch(20))
         # The 10 batches left: O = 30 x 10 003 B / 10 s = 1.5 Q -> X = 0.5 x 10 s.
         assert isinstance(second, FetchResponse)

@@ -26,8 +26,8 @@ from minikafka.client.cluster_client import open_client
 from minikafka.client.connection import open_connection
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.cluster.secret import write_cluster_secret
+from minikafka.common import TopicPartition
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
     FetchPartition,

@@ -20,7 +20,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
 from minikafka.cluster import LocalCluster, plan_cluster
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.testing.checker import check_acknowledged
 from minikafka.testing.load import Bounds, batch_of, load_producer, read_to_end, run_senders
 

@@ -27,7 +27,7 @@ from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer
 from minikafka.cluster import LocalCluster, plan_cluster
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 
 pytestmark = pytest.mark.integration
 

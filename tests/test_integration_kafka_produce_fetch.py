@@ -21,7 +21,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.producer import Producer
 from minikafka.cluster import LocalCluster, plan_cluster
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.testing.load import read_to_end
 
 pytestmark = pytest.mark.integration

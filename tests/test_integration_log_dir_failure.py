@@ -19,8 +19,8 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.producer import Producer, ProducerConfig
 from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.common import TopicPartition
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
 

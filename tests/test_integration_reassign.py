@@ -20,7 +20,7 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.cluster import LocalCluster, plan_cluster
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.storage import LogStore, StoreConfig
 from minikafka.testing.checker import check_acknowledged

@@ -39,8 +39,8 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
 from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.common import TopicPartition
 from minikafka.core.records import iter_batches
-from minikafka.core.types import TopicPartition
 from minikafka.testing.seeds import derive_rng
 from minikafka.tools.reassign.assignment_files import (
     format_reassignment_json,

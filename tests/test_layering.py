@@ -7,7 +7,7 @@ package, `from minikafka import server` counts as importing minikafka.server, an
 `importlib.import_module("...")` / `__import__("...")` with a literal name are checked too.
 Imports under `if TYPE_CHECKING:` count: the rule is about what the layer depends on.
 
-The same scanner holds the direction between the packages (issue 12 point 4). The folders
+The same scanner holds the direction between the packages. The folders
 cluster/ and tools/ are the packages minikafka.cluster (the local-cluster launcher) and
 minikafka.tools (perf, reassignment, the PySpark analysis), on top of the broker:
 - the broker's layers (core, wire, server, storage, client, faults, errors) import neither;
@@ -17,6 +17,9 @@ minikafka.tools (perf, reassignment, the PySpark analysis), on top of the broker
   and PyPI, or a user's own folder, has packages of those names.
 The command line, the experiments and the test fixtures (minikafka.cli, .experiment, .testing)
 stand above all of them and may import both.
+
+And every room of the house (a package, or a module standing alone) has a floor (FLOORS): a
+room imports only the floors below it, so no import runs back up and no circle of rooms forms.
 """
 
 from __future__ import annotations
@@ -54,7 +57,7 @@ BROKER_LAYERS = (
 )
 LAUNCHER_AND_TOOLS = ("minikafka.cluster", "minikafka.tools")
 TOOLS = ("minikafka.tools",)
-# the names the folders installed as before issue 12 point 4
+# the names the folders installed as before they became minikafka.cluster and .tools
 BARE_NAMES = ("cluster", "tools")
 # a folder and the package it installs as (pyproject.toml [tool.setuptools] package-dir)
 PACKAGE_DIRS = {"cluster": "minikafka.cluster", "tools": "minikafka.tools"}
@@ -193,6 +196,103 @@ def test_nothing_imports_the_bare_names_cluster_and_tools(path):
     assert not found, "import minikafka.cluster / minikafka.tools instead:\n" + "\n".join(found)
 
 
+# ------------------------------------------------------------------------------ the floor table
+
+# Every room of the house (a package, or a module standing alone) on its floor, lowest first:
+# a room imports only rooms on floors below its own, so no import runs back up and no circle of
+# rooms can form. A new room fails `test_every_room_has_a_floor` until it is given one here.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("minikafka/__init__.py",),
+    ("minikafka/errors.py", "minikafka/common.py"),  # the words every layer shares
+    ("minikafka/wire", "minikafka/checker"),
+    ("minikafka/core",),
+    ("minikafka/clock.py", "minikafka/storage", "minikafka/kafka"),
+    ("minikafka/client",),
+    ("minikafka/server",),
+    ("minikafka/faults",),
+    ("cluster",),
+    ("minikafka/testing",),
+    ("tools",),
+    ("minikafka/experiment",),
+    ("minikafka/sim",),
+    ("minikafka/cli",),
+    ("minikafka/__main__.py",),
+)
+FLOOR_OF = {room: n for n, rooms in enumerate(FLOORS) for room in rooms}
+
+
+def room_of_file(path: Path) -> str | None:
+    rel = path.relative_to(ROOT)
+    for room in FLOOR_OF:
+        if rel == Path(room) or (not room.endswith(".py") and rel.is_relative_to(room)):
+            return room
+    return None
+
+
+def room_of_module(module: str) -> str | None:
+    """The room a `minikafka...` module lives in (None: not ours, or the bare package)."""
+    parts = module.split(".")
+    if parts[0] != "minikafka" or len(parts) == 1:
+        return None
+    for folder, package in PACKAGE_DIRS.items():
+        if parts[1] == package.split(".")[1]:
+            return folder
+    return f"minikafka/{parts[1]}" + ("" if (ROOT / "minikafka" / parts[1]).is_dir() else ".py")
+
+
+def upward_imports(source: str, package: str, room: str, filename: str) -> list[str]:
+    return [
+        f"{filename}:{line}: {room} (floor {FLOOR_OF[room]}) imports {module} "
+        f"({target}, floor {FLOOR_OF.get(target, '?')})"
+        for line, module in imported_modules(source, package)
+        if (target := room_of_module(module)) is not None
+        and target != room
+        and FLOOR_OF.get(target, len(FLOORS)) >= FLOOR_OF[room]
+    ]
+
+
+def house_files() -> list[Path]:
+    return files_of(("minikafka", "cluster", "tools"))
+
+
+def test_every_room_has_a_floor():
+    lost = sorted({_ids(p) for p in house_files() if room_of_file(p) is None})
+    assert not lost, "give these a floor in FLOORS:\n" + "\n".join(lost)
+    missing = [room for room in FLOOR_OF if not (ROOT / room).exists()]
+    assert not missing, missing
+
+
+@pytest.mark.parametrize("path", house_files(), ids=_ids)
+def test_no_import_runs_back_up(path):
+    room = room_of_file(path)
+    assert room is not None
+    found = upward_imports(path.read_text(encoding="utf-8"), package_of(path), room, str(path))
+    assert not found, "a room imports only the floors below it (FLOORS):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("snippet", "package", "room"),
+    [
+        # the three arrows that ran back up until they moved (minikafka.common, .clock, .checker)
+        ("from minikafka.core.types import NO_LEADER", "minikafka.wire", "minikafka/wire"),
+        ("from minikafka.server.clock import now_ms", "minikafka.client", "minikafka/client"),
+        (
+            "from minikafka.experiment.history import History",
+            "minikafka.testing",
+            "minikafka/testing",
+        ),
+        ("from ..sim import network", "minikafka.experiment", "minikafka/experiment"),
+        ("from minikafka.cli.main import main", "minikafka.tools.reassign", "tools"),
+        ("import minikafka.storage", "minikafka.wire", "minikafka/wire"),  # same floor
+    ],
+)
+def test_the_floor_table_catches_an_import_back_up(snippet, package, room):
+    assert upward_imports(snippet, package, room, "<snippet>"), snippet
+    # and the way down is open: the fault proxy stands above the server it borrows listeners of
+    assert upward_imports("from ..server import listener", "minikafka.faults", "minikafka/faults",
+                          "<snippet>") == []  # fmt: skip
+
+
 # ---------------------------------------------------------------------------- the scanner itself
 
 
@@ -231,7 +331,7 @@ def test_scanner_catches_violations(snippet):
         "from minikafka.core.records import iter_batches",
         "from minikafka.errors import RemoteProtocolError",
         "from . import messages",
-        "from ..core import types",
+        "from .. import common",
         "from minikafka import errors",
         "from datetime import time",  # a name called time, not the module
         "import zlib, struct, random, dataclasses",

@@ -7,7 +7,7 @@ import pytest
 import trio
 
 from minikafka.client.producer import DeliveryError
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
 from minikafka.testing.load import (

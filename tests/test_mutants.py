@@ -10,11 +10,11 @@ from types import SimpleNamespace
 import pytest
 import trio
 
+from minikafka.common import TopicPartition
 from minikafka.core import fetcher as core_fetcher
 from minikafka.core.quota_charge import ChargedPartition
 from minikafka.core.replication_quota import ThrottleClass
 from minikafka.core.stats import MetricConfig, SampledStat, SimpleRate
-from minikafka.core.types import TopicPartition
 from minikafka.server import fetch_read, fetch_serve, fetch_sessions, fetcher
 from minikafka.testing.mutants import CONTROL, MUTANTS, node_command
 

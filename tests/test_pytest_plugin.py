@@ -23,7 +23,7 @@ import pytest
 from minikafka.client.admin import Admin
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 
 
 @pytest.mark.trio

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from minikafka.common import TopicPartition as TP
 from minikafka.core.assignment import assign_replicas
 from minikafka.core.dynamic_config import (
     FOLLOWER_RATE,
@@ -23,7 +24,6 @@ from minikafka.core.dynamic_config import (
     parse_throttled_replicas,
     validate_alter,
 )
-from minikafka.core.types import TopicPartition as TP
 from minikafka.errors import ConfigError
 from minikafka.tools.reassign import (
     BROKER_LIST_FORM,

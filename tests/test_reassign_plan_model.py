@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.tools.reassign import plan, plan_input, plan_model
 from minikafka.tools.reassign.kafka_algorithm import KafkaSettings, settings_from_configs
 from minikafka.tools.reassign.model import MovingPartition

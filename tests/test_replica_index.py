@@ -10,8 +10,8 @@ from types import SimpleNamespace
 import pytest
 import trio
 
-from minikafka.core.types import TopicPartition
-from minikafka.server.clock import now_ms
+from minikafka.clock import now_ms
+from minikafka.common import TopicPartition
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.partition_changes import PartitionChanges, drain
 from minikafka.server.replica_gauges import partition_bytes_in_rates

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import trio
 
-from minikafka.core.types import TopicPartition
+from minikafka.checker.invariants import find_hw_past_isr_leo, parse_samples
+from minikafka.common import TopicPartition
 from minikafka.experiment import node_logs
-from minikafka.experiment.invariants import find_hw_past_isr_leo, parse_samples
 from minikafka.server.jsonl import Rotation, jsonl_parts
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.partition_changes import PartitionChanges

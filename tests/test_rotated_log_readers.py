@@ -11,7 +11,7 @@ from pathlib import Path
 
 from minikafka.cli.metrics import latest_snapshot
 from minikafka.cluster.files import tail_log
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.experiment import node_logs
 from minikafka.server.jsonl import JsonlFile, Rotation, jsonl_parts
 from minikafka.testing.run_folder import RunFolder

@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import pytest
 import trio
 
+from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import CLIENTS, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from minikafka.core.records import iter_batches, make_batch
 from minikafka.core.stats import throttle_time_ms
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce
 from minikafka.testing.memory_node import (

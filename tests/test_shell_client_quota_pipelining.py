@@ -32,10 +32,10 @@ import pytest
 import trio
 import trio.testing
 
+from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import CLIENTS, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.listener import serve_connection
 from minikafka.server.produce import handle_produce

@@ -7,9 +7,9 @@ import random
 import pytest
 import trio
 
+from minikafka.common import TopicPartition
 from minikafka.core.controller import ControllerConfig, ControllerState
 from minikafka.core.controller.records import doc_from_records
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
 from minikafka.server.controller_service import ControllerService

@@ -10,11 +10,11 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import BROKERS, FOLLOWER_RATE, FOLLOWER_REPLICAS, TOPICS
 from minikafka.core.fetch_session import FINAL_EPOCH, INITIAL_EPOCH
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.fetch_serve import handle_fetch
 from minikafka.server.listener import Reply

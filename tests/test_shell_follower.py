@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import (
     BROKERS,
     FOLLOWER_RATE,
@@ -26,7 +27,6 @@ from minikafka.core.dynamic_config import (
 from minikafka.core.records import make_batch
 from minikafka.core.replication_quota import QuotaSide, ThrottleClass
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.listener import Reply
 from minikafka.server.produce import handle_produce

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import trio
 
+from minikafka.common import TopicPartition
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from minikafka.storage import AppendWrite
 from minikafka.testing.memory_node import MemoryBroker, partition_state

@@ -257,8 +257,8 @@ async def test_a_failed_write_forgets_its_sequence(autojump_clock, leader, monke
 def test_storage_snapshot_plus_tail_and_truncation_below_the_snapshot(tmp_path) -> None:
     """LogStore alone: the state loads from the snapshot and the batches after it; a truncation
     below the snapshot deletes it, and the state is then rebuilt from the log start."""
+    from minikafka.common import TopicPartition
     from minikafka.core.producer_state import entries_to_doc
-    from minikafka.core.types import TopicPartition
     from minikafka.storage import AppendWrite, LogStore
     from minikafka.testing.memory_node import TEST_STORE
 

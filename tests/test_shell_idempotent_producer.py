@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import trio
 
+from minikafka.checker.anomalies import check
+from minikafka.checker.history import parse_history
 from minikafka.client.producer import Producer, ProducerConfig
+from minikafka.common import TopicPartition
 from minikafka.core.records import iter_batches, make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import MiniKafkaError
-from minikafka.experiment.checker import check
-from minikafka.experiment.history import parse_history
 from minikafka.experiment.workload import History, WorkloadSpec, _Values, final_read, run_producer
 from minikafka.server.config import NodeConfig
 from minikafka.testing.memory_client import open_memory_client

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import trio
 
+from minikafka.common import TopicPartition
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.metrics import Metrics, run_metrics_log

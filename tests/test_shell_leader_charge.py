@@ -23,6 +23,7 @@ from contextlib import asynccontextmanager
 import pytest
 import trio
 
+from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import (
     BROKERS,
     FOLLOWER_RATE,
@@ -35,7 +36,6 @@ from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_s
 from minikafka.core.records import make_batch
 from minikafka.core.replication_quota import ThrottleClass
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce
 from minikafka.storage import StoreConfig

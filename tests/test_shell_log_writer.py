@@ -10,8 +10,8 @@ import pytest
 import trio
 import trio.testing
 
+from minikafka.common import TopicPartition
 from minikafka.core.records import iter_batches, make_batch, peek_header
-from minikafka.core.types import TopicPartition
 from minikafka.server.log_writer import LogWriter
 from minikafka.storage import AppendWrite, LogStore, ReadSpec, StorageError, StoreConfig
 

@@ -12,8 +12,8 @@ import pytest
 import trio
 import trio.testing
 
+from minikafka.common import TopicPartition
 from minikafka.core.records import iter_batches, make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, is_retriable
 from minikafka.server.config import NodeConfig
 from minikafka.server.fetch_serve import handle_fetch

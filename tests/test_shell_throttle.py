@@ -43,6 +43,7 @@ from functools import partial
 import pytest
 import trio
 
+from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import (
     BROKERS,
     FOLLOWER_RATE,
@@ -56,7 +57,6 @@ from minikafka.core.dynamic_config import (
 from minikafka.core.records import make_batch
 from minikafka.core.replication_quota import ThrottleClass
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce
 from minikafka.storage import StoreConfig

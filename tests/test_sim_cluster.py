@@ -17,7 +17,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.sim.cluster import SimCluster, plan_sim_cluster
 from minikafka.sim.determinism import pinned_scheduler
 from minikafka.sim.target import run_simulated, simulated_cluster

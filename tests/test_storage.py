@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from minikafka.common import TopicPartition
 from minikafka.core.fetch_limits import take_batches
 from minikafka.core.records import iter_batches, make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.storage import (
     AppendWrite,
     EnvLease,
@@ -411,7 +411,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     from minikafka.core.records import make_batch
-    from minikafka.core.types import TopicPartition
+    from minikafka.common import TopicPartition
     from minikafka.storage import AppendWrite, LogStore, StoreConfig
 
     store = LogStore(sys.argv[1], StoreConfig(sync=sys.argv[2] == "1", map_size_bytes=1 << 30))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import msgpack
 
+from minikafka.common import TopicPartition
 from minikafka.core.producer_snapshot_codec import encode_entries
 from minikafka.core.producer_state import (
     ProducerBatch,
@@ -15,7 +16,6 @@ from minikafka.core.producer_state import (
     snapshot_due,
 )
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.storage import LogStore, StoreConfig, producer_snapshots
 from minikafka.storage.log_store import AppendWrite, _db_name
 
@@ -83,6 +83,8 @@ def test_a_snapshot_that_does_not_read_is_passed_over_for_the_whole_log(tmp_path
 
 TP = TopicPartition("t", 0)
 LOG = [
-    make_batch([(0, None, b"a"), (1, None, b"b")], producer_id=7, producer_epoch=0, base_sequence=0),
+    make_batch(
+        [(0, None, b"a"), (1, None, b"b")], producer_id=7, producer_epoch=0, base_sequence=0
+    ),
     make_batch([(2, None, b"c")], base_offset=2, producer_id=7, producer_epoch=0, base_sequence=2),
 ]

@@ -12,10 +12,10 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from minikafka.common import TopicPartition
 from minikafka.core import record_batch_v2 as v2
 from minikafka.core.records import make_batch
 from minikafka.core.time_index import batch_records, entries_of
-from minikafka.core.types import TopicPartition
 from minikafka.storage import AppendWrite, LogStore, StoreConfig, time_index
 from minikafka.storage.log_store import MAX_TIMESTAMP, _db_name
 
@@ -163,7 +163,7 @@ def test_a_lookup_reads_one_entry_and_one_batch_of_a_long_log(tmp_path):
             assert got.found is not None
             assert (got.index_entries_read, got.batches_read) == (1, 1)
             assert (got.found.offset, got.found.timestamp) == model(batches, target)
-        scan = store.find_timestamp(TP, -10**12, 0)  # a negative target scans from the start
+        scan = store.find_timestamp(TP, -(10**12), 0)  # a negative target scans from the start
         assert scan.batches_read == 1  # ... and stops at the first batch
         miss = store.find_timestamp(TP, ts + 1, 0)
         assert miss.found is None and miss.batches_read == 0

@@ -13,7 +13,7 @@ from codec_support import header, produce_body, raw_request
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from minikafka.core.types import UNDEFINED_EPOCH
+from minikafka.common import UNDEFINED_EPOCH
 from minikafka.errors import ErrorCode
 from minikafka.wire.codec import (
     INT32_MAX,

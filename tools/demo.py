@@ -22,7 +22,7 @@ from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.cluster.clusterfile import CLUSTER_FILE, LOCK_FILE, read_record
 from minikafka.cluster.fault_proxy import PROXY_DIR
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import ClusterError, MiniKafkaError
 from minikafka.testing.checker import check_acknowledged
 from minikafka.testing.load import Bounds, batch_of, load_producer, read_to_end, run_senders

@@ -1,4 +1,4 @@
-"""The experiment checker: did anything go wrong, in Jepsen's words (its Kafka workload's).
+"""The checker of a history: did anything go wrong, in Jepsen's words (its Kafka workload's).
 
 Input: the history (history.py), optionally the replica dumps, leadership claims and replica
 samples (invariants.py). A check whose input is not given is listed as not checked. (The throttle
@@ -46,8 +46,8 @@ from functools import cached_property
 from operator import itemgetter
 from typing import Any
 
-from minikafka.experiment.history import TP, VALUE, History, Operation, Record, ReplicaDump
-from minikafka.experiment.invariants import (
+from minikafka.checker.history import TP, VALUE, History, Operation, Record, ReplicaDump
+from minikafka.checker.invariants import (
     MAX_EXAMPLES,
     Anomaly,
     Found,

@@ -1,7 +1,7 @@
 """Cluster invariants read from the nodes' own logs; the anomaly record.
 
 `Anomaly` (and `Found`, its collector) live here because every check returns one: these and
-those of checker.py, which imports this module.
+those of anomalies.py, which imports this module.
 
 Inputs (each parsed into frozen dataclasses; malformed input raises `HistoryError`):
 
@@ -43,7 +43,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.experiment.history import (
+from minikafka.checker.history import (
     TP,
     VALUE,
     HistoryError,

@@ -25,8 +25,8 @@ from minikafka.cli.common import bootstrap_option, friendly_errors, json_option,
 from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.client.group_offsets import GroupOffsets
+from minikafka.common import TopicPartition
 from minikafka.core.records import Record
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 
 AUTO_COMMIT_S = 5.0  # the console consumer's auto.commit.interval.ms

@@ -23,10 +23,10 @@ import trio
 from minikafka.cli.common import bootstrap_option, friendly_errors, json_option, resolve_bootstrap
 from minikafka.client.cluster_client import open_client
 from minikafka.client.producer import Producer, ProducerConfig
+from minikafka.common import TopicPartition
 from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.core.partitioner import partition_for_key
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 
 # kafka-console-producer's --property names that this command honours, and their defaults

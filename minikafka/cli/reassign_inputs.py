@@ -15,7 +15,7 @@ from typing import Any
 
 from minikafka.cli.in_process import echo, in_process_spec
 from minikafka.client.cluster_client import parse_bootstrap
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import ClusterError, ConfigError
 from minikafka.tools.reassign import assignment_files, moves
 from minikafka.tools.reassign import progress as prog

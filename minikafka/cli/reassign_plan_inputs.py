@@ -14,7 +14,7 @@ from minikafka.cli.common import resolve_bootstrap
 from minikafka.cli.in_process import cli_client, finish
 from minikafka.cli.reassign_inputs import CLIENT_ID, local_files
 from minikafka.client.admin import Admin
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.server.config import NodeConfig
 from minikafka.tools.reassign import assignment_files, move_size, moves, plan_input, runner
 from minikafka.tools.reassign import progress as prog

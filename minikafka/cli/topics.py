@@ -20,8 +20,8 @@ from minikafka.cli.common import (
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.log_offsets import log_offsets
+from minikafka.common import TopicPartition
 from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from minikafka.client.cluster_client import ClusterClient
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.wire.messages import (
     AlterableConfig,

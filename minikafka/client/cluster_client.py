@@ -14,7 +14,7 @@ from functools import partial
 import trio
 
 from minikafka.client.connection import Connection, hold_connection, sole_exception
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError
 from minikafka.wire.messages import BrokerInfo, MetadataRequest, MetadataResponse, PartitionMetadata
 

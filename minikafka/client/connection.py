@@ -26,10 +26,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 import trio
 
 from minikafka.client.membership import try_prove_membership
+from minikafka.clock import now_ms, wait_out
 from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, ProtocolError
-from minikafka.server.clock import now_ms, wait_out
 from minikafka.wire.codec import RequestHeader, encode_request
 from minikafka.wire.correlation import Correlator
 from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, frame_parts

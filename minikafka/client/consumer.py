@@ -13,8 +13,8 @@ from collections.abc import Mapping
 import trio
 
 from minikafka.client.cluster_client import ClusterClient
+from minikafka.common import TopicPartition
 from minikafka.core.records import Record, decode_records, iter_batches
-from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.wire.messages import (
     CONSUMER_REPLICA_ID,

@@ -16,12 +16,12 @@ from collections.abc import Mapping, Sequence
 import trio
 
 from minikafka.client.cluster_client import ClusterClient
+from minikafka.common import TopicPartition
 from minikafka.core.group.messages import (
     ILLEGAL_GENERATION,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.wire.messages import (
     FindCoordinatorRequest,

@@ -48,9 +48,9 @@ import trio
 
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.connection import Connection
+from minikafka.common import TopicPartition
 from minikafka.core.producer_state import MAX_EPOCH, increment_sequence
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError, error_name
 from minikafka.wire.messages import (
     InitProducerIdRequest,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from minikafka.core.types import NO_LEADER
+from minikafka.common import NO_LEADER
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import FetchPartition, FetchPartitionResponse, FetchRequest
 

@@ -20,13 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from minikafka.common import TopicPartition
 from minikafka.core.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
     INVALID_SESSION_ID,
     next_epoch,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import FetchPartition, ForgottenPartition
 

@@ -29,8 +29,8 @@ import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
+from minikafka.common import UNDEFINED_EPOCH, TopicPartition
 from minikafka.core.partitioner import java_string_hash
-from minikafka.core.types import UNDEFINED_EPOCH, TopicPartition
 from minikafka.wire.messages import FetchPartition, FetchRequest
 
 RANDOM = "random"

@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from minikafka.common import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochEntry
 from minikafka.core.records import BatchView
-from minikafka.core.types import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochEntry
 from minikafka.errors import ErrorCode
 
 __all__ = [

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 
 __all__ = ["PartitionLeaderState"]
 

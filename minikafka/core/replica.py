@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from minikafka.common import NO_LEADER, UNDEFINED_EPOCH, EpochEntry, TopicPartition
 from minikafka.core.log import (
     assign_epoch,
     epochs_after_batches,
@@ -64,7 +65,6 @@ from minikafka.core.replica_effects import (
     WakeWaiters,
     adoption_events,
 )
-from minikafka.core.types import NO_LEADER, UNDEFINED_EPOCH, EpochEntry, TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import PartitionState
 

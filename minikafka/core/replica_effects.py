@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from minikafka.core.types import EpochEntry
+from minikafka.common import EpochEntry
 from minikafka.wire.messages import PartitionState
 
 __all__ = [

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from minikafka.checker.history import load_jsonl
 from minikafka.experiment import store
-from minikafka.experiment.history import load_jsonl
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.verdict import judge
 

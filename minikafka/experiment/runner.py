@@ -45,7 +45,7 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.cluster.spec import ClusterSpec
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import (
     BrokerError,
     ClusterError,

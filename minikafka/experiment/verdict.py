@@ -2,7 +2,7 @@
 the experiment's expectations, and whatever kept the run from going as planned.
 
 Valid (exit 0) needs all of: no invalid anomaly in the history, the replica dumps or the node
-logs (minikafka/experiment/checker.py, invariants.py); when the experiment sets a throttle, no
+logs (minikafka/checker/anomalies.py, invariants.py); when the experiment sets a throttle, no
 window above the bound on either side of any broker; every expectation holds. Invalid (1) is any
 of those failing. Unknown (2) is nothing invalid, but something unchecked: a partition not read
 back, a fault that could not be applied or undone, a cluster that did not settle, a throttle
@@ -34,10 +34,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from minikafka.checker.anomalies import check
+from minikafka.checker.history import load_history, parse_dumps
+from minikafka.checker.invariants import MAX_EXAMPLES, parse_claims, parse_samples
 from minikafka.experiment import node_logs
-from minikafka.experiment.checker import check
-from minikafka.experiment.history import load_history, parse_dumps
-from minikafka.experiment.invariants import MAX_EXAMPLES, parse_claims, parse_samples
 from minikafka.experiment.move import describe as describe_move
 from minikafka.experiment.move import move_figures
 from minikafka.experiment.spec import ExperimentSpec

@@ -1,6 +1,6 @@
 """The experiment's clients: producers of unique values, live consumers, and the final read.
 
-Every operation goes to history.jsonl in Jepsen's form (see minikafka/experiment/history.py):
+Every operation goes to history.jsonl in Jepsen's form (see minikafka/checker/history.py):
 an `invoke`, then `ok`, `fail` (definitely not written) or `info` (indeterminate).
 
 - Values are unique integers from one counter; a send never retries (a retry would be a new
@@ -36,7 +36,7 @@ import trio
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.errors import MiniKafkaError
 from minikafka.testing.load import Turns, attempt_once, batch_of, load_producer
 from minikafka.testing.run_folder import JsonLines

@@ -28,8 +28,8 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
+from minikafka.clock import now_ms
 from minikafka.faults.links import LinkState
-from minikafka.server.clock import now_ms
 
 CHUNK_BYTES = 64 * 1024
 BUFFER_BYTES = 256 * 1024

@@ -27,9 +27,9 @@ from dataclasses import replace
 import trio
 
 from minikafka.client.connection import Connection, open_connection
+from minikafka.clock import RunSync
 from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
-from minikafka.server.clock import RunSync
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog

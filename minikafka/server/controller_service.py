@@ -27,6 +27,8 @@ from functools import partial
 import trio
 
 from minikafka.client.connection import Connection, hold_connection
+from minikafka.clock import RunSync, now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.controller import (
     ControllerConfig,
     ControllerState,
@@ -35,9 +37,7 @@ from minikafka.core.controller import (
     SendStopReplica,
     SendUpdateMetadata,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
-from minikafka.server.clock import RunSync, now_ms
 from minikafka.server.config import FRAME_HEADROOM_BYTES, NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.metadata_cache import metadata_response
@@ -90,7 +90,7 @@ class ControllerService:
     ) -> None:
         self.config = config
         self.hold = hold  # hold_connection's signature; tests pass in-memory streams
-        self.run_sync = run_sync  # the metadata store's calls (server/clock.py RunSync)
+        self.run_sync = run_sync  # the metadata store's calls (minikafka/clock.py RunSync)
         self.store = store
         self.events = events
         self.rng = rng

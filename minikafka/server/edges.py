@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import trio
 
 from minikafka.client.connection import Connection, open_connection
-from minikafka.server.clock import RunSync
+from minikafka.clock import RunSync
 from minikafka.server.listener import Listen, open_listeners
 
 # open_connection's signature: (host, port, *, client_id, credential, ...) -> Connection block

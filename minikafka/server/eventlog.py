@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-from minikafka.server.clock import now_ms
+from minikafka.clock import now_ms
 from minikafka.server.jsonl import DEFAULT_ROTATION, JsonlFile, Rotation
 from minikafka.server.metrics import Metrics
 

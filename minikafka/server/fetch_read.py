@@ -11,6 +11,8 @@ from typing import Protocol
 
 import trio
 
+from minikafka.clock import RunSync, now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.log import check_follower_fetch
 from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_size
 from minikafka.core.replica_effects import Effect
@@ -21,9 +23,7 @@ from minikafka.core.replication_quota import (
     leader_charge_class,
     leader_throttle_class,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import RunSync, now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.local_partition import LocalPartition, leader_error

@@ -37,8 +37,8 @@ from __future__ import annotations
 
 import trio
 
+from minikafka.clock import now_ms
 from minikafka.core.fetch_session import FINAL_EPOCH
-from minikafka.server.clock import now_ms
 from minikafka.server.fetch_read import (
     LeaderThrottle,
     answer,

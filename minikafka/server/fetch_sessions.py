@@ -31,6 +31,8 @@ from typing import Protocol
 
 import trio
 
+from minikafka.clock import now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.fetch_session import (
     ContextKind,
     FetchSession,
@@ -42,9 +44,7 @@ from minikafka.core.fetch_session import (
 )
 from minikafka.core.fetcher import RANDOM
 from minikafka.core.replica_effects import Effect
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.fetch_read import (
     FetchHost,
     LeaderThrottle,

@@ -25,6 +25,8 @@ from contextlib import AbstractAsyncContextManager
 import trio
 
 from minikafka.client.connection import Connection, open_connection
+from minikafka.clock import now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.fetch_session_handler import FetchSessionHandler, SessionRequest
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
 from minikafka.core.log import (
@@ -39,9 +41,7 @@ from minikafka.core.replication_quota import (
     follower_charge_class,
     follower_throttle_class,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode, MiniKafkaError
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog

@@ -10,8 +10,8 @@ Bytes that do not even split into batches end the read there, reported.
 
 from __future__ import annotations
 
+from minikafka.common import TopicPartition
 from minikafka.core.records import decode_records, iter_batches
-from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.replica_manager import ReplicaManager
@@ -31,7 +31,9 @@ async def read_partition(
     problems: list[tuple[int, str]] = []
     offset = lp.log_start_offset
     while offset < target:
-        spec = ReadSpec(tp=tp, fetch_offset=offset, max_offset=target, partition_max_bytes=READ_BYTES)
+        spec = ReadSpec(
+            tp=tp, fetch_offset=offset, max_offset=target, partition_max_bytes=READ_BYTES
+        )
         (blob,) = await rm.run_sync(rm.store.read, [spec], READ_BYTES)
         if not blob:
             break
@@ -44,7 +46,9 @@ async def read_partition(
                 except CorruptRecordError as exc:
                     problems.append((batch.base_offset, f"batch does not decode: {exc}"))
                     continue
-                records.extend((r.offset, r.key, None if r.null_value else r.value) for r in decoded)
+                records.extend(
+                    (r.offset, r.key, None if r.null_value else r.value) for r in decoded
+                )
         except CorruptRecordError as exc:
             problems.append((offset, f"log bytes do not split into batches: {exc}"))
             break

@@ -41,6 +41,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 import trio
 
+from minikafka.clock import now_ms
+from minikafka.common import TopicPartition
 from minikafka.core import record_batch_v2
 from minikafka.core.group import (
     COORDINATOR_LOAD_IN_PROGRESS,
@@ -70,9 +72,7 @@ from minikafka.core.group.offsets_log import (
     partition_for,
 )
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.group_load import read_partition

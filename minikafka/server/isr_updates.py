@@ -21,10 +21,10 @@ from typing import Protocol
 
 import trio
 
+from minikafka.clock import now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.replica_effects import Effect, ProposeIsr, ReplicaEvent
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, MiniKafkaError
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.local_partition import LocalPartition

@@ -28,6 +28,7 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode as KafkaErrorCode
 
+from minikafka.clock import RunSync
 from minikafka.core.dynamic_config import (
     FOLLOWER_REPLICAS,
     LEADER_REPLICAS,
@@ -75,7 +76,6 @@ from minikafka.kafka.codec import (
     decode_request,
     encode_response,
 )
-from minikafka.server.clock import RunSync
 from minikafka.server.config import NodeConfig
 from minikafka.server.groups import GroupService
 from minikafka.server.listener import Reply, WireCodec
@@ -139,6 +139,7 @@ def partition_count(body: Any) -> int:
     if topics is not None:  # Fetch
         return sum(len(t.partitions) for t in topics)
     return sum(len(t.partition_data) for t in body.topic_data)  # Produce
+
 
 _GROUP_APIS = frozenset(
     {

@@ -27,8 +27,8 @@ are not there.
 
 from __future__ import annotations
 
+from minikafka.common import TopicPartition
 from minikafka.core.time_index import NO_TIMESTAMP, TimestampAndOffset, fetchable
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.server.local_partition import LocalPartition, leader_error
 from minikafka.server.replica_manager import ReplicaManager

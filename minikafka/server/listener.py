@@ -57,11 +57,11 @@ from typing import Any
 
 import trio
 
+from minikafka.clock import now_ms, wait_out
 from minikafka.core.connection_quotas import NATIVE as NATIVE_LISTENER
 from minikafka.core.connection_quotas import ConnectionQuotas
 from minikafka.core.throttle_gate import ThrottleGate
 from minikafka.errors import RemoteProtocolError
-from minikafka.server.clock import now_ms, wait_out
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.eventlog import EventLog
 from minikafka.server.request_memory import RequestMemory

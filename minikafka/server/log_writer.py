@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import trio
 
+from minikafka.clock import RunSync
+from minikafka.common import EpochEntry, TopicPartition
 from minikafka.core.producer_state import ProducerStateManager
-from minikafka.core.types import EpochEntry, TopicPartition
-from minikafka.server.clock import RunSync
 from minikafka.storage import AppendWrite, LoadedPartition, LogStore, StorageError
 
 MAX_GROUP_BYTES = 64 << 20  # bound one group commit

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import trio
 
-from minikafka.server.clock import now_ms
+from minikafka.clock import now_ms
 from minikafka.server.jsonl import DEFAULT_ROTATION, JsonlFile, Rotation
 
 

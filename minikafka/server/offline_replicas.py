@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import trio
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 
 
 class OfflineReplicas:

@@ -17,7 +17,7 @@ rate has fallen to 0, which stays 0 until the next record marks it again.
 
 from __future__ import annotations
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 
 
 class PartitionChanges:

@@ -39,6 +39,8 @@ from dataclasses import dataclass
 
 import trio
 
+from minikafka.clock import now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.compression import NONE, DecompressedTooLarge
 from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.core.producer_state import BatchMetadata, Duplicate, ProducerBatch, Refuse
@@ -53,9 +55,7 @@ from minikafka.core.records import (
     iter_batches,
     restamp,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import CorruptRecordError, ErrorCode
-from minikafka.server.clock import now_ms
 from minikafka.server.config import FRAME_HEADROOM_BYTES
 from minikafka.server.listener import Reply, release_order
 from minikafka.server.local_partition import LocalPartition, leader_error, wait_for_change

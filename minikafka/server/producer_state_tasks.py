@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 
 import trio
 
+from minikafka.clock import RunSync, now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.producer_snapshot_codec import encode_entries
 from minikafka.core.producer_state import (
     ProducerEntry,
@@ -28,8 +30,6 @@ from minikafka.core.producer_state import (
     SnapshotMark,
     snapshot_due,
 )
-from minikafka.core.types import TopicPartition
-from minikafka.server.clock import RunSync, now_ms
 
 Snapshots = dict[TopicPartition, tuple[int, bytes]]
 # Producer ids stamped or looked at per step of the expiry task. Measured on the development VM

@@ -16,9 +16,9 @@ from dataclasses import asdict
 from functools import partial
 from typing import Protocol
 
+from minikafka.clock import now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.replication_quota import QuotaSide, ThrottleClass
-from minikafka.core.types import TopicPartition
-from minikafka.server.clock import now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.local_partition import LocalPartition

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.partition_changes import PartitionChanges, drain
 

@@ -29,6 +29,8 @@ from contextlib import AbstractAsyncContextManager
 import trio
 
 from minikafka.client.connection import Connection, open_connection
+from minikafka.clock import RunSync, now_ms
+from minikafka.common import TopicPartition
 from minikafka.core.leader_and_isr import LeaderAndIsrAction, classify_leader_and_isr
 from minikafka.core.records import peek_header
 from minikafka.core.replica_effects import (
@@ -40,9 +42,7 @@ from minikafka.core.replica_effects import (
     StopFetching,
     WakeWaiters,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
-from minikafka.server.clock import RunSync, now_ms
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog

@@ -1,7 +1,7 @@
 """replicas.jsonl: every replica's state on this broker, as a snapshot and then its changes.
 
 It exists for the experiment checker's cross-node invariant "the HW never passes an in-sync
-replica's LEO" (minikafka/experiment/invariants.py): a leader's row says what it committed and
+replica's LEO" (minikafka/checker/invariants.py): a leader's row says what it committed and
 who it counted as in sync, and each follower's own rows say what it holds.
 
 A row: `[topic, partition, leader_epoch, is_leader, log_end_offset, high_watermark, isr or
@@ -43,7 +43,7 @@ from typing import Any
 
 import trio
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.server.jsonl import DEFAULT_ROTATION, JsonlFile, Rotation
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.metrics import Metrics

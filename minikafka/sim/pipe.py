@@ -31,8 +31,8 @@ from collections.abc import Callable
 import trio
 from trio.lowlevel import ParkingLot, cancel_shielded_checkpoint, checkpoint_if_cancelled
 
+from minikafka.clock import now_ms
 from minikafka.faults.links import LinkState
-from minikafka.server.clock import now_ms
 
 
 class Pipe:

@@ -41,11 +41,11 @@ from typing import Any
 import lmdb
 import msgpack
 
+from minikafka.common import EpochEntry, TopicPartition
 from minikafka.core import time_index as ti
 from minikafka.core.fetch_limits import ResponseBudget
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.records import peek_header, peek_shape
-from minikafka.core.types import EpochEntry, TopicPartition
 from minikafka.errors import CorruptRecordError
 from minikafka.storage import producer_snapshots, time_index
 from minikafka.storage.env import (  # noqa: F401 - importable from here too

@@ -1,10 +1,10 @@
 """The acknowledged-writes check (kafkatest's produce -> act -> consume -> validate), as a thin
-use of the project's one checker, minikafka/experiment/checker.py.
+use of the project's one checker, minikafka/checker/anomalies.py.
 
 Input: what producers were told (acknowledged batches: partition, base offset, values in order)
 and what was read back (partition, offset, value). Values are any bytes (the system tests pass
 16-byte digests); the acknowledged ones must be unique within their partition (every caller's
-are). The input becomes a Jepsen history (experiment/history.py): one ok send per acknowledged
+are). The input becomes a Jepsen history (checker/history.py): one ok send per acknowledged
 batch and one final read per partition, each distinct value numbered. The experiment checker's
 `lost`, `inconsistent_offsets` and `duplicated` findings are then read as offsets:
 - `lost`: an acknowledged offset missing from what was read;
@@ -21,14 +21,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from minikafka.core.types import TopicPartition
-from minikafka.experiment.checker import (
+from minikafka.checker.anomalies import (
     Facts,
     find_duplicated,
     find_inconsistent_offsets,
     find_lost,
 )
-from minikafka.experiment.history import History, parse_history
+from minikafka.checker.history import History, parse_history
+from minikafka.common import TopicPartition
 
 
 @dataclass(slots=True, kw_only=True)

@@ -15,7 +15,7 @@ idempotence, quotas, retries) is what the load exercises. What they share:
   finishes (a history wants every invoke completed) unless `cut`, for measured spans.
 - `Turns` (fixed turns, missed ones skipped: a stall never turns into a flood) and `Rate` (a
   count due by now, caught up after a stall): the two pacings the callers use.
-- `attempt_once`: one attempt's outcome in Jepsen's terms (experiment/history.py): `ok`,
+- `attempt_once`: one attempt's outcome in Jepsen's terms (checker/history.py): `ok`,
   `fail` (certainly not written) or `info` (indeterminate).
 """
 
@@ -33,8 +33,8 @@ import trio
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import DeliveryError, Producer, ProducerConfig
+from minikafka.common import TopicPartition
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, error_name
 
 # Refused before any append (see server/produce.py): a send answered with one of these was

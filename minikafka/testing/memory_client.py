@@ -16,7 +16,7 @@ import trio
 
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.connection import Connection
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork
 from minikafka.wire.messages import MetadataResponse, PartitionMetadata
 

@@ -41,13 +41,13 @@ import trio
 import trio.testing
 
 from minikafka.client.connection import Connection, open_connection, running
+from minikafka.clock import RunSync
+from minikafka.common import TopicPartition
 from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.dynamic_config import validate_changes
 from minikafka.core.producer_ids import BLOCK_SIZE, ProducerIdBlock
-from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.server.broker import build_broker
-from minikafka.server.clock import RunSync
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs

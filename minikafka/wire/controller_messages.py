@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from minikafka.core.types import NO_LEADER, UNDEFINED_EPOCH
+from minikafka.common import NO_LEADER, UNDEFINED_EPOCH
 from minikafka.wire.admin_messages import ConfigEntity
 
 MSG = dict(frozen=True, slots=True, kw_only=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from minikafka.core.types import (  # noqa: F401 - NO_LEADER re-exported for the wire's readers
+from minikafka.common import (  # noqa: F401 - NO_LEADER re-exported for the wire's readers
     NO_LEADER,
     UNDEFINED_EPOCH,
 )

@@ -29,8 +29,8 @@ import trio
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer
+from minikafka.common import TopicPartition
 from minikafka.core.records import make_batch
-from minikafka.core.types import TopicPartition
 from minikafka.testing.checker import Verdict, check_acknowledged
 from minikafka.testing.load import Bounds, Rate, load_producer, run_senders
 from minikafka.testing.run_folder import RunFolder

@@ -22,7 +22,7 @@ from functools import partial
 
 import trio
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.testing.run_folder import RunFolder
 from systemtests.harness.clients import (
     LOAD_MAX_S,

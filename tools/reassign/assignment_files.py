@@ -18,8 +18,8 @@ import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from minikafka.common import TopicPartition
 from minikafka.core.assignment import assign_replicas
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 
 TOPICS_FORM = '{"version":1,"topics":[{"topic":"name"},...]}'

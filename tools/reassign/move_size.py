@@ -20,8 +20,8 @@ import trio
 
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.consumer import Consumer
+from minikafka.common import TopicPartition
 from minikafka.core.records import iter_batches
-from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ErrorCode, is_retriable
 from minikafka.tools.reassign.moves import PartitionMove
 from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest, FetchResponse

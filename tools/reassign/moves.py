@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from minikafka.common import TopicPartition
 from minikafka.core.dynamic_config import (
     BROKERS,
     FOLLOWER_RATE,
@@ -39,7 +40,6 @@ from minikafka.core.dynamic_config import (
     TOPICS,
     ThrottledReplicas,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ConfigError
 from minikafka.tools.reassign.assignment_files import Assignment, is_int
 

@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.tools.reassign.model import MovingPartition
 from minikafka.tools.reassign.moves import PartitionMove
 

@@ -33,7 +33,7 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient
-from minikafka.core.types import TopicPartition
+from minikafka.common import TopicPartition
 from minikafka.server.jsonl import jsonl_parts
 from minikafka.tools.reassign.move_size import estimate_log_sizes, sizes_in_bytes
 from minikafka.tools.reassign.moves import OngoingReassignment

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import trio
 
 from minikafka.client.admin import Admin
+from minikafka.common import TopicPartition
 from minikafka.core.dynamic_config import (
     BROKERS,
     DEFAULT,
@@ -38,7 +39,6 @@ from minikafka.core.dynamic_config import (
     SOURCE_ENTITY,
     TOPICS,
 )
-from minikafka.core.types import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode
 from minikafka.tools.reassign.assignment_files import (
     format_reassignment_json,

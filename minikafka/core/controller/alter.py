@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Set
 
+from minikafka.common import TopicPartition
 from minikafka.core.controller.changes import PartitionChange, changed_record
 from minikafka.core.controller.model import PartitionRecord
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import AlterPartitionItem, AlterPartitionItemResponse
 

@@ -19,6 +19,7 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from minikafka.common import TopicPartition
 from minikafka.core.controller.changes import PartitionChange, fence_changes, unfence_changes
 from minikafka.core.controller.model import (
     BrokerRecord,
@@ -33,7 +34,6 @@ from minikafka.core.controller.reassign import Reassignments
 from minikafka.core.controller.records import TrackedDict
 from minikafka.core.controller.throttles import remove_unclaimed
 from minikafka.core.dynamic_config import ConfigSnapshot, topic_overrides
-from minikafka.core.types import TopicPartition
 from minikafka.wire.messages import BrokerInfo, PartitionState
 
 

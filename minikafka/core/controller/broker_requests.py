@@ -8,12 +8,12 @@ new incarnation of it registers, and unfenced by registering or by heartbeating 
 
 from collections.abc import Iterable
 
+from minikafka.common import TopicPartition
 from minikafka.core.controller.base import ControllerBase
 from minikafka.core.controller.changes import offline_changes
 from minikafka.core.controller.hosts import registration_refused
 from minikafka.core.controller.model import BrokerRecord, Effect, Event
 from minikafka.core.producer_ids import ProducerIdBlock, allocate_block
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, replace
 
+from minikafka.common import NO_LEADER, TopicPartition
 from minikafka.core.controller.model import VALUE, Event, PartitionRecord
 from minikafka.core.election import elect_leader
-from minikafka.core.types import NO_LEADER, TopicPartition
 
 
 @dataclass(**VALUE)

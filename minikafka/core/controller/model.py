@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from minikafka.common import NO_LEADER, TopicPartition
 from minikafka.core.dynamic_config import ConfigSnapshot
-from minikafka.core.types import NO_LEADER, TopicPartition
 from minikafka.wire.messages import BrokerInfo, PartitionState
 
 VALUE = dict(frozen=True, slots=True, kw_only=True)

@@ -9,10 +9,10 @@ core/controller/base.py).
 
 from collections.abc import Sequence
 
+from minikafka.common import TopicPartition
 from minikafka.core.controller.alter import alter_one
 from minikafka.core.controller.base import ControllerBase
 from minikafka.core.controller.model import Effect, Event
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.wire.messages import (
     AlterPartitionItem,

@@ -36,12 +36,12 @@ from collections.abc import Container, Mapping, Sequence, Set
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from minikafka.common import NO_LEADER, TopicPartition
 from minikafka.core.controller.changes import PartitionChange
 from minikafka.core.controller.model import VALUE, Event, PartitionRecord, SendStopReplica
 from minikafka.core.controller.throttles import ThrottleClaims, ThrottleKey, normalise_throttles
 from minikafka.core.controller.topics import replica_list_error
 from minikafka.core.election import elect_leader
-from minikafka.core.types import NO_LEADER, TopicPartition
 from minikafka.errors import ConfigError, ErrorCode, bounded_message
 from minikafka.wire.messages import (
     ConfigEntity,
@@ -153,7 +153,9 @@ class Reassignments:
         try:
             throttles = normalise_throttles(throttle_configs)
         except ConfigError as exc:
-            return ReassignResult(error_code=ErrorCode.INVALID_CONFIG, error_message=bounded_message(str(exc)))
+            return ReassignResult(
+                error_code=ErrorCode.INVALID_CONFIG, error_message=bounded_message(str(exc))
+            )
         group = self.throttles.record(throttles) if throttles else None
         counts = Counter((i.topic, i.partition) for i in items)
         result = ReassignResult()

@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from minikafka.common import TopicPartition
 from minikafka.core.controller.model import VALUE
-from minikafka.core.types import TopicPartition
 
 HEADER = "header"
 CONFIGS = "configs"

@@ -43,6 +43,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from minikafka.common import NO_LEADER, TopicPartition
 from minikafka.core.controller.broker_requests import BrokerRequests
 from minikafka.core.controller.model import BrokerRecord, ControllerConfig, PartitionRecord
 from minikafka.core.controller.partition_requests import PartitionRequests
@@ -61,7 +62,6 @@ from minikafka.core.controller.records import (
 )
 from minikafka.core.controller.topic_requests import TopicRequests
 from minikafka.core.dynamic_config import TOPICS, ConfigSnapshot
-from minikafka.core.types import NO_LEADER, TopicPartition
 from minikafka.errors import ConfigError
 
 DOC_VERSION = 1

@@ -10,6 +10,7 @@ ConfigurationControlManager commits one ConfigRecord batch per request.
 from collections import Counter
 from collections.abc import Sequence
 
+from minikafka.common import TopicPartition
 from minikafka.core.controller.base import ControllerBase
 from minikafka.core.controller.changes import leaderless_changes
 from minikafka.core.controller.configs import alter_configs, created_topic_event, describe_configs
@@ -22,7 +23,6 @@ from minikafka.core.controller.topics import (
     replicas_per_broker,
 )
 from minikafka.core.dynamic_config import TOPICS
-from minikafka.core.types import TopicPartition
 from minikafka.errors import ErrorCode, bounded_message
 from minikafka.wire.messages import (
     AlterConfigsResource,
@@ -286,6 +286,4 @@ class TopicRequests(ControllerBase):
 
 
 def _result(name: str, code: ErrorCode, message: str | None = None) -> CreatableTopicResult:
-    return CreatableTopicResult(
-        name=name, error_code=code, error_message=bounded_message(message)
-    )
+    return CreatableTopicResult(name=name, error_code=code, error_message=bounded_message(message))
