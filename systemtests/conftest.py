@@ -267,13 +267,13 @@ def system_matrix(pytestconfig: pytest.Config, tmp_path_factory) -> Matrix:
 
 
 @pytest.fixture(autouse=True)
-def machine_shared(request: pytest.FixtureRequest, system_matrix: Matrix) -> Iterator[None]:
+def machine_shared(request: pytest.FixtureRequest) -> Iterator[None]:
     """Under pytest-xdist every test holds the machine shared (harness/machine_lock.py), but
     the matrix's: its batch takes it per case, exclusively for a case that needs it alone."""
     if not hasattr(request.config, "workerinput") or "case_result" in request.fixturenames:
         yield  # one process: nothing to share
         return
-    with machine(system_matrix.session_dir):
+    with machine(request.getfixturevalue("system_matrix").session_dir):
         yield
 
 
