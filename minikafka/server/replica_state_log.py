@@ -19,10 +19,11 @@ null]` (the ISR only where this broker leads). One line per metrics interval, of
 So a row holds from the line that wrote it until the next line that changes it or marks it gone,
 a snapshot without it, or a process's first line: a restarted node held nothing while it was
 down, even if it comes back with the very row it died with (a wiped follower that has fetched
-its log back to the same offsets: seen in a partition-order run); `replay` turns a node's lines into those intervals (the time of the
-first line that showed a row, and of the last line before the one that ended it). Before issue
-13 every line was a snapshot: 5,100 partitions cost ~100 KB/s per node; an idle broker now writes
-one ~40-byte line per interval. Old files read the same (every line a snapshot).
+its log back to the same offsets: seen in a partition-order run). `replay` turns a node's lines
+into those intervals (the time of the first line that showed a row, and of the last line before
+the one that ended it). When every line was a snapshot, 5,100 partitions cost ~100 KB/s per
+node; an idle broker now writes one ~40-byte line per interval. Old files read the same (every
+line a snapshot).
 
 A replica the controller has not yet given a state (its LeaderAndIsr is still being applied: a
 new partition being created, one loaded from disk after a restart) has no leader epoch yet
