@@ -22,7 +22,7 @@ One run on 127.0.0.1, everything under a fresh temporary dir, removed at the end
    cross-check, with the peak of `replication_bytes_in_per_s` (1 s intervals).
 
 Each figure is printed with its ratio to min(trio reference, lmdb sync=on reference); the targets
-(issue 13) are produce >= 0.7 and catch-up >= 0.9 of that. Produce is also given against the
+are produce >= 0.7 and catch-up >= 0.9 of that. Produce is also given against the
 work it does on one host: at r=2 every byte is appended twice (leader, follower) and crosses
 loopback twice, 1 / (2 / lmdb + 2 / trio) MB/s with those steps one after another. MB are 10**6
 bytes; produce MB/s counts record values (as tools/perf.py does), catch-up MB/s whole batches

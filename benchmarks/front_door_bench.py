@@ -22,7 +22,7 @@ connection of its own:
 
 Printed: each bomb's outcome (answered with an error, connection closed, refused), the leader's
 peak RSS (VmHWM from /proc) and its RSS at the end, the client's records, their latency p50,
-p99 and max, and whether the broker is still up. The issue's targets: RSS under 300 MB, no
+p99 and max, and whether the broker is still up. The targets: RSS under 300 MB, no
 record waiting longer than 500 ms (before: 2,107 MB and an 8.0 s stall). `--json` prints one
 JSON object. Every loop is bounded in count and time.
 

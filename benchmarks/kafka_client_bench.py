@@ -1,11 +1,11 @@
 """Kafka's own client against minikafka's Kafka listener, beside minikafka's native client, in the
-same run on the same cluster (issue 14's performance check: the Kafka path at least 0.5 x the
+same run on the same cluster (the performance check: the Kafka path at least 0.5 x the
 native MB/s).
 
 A local cluster (controller + 3 brokers, log.sync on); topics of `--partitions` partitions at
 replication factor 2, one per path and producer configuration. Produce: `--records` records of
 `--record-size` random bytes with acks=all, twice: with the clients' default idempotence (off in
-librdkafka, which the issue's "client's default batching" leaves as the client ships it; the
+librdkafka, which "the client's default batching" leaves as the client ships it; the
 native producer told the same) and with idempotence on both paths (minikafka's producer has it
 on by default with acks=all, as Kafka's Java producer). The native path goes through
 tools/perf.py (its default batching: 100 kB batches, 8 requests in flight), the Kafka path

@@ -1,4 +1,4 @@
-"""Scale benchmark: what a cluster costs as its partition count grows (issue 13).
+"""Scale benchmark: what a cluster costs as its partition count grows.
 
 For each partition count (`--partitions`, default 100,1000,5000,20000), a fresh cluster on
 127.0.0.1 (a controller process and 3 brokers, `plan_cluster` + `LocalCluster.up`, node defaults
@@ -32,7 +32,7 @@ References first, measured in this run: Trio loopback and LMDB synced append MB/
 
 The load average is read before each count's cluster starts and printed in its row: on a small
 machine anything else running shows up in every figure. Progress goes to stderr; the table (one
-row per count, the growth of each figure from the smallest to the largest count, and the issue's
+row per count, the growth of each figure from the smallest to the largest count, and the scale
 goals at 5,000 and 20,000) or with `--json` one JSON object, to stdout. `--quick`: counts 10,100,
 short windows, small volumes (a smoke run of the whole path in about a minute).
 

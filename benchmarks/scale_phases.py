@@ -36,7 +36,7 @@ from minikafka.wire.messages import CreatableTopic, CreateTopicsRequest, CreateT
 
 REPLICATION_FACTOR = 2
 RECORD_BYTES = 100
-BATCH_BYTES = 100_000  # 1000 records x 100 B: the issue's "100 kB batches"
+BATCH_BYTES = 100_000  # 1000 records x 100 B: the goals' "100 kB batches"
 LATENCY_SENDERS = 32  # concurrent single-record sends: enough to hold the pace up to ~300 ms each
 
 

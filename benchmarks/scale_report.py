@@ -1,6 +1,6 @@
-"""The scale benchmark's report: the table, the growth of each figure with the partition count,
-and the issue's goals (issue 13), from the result dict scale_bench.py builds (and prints with
---json). Pure: no I/O, so it is tested on hand-made results.
+"""The scale benchmark's report: the table, the growth of each figure with the partition count, and
+the scale goals (an idle broker costs next to nothing per partition), from the result dict
+scale_bench.py builds (and prints with --json). Pure: no I/O, so it is tested on hand-made results.
 
 A failed phase's cells read `failed[n]`, with note n under the table giving the phase and why; a
 phase not run because an earlier one failed (no topic, no cluster) reads `-`.
@@ -50,7 +50,7 @@ COLUMNS: list[tuple[str, str, str, Getter, str]] = [
     ("catchup_s", "catch-up s", "catchup", lambda c: c["catchup_s"], "{:.1f}"),
 ]
 
-# Issue 13's goals at 5,000 partitions: (figure, bound, what it says).
+# The scale goals at 5,000 partitions: (figure, bound, what it says).
 GOALS_AT = 5000
 GOALS = [
     ("idle_cpu_pct", 3.0, "idle CPU under 3 % per broker"),
@@ -189,5 +189,5 @@ def render(r: dict[str, Any]) -> str:
             )
     said = goals(rows)
     if said:
-        out += ["", "issue 13 goals:", *said]
+        out += ["", "scale goals:", *said]
     return "\n".join(out)

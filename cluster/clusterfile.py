@@ -45,7 +45,7 @@ class ClusterRecord:
     state: ClusterState
     created_at: str
     proxy_pid: int | None = None  # the fault proxy's process, if the spec has one
-    cluster_id: str = ""  # issue 11: every node gets it (cluster/secret.py); "" in older files
+    cluster_id: str = ""  # every node gets it (cluster/secret.py); "" in older files
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "node_command", tuple(self.node_command))

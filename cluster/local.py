@@ -14,7 +14,7 @@ metrics endpoints (cluster/prometheus_targets.py).
 
 Each `up` gives the cluster a fresh identity (cluster/secret.py): a cluster id, recorded in the
 cluster file and passed to every node, and a secret in `<base_dir>/cluster.secret` (mode 0600)
-that the nodes read, so that only they can send each other control-plane requests (issue 11).
+that the nodes read, so that only they can send each other control-plane requests.
 
 A spec with a fault proxy (`plan_cluster(..., fault_proxy=True)`) gets its proxy process started
 before the nodes (their routes point at it) and stopped after them; `fault_proxy()` is the
@@ -119,7 +119,7 @@ class LocalCluster:
             raise ConfigError(f"ready timeout must be positive, got {ready_timeout_s!r}")
         _refuse_if_running(spec.base_dir)
         spec.base_dir.mkdir(parents=True, exist_ok=True)
-        write_cluster_secret(spec.base_dir)  # mode 0600; nodes get its path (issue 11)
+        write_cluster_secret(spec.base_dir)  # mode 0600; nodes get its path, never its content
         record = ClusterRecord(
             spec=spec,
             node_command=command,

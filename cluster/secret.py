@@ -1,4 +1,4 @@
-"""A local cluster's identity: its cluster id and the secret its nodes share (issue 11).
+"""A local cluster's identity: its cluster id and the secret its nodes share.
 
 `minikafka cluster up` makes both: the id goes into the cluster file and onto every node's
 command line (`--set cluster.id=...`, not secret), the secret into `<base_dir>/cluster.secret`,

@@ -34,7 +34,7 @@ class ErrorCode(IntEnum):
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
     INVALID_REQUIRED_ACKS = 21
     # Kafka's ClusterAuthorizationException: a control-plane request from a connection that has
-    # not proven membership of this cluster (issue 11; server/cluster_gate.py). Not retriable.
+    # not proven membership of this cluster (server/cluster_gate.py). Not retriable.
     CLUSTER_AUTHORIZATION_FAILED = 31
     UNSUPPORTED_VERSION = 35
     KAFKA_STORAGE_ERROR = 56

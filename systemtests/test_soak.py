@@ -1,4 +1,4 @@
-"""The soak: many seeded fault runs, each a fresh cluster under acks=all load (issue 11).
+"""The soak: many seeded fault runs, each a fresh cluster under acks=all load.
 
     [MINIKAFKA_SOAK_RUNS=50] [MINIKAFKA_SEED=1] .venv/bin/pytest systemtests -m soak [--run-dir runs]
 

@@ -1,5 +1,5 @@
-"""The analysis' figures of a move beside the throttle verdict (issue 26): each judged sensor
-against its own bound, the record bytes on the wire beside those the quota charged, the order
+"""The analysis' figures of a move beside the throttle verdict (docs/throttling.md): each judged
+sensor against its own bound, the record bytes on the wire beside those the quota charged, the order
 in which partitions caught up, and the acks=all latency of partitions still in sync
 (tools/analysis/frames.py `judged_windows`, `catch_ups`, `catch_up_order`, `latency_phases`).
 

@@ -140,7 +140,7 @@ def test_plan_names_the_binding_throttle_and_both_figures_under_load():
 
 def test_plan_takes_each_partitions_inbound_from_its_leaders_partition_bytes_in():
     # Broker 1 leads t-0..t-3 and says ~160 kB/s for t-0 and t-1 (median of its lines); its gauge
-    # leaves out t-2 and t-3, which had no bytes in their window (issue 13): 0 B/s. Broker 2's
+    # leaves out t-2 and t-3, which had no bytes in their window: 0 B/s. Broker 2's
     # figure for t-0 is replication (a follower's) and not read.
     lines = {
         1: [

@@ -1,4 +1,4 @@
-"""The pure parts of `produce` and `consume` (issue 15): keyed lines as Kafka's console producer
+"""The pure parts of `produce` and `consume`: keyed lines as Kafka's console producer
 reads them, the partition each record goes to, lossless JSON for binary records, --offset, and
 Kafka's `--bootstrap-server` accepted wherever `--bootstrap` is."""
 

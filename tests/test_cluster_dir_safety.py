@@ -1,4 +1,4 @@
-"""What `cluster down --wipe` and `minikafka demo --dir` may delete (issue 11, point 7).
+"""What `cluster down --wipe` and `minikafka demo --dir` may delete: nothing it did not make.
 
 A wipe deletes only data dirs inside the directory its cluster file was found in, whatever the
 file says; the demo reuses a directory only if it is missing, empty, or holds nothing but a

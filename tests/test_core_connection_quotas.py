@@ -1,4 +1,7 @@
-"""core/connection_quotas.py: Kafka's ConnectionQuotas, as plain counts (issue 25)."""
+"""core/connection_quotas.py: Kafka's ConnectionQuotas, as plain counts.
+
+docs/front-door.md#connections says what they bound.
+"""
 
 from __future__ import annotations
 

@@ -107,7 +107,7 @@ def test_from_doc_rejects_malformed_doc():
         )
 
 
-# ---------------------------------------------------------------------------- records (issue 13)
+# ---------------------------------------------------------------------------- records
 
 
 def saved(records: dict, changes) -> dict:
@@ -144,7 +144,7 @@ def test_records_restore_what_the_document_restores():
 
 
 def test_an_isr_change_saves_one_partition_not_the_cluster():
-    """Issue 13: every save packed and wrote the whole document, so one ISR change on a big
+    """Every save used to pack and wrote the whole document, so one ISR change on a big
     cluster cost all its partitions. Now it writes the header and the partition it changed."""
     c = make()
     epochs = register(c)

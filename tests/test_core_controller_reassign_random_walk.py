@@ -30,7 +30,7 @@ def test_random_walk_invariants(seed):
     rng = random.Random(seed)
     k = Cluster(assignments=((1, 2), (2, 3), (3, 4), (4, 1)), seed=seed)
     throttle = [ConfigEntity(entity_type="brokers", entity_name="1", configs={LR: "1000"})]
-    saved: dict = {}  # the metadata store's records, saved after every step (issue 13)
+    saved: dict = {}  # the metadata store's records, saved after every step, as records
     for _ in range(120):
         action = rng.random()
         live = [b for b in (1, 2, 3, 4) if not k.c.is_fenced(b)]
@@ -81,7 +81,7 @@ def test_random_walk_invariants(seed):
 
 
 def test_a_move_past_the_per_broker_cap_is_refused_partition_by_partition():
-    """max.broker.partitions holds for moves as for creation (issue 11): broker 4 hosts nothing
+    """max.broker.partitions holds for moves as for creation (KIP-578): broker 4 hosts nothing
     and may host 1; the first move onto it is accepted, the second refused, the state kept."""
     cl = Cluster()
     cl.c.config = ControllerConfig(max_partitions_per_broker=1)

@@ -1,5 +1,5 @@
 """The controller state machine: broker registration, epochs and incarnations, heartbeats, and
-the addresses a broker may register with (issue 11).
+the addresses a broker may register with (a broker may not claim another's address).
 
 Seeded and deterministic; the factories are in controller_support.py. Times are ms; the
 session timeout is the default 9000 ms, so a broker last heard from at t is still live at
@@ -92,7 +92,7 @@ def test_heartbeat_errors_and_plain_heartbeat():
     assert c.heartbeat(broker_id=1, broker_epoch=epochs[1], now_ms=1) == (ErrorCode.NONE, False, [])
 
 
-# ---------------------------------------------------------------------------- addresses, issue 11
+# ---------------------------------------------------------------------------- addresses
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def test_register_accepts_ip_literals_and_host_names(host):
     assert code == ErrorCode.NONE
 
 
-# ---------------------------------------------------------------------------- Kafka listener, issue 14
+# ---------------------------------------------------------------------------- Kafka listener
 
 
 def test_a_brokers_kafka_listener_is_kept_advertised_and_restored():

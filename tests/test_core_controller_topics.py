@@ -1,6 +1,6 @@
 """The controller state machine: creating topics (Kafka's replica assignment, validation,
 manual assignments, validate_only), topic configs (a topic's own unclean election among them)
-and the partition caps (issue 11).
+and the partition caps (bounded work per request and per broker).
 
 Seeded and deterministic; the factories are in controller_support.py. Times are ms; the
 session timeout is the default 9000 ms, so a broker last heard from at t is still live at
@@ -226,7 +226,7 @@ def test_manual_assignment_with_a_fenced_replica():
     assert "are fenced" in results[0].error_message
 
 
-# ---------------------------------------------------------------------------- topic configs, issue 11
+# ---------------------------------------------------------------------------- topic configs
 
 
 @pytest.mark.parametrize(
@@ -318,7 +318,7 @@ def test_partition_caps_have_generous_defaults():
 
 
 def test_a_creation_builds_one_wire_state_per_partition():
-    """Issue 13: the LeaderAndIsr to each replica and the UpdateMetadata to every broker each
+    """The LeaderAndIsr to each replica and the UpdateMetadata to every broker each
     built their own PartitionState, N x (replication factor + 1) for N partitions; they share
     one per partition now (frozen values)."""
     c = make()

@@ -197,7 +197,7 @@ def test_an_unchanged_state_is_not_written_again() -> None:
 
 
 def test_an_empty_state_advances_with_the_hw() -> None:
-    """A few bytes, and a restart replays only the log after it (as before issue 25)."""
+    """A few bytes, and a restart replays only the log after it (as before snapshots expired)."""
     state = marked(settled(), 0)
     assert not snapshot_due(state, 0)
     assert snapshot_due(state, 1)

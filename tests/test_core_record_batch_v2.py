@@ -137,7 +137,7 @@ def test_validate_records_reads_every_record_length_width(size):
         v2.validate_records(bytes(bad), v2.read_header(bytes(bad)))
 
 
-# --- each record's fields, not only its length (issue 25) ---------------------------------------
+# --- each record's fields, not only its length ------------------------------------------------
 
 
 def _zz(value: int) -> bytes:

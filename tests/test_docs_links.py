@@ -1,11 +1,12 @@
 """Citations stay inside the repository, and every `docs/<page>.md#anchor` cited resolves.
 
 A user of minikafka has the repository, not the team's private notes: no file under the scanned
-trees may cite `REFERENCE.md`, `DESIGN.md` or a `../shared` folder. A citation of a docs page
-(there and in tests/, this file's planted faults aside) must name a page that exists and, with an
-anchor, a heading of that page whose GitHub slug is the anchor (GitHub's rule: lower case, punctuation other than `-` and `_` dropped, spaces to `-`,
-`-1`, `-2`... for repeated headings). Pages' own `](#anchor)` links are held to the same rule.
-`docs/throttling.md`'s section anchors are fixed: code, tests and other pages cite them.
+trees may cite `REFERENCE.md`, `DESIGN.md` or a shared folder beside the repository. A citation of a
+docs page (there and in tests/, this file's planted faults aside) must name a page that exists and,
+with an anchor, a heading of that page whose GitHub slug is the anchor (GitHub's rule: lower case,
+punctuation other than `-` and `_` dropped, spaces to `-`, `-1`, `-2`... for repeated headings).
+Pages' own `](#anchor)` links are held to the same rule. `docs/throttling.md`'s section anchors are
+fixed: code, tests and other pages cite them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ PAGE_LINK = re.compile(r"\]\(#([A-Za-z0-9_-]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 
-# The anchors of docs/throttling.md that others cite (issue 26): renaming a heading breaks them.
+# The anchors of docs/throttling.md that others cite, fixed: renaming a heading breaks them.
 THROTTLING_ANCHORS = (
     "configs",
     "the-replication-throttle",

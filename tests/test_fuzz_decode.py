@@ -1,4 +1,4 @@
-"""Structure-aware fuzzing of both listeners' decoders, in process (issue 25).
+"""Structure-aware fuzzing of both listeners' decoders, in process (docs/front-door.md#the-fuzzer).
 
 Every served Kafka API and version, and every native request message: hypothesis builds a valid
 request (minikafka/testing/fuzz.py, fuzz_native.py), mutates it where a decoder trusts the
@@ -103,7 +103,7 @@ KAFKA_REGRESSIONS = {
     "produce-null-topic-data": struct.pack(">hhihhhii", 0, 3, 1, -1, -1, 1, 1000, -1),
     # Likewise a non-nullable compact string (ApiVersions v3 client_software_name).
     "api-versions-null-name": struct.pack(">hhih", 18, 3, 1, -1) + b"\x00\x00\x021\x00",
-    # The issue's 20-byte request: 2^35 - 2 elements claimed (kio aborted the process).
+    # The 20-byte request that once aborted: 2^35 - 2 elements claimed (kio aborted the process).
     "reassignments-2^35-elements": struct.pack(">hhih", 46, 0, 1, -1)
     + b"\x00"
     + struct.pack(">i", 1000)

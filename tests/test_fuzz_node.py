@@ -1,4 +1,4 @@
-"""The fuzzer against a real node, over TCP on both listeners (issue 25).
+"""The fuzzer against a real node, over TCP on both listeners (docs/front-door.md#the-fuzzer).
 
 `test_fixed_seed_fuzz_leaves_the_node_serving` (integration, in make test): a few thousand
 mutated requests of every served API, Kafka's and the native ones (minikafka/testing/

@@ -1,4 +1,4 @@
-"""Installs (issue 12 point 5): the lock and pyproject name the same packages, and everything but
+"""Installs: the lock and pyproject name the same packages, and everything but
 the analysis runs without the `[analysis]` extra.
 
 The import test runs in a subprocess whose first act is a `sys.meta_path` finder refusing
@@ -6,7 +6,7 @@ pyspark, py4j and matplotlib (this venv has them; a user's may not), then import
 of minikafka, minikafka.cluster and minikafka.tools, and runs the CLI. Only the Spark job's two
 modules may fail to import, and then with the one-line pip hint.
 
-The import names (issue 12 point 4): the folders cluster/ and tools/ install as minikafka.cluster
+The import names: the folders cluster/ and tools/ install as minikafka.cluster
 and minikafka.tools, never as top-level `cluster` and `tools`. pyproject.toml lists the packages
 (setuptools' find cannot rename a folder), held here equal to the folders; a built wheel holds
 every module under its minikafka name and nothing else at the top.

@@ -1,4 +1,4 @@
-"""`minikafka cluster kill|pause|resume|stop|start|restart NODE` (issue 15): the launcher's node
+"""`minikafka cluster kill|pause|resume|stop|start|restart NODE`: the launcher's node
 control from the command line, on a cluster another command started, with one line of text or
 `--json` per action and a one-line error for a node that cannot take it."""
 

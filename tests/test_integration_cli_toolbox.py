@@ -1,4 +1,4 @@
-"""The operator's toolbox from the command line (issue 15), on one real cluster started and
+"""The operator's toolbox from the command line, on one real cluster started and
 restarted by `minikafka cluster up`: keyed and partitioned produce, consume by partition and
 offset with lossless JSON, topics describe with offsets and Kafka's filters, Kafka's perf lines,
 `logs --follow`, `status --json` ports, and `cluster up` on a stopped cluster's directory."""

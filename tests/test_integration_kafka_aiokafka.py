@@ -1,7 +1,7 @@
-"""aiokafka, the third client issue 14 names, against the Kafka listener: it negotiates its
-versions through ApiVersions, creates a topic with its admin client, produces with acks=all and
-idempotence on, and reads everything back in a group of two consumers that commit after each
-batch (a record is read twice only where a rebalance beat its commit); the committed offsets
+"""aiokafka, a third Kafka client (after librdkafka and kafka-python), against the Kafka listener:
+it negotiates its versions through ApiVersions, creates a topic with its admin client, produces with
+acks=all and idempotence on, and reads everything back in a group of two consumers that commit after
+each batch (a record is read twice only where a rebalance beat its commit); the committed offsets
 are the end offsets.
 
 A controller and three brokers from `LocalCluster.up`; topic "aio", 3 partitions, r=2.

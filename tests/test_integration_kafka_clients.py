@@ -1,5 +1,5 @@
 """Real processes, real Kafka clients: librdkafka (confluent-kafka) and kafka-python against the
-brokers' Kafka-protocol listeners (issue 14; server/kafka_apis.py).
+brokers' Kafka-protocol listeners (server/kafka_apis.py).
 
 A controller and three brokers from `LocalCluster.up` (every broker gets `kafka.listen` on a free
 port); a topic of 6 partitions, r=2, made with minikafka's own admin client. Each client then

@@ -1,4 +1,4 @@
-"""Real processes, real Kafka clients in one consumer group (issue 14).
+"""Real processes, real Kafka clients in one consumer group.
 
 A controller and three brokers from `LocalCluster.up`; topic "kg", 6 partitions, r=2. 100,000
 records come from each client: confluent-kafka (librdkafka, acks=all, idempotence on) and

@@ -1,5 +1,5 @@
 """Real processes: a partition leader is SIGKILLed while librdkafka (confluent-kafka) produces
-with acks=all and idempotence on (issue 14). Every message librdkafka reports delivered must be
+with acks=all and idempotence on. Every message librdkafka reports delivered must be
 read back, at the offset the report gave, from the surviving brokers.
 
 Three brokers, topic "kc-kill" with 3 partitions at replication factor 3 (so each partition

@@ -1,4 +1,4 @@
-"""Real processes, real Kafka clients producing and fetching (issue 14): librdkafka
+"""Real processes, real Kafka clients producing and fetching: librdkafka
 (confluent-kafka) writes with acks=all and idempotence on, kafka-python reads, and minikafka's
 own clients read and write the same partitions.
 

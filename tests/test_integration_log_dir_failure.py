@@ -1,6 +1,6 @@
 """Real processes on 127.0.0.1: a broker whose LMDB map is full (a real MDB_MAP_FULL) takes the
 replicas it cannot write offline, tells the controller, and leadership moves to the healthy
-replica at once, while the broker itself stays registered (issue 11 point 4; Kafka's log-dir
+replica at once, while the broker itself stays registered (Kafka's log-dir
 failure handling, server/offline_replicas.py).
 
 Every node gets a 2 MiB map. A topic of one replica on broker X fills X's map; a second topic

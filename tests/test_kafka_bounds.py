@@ -1,4 +1,4 @@
-"""Kafka requests' lengths checked before kio allocates (kafka/bounds.py, issue 25).
+"""Kafka requests' lengths checked before kio allocates (kafka/bounds.py, docs/front-door.md).
 
 The walker must accept every valid request of every served API and version, exactly to its
 end (hypothesis builds them from kio's own schema classes, which it encodes), refuse every
@@ -42,8 +42,8 @@ encode = encode_kafka  # the fuzzer's: the schema's header version, then the bod
 
 
 def test_an_array_length_past_the_frame_is_refused_before_allocation() -> None:
-    """The issue's 20-byte request: a clean RemoteProtocolError, in a child process so that
-    an abort (the bug) fails this test instead of ending the test run."""
+    """The 20-byte request of docs/front-door.md: a clean RemoteProtocolError, in a child process so
+    that an abort (the bug) fails this test instead of ending the test run."""
     code = (
         "from minikafka.kafka.codec import decode_request\n"
         "from minikafka.errors import RemoteProtocolError\n"

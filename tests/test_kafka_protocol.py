@@ -1,4 +1,4 @@
-"""Kafka binary protocol codec and pure handlers (minikafka/kafka, issue 14).
+"""Kafka binary protocol codec and pure handlers (minikafka/kafka).
 
 Requests are encoded with kio as a client would (header + body, no length prefix); responses
 are decoded back with kio's readers, and once with kafka-python's own protocol classes.

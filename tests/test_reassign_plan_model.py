@@ -113,8 +113,8 @@ def test_partition_bytes_in_is_the_median_on_each_partitions_leader():
     t0, t1, u0, u1, v0, w0 = T[0], T[1], U[0], U[1], TopicPartition("v", 0), TopicPartition("w", 0)
     lines = {
         # Broker 1 leads t-0 and t-1. The gauge names only partitions with bytes in their window
-        # (issue 13): t-1 missing from a line was at 0 then. A value that is not a number counts
-        # for nothing: t-1's median is over 0, 0 and 50.
+        # (server/replica_gauges.py): t-1 missing from a line was at 0 then. A value that is not a
+        # number counts for nothing: t-1's median is over 0, 0 and 50.
         1: [
             metrics_line(1.0, {"t-0": 100.0, "t-1": 0.0}),
             metrics_line(2.0, {"t-0": 300.0, "t-1": "x"}),

@@ -476,7 +476,7 @@ async def test_fetcher_retries_after_the_leader_is_unreachable(autojump_clock, p
     assert b.log_bytes("t") == a.log_bytes("t")
 
 
-# ---------------------------------------------------------------------------- size caps, issue 11
+# ---------------------------------------------------------------------------- size caps
 
 
 def big_batch(value_bytes: int) -> bytes:
@@ -545,7 +545,7 @@ async def test_a_topic_max_message_bytes_is_honoured_only_up_to_what_a_fetch_can
 ):
     """A topic may raise max.message.bytes above the broker's message.max.bytes, but never
     above socket.max.frame.bytes less the 1 MiB of header room: a batch larger than a fetch
-    response can carry would be stored and never read (issue 11 point 3)."""
+    response can carry would be stored and never read."""
     frame = 2 * 1024 * 1024
     cfg = replace(config(1), socket_max_frame_bytes=frame, message_max_bytes=1000)
     broker = MemoryBroker(cfg, tmp_path / "b1")

@@ -1,4 +1,4 @@
-"""Issue 11 point 1: the control plane answers only the cluster's own nodes.
+"""Cluster membership: the control plane answers only the cluster's own nodes.
 
 In process, on memory streams, under the autojump MockClock: a MemoryNetwork is one cluster
 (a generated cluster id and secret); its brokers serve through the real listener pump behind a
@@ -428,7 +428,7 @@ async def test_an_error_inside_a_connection_block_comes_out_as_itself(autojump_c
 
 def test_allocate_producer_ids_is_a_control_api_a_node_sends_only_for_itself():
     """KIP-730's AllocateProducerIds hands out blocks of producer ids: from anyone but a proven
-    broker acting as itself, a client could exhaust or skew the ids (issue 11 point 1)."""
+    broker acting as itself, a client could exhaust or skew the ids."""
     from minikafka.core.cluster_auth import MembershipSession, refusal
     from minikafka.wire.messages import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 

@@ -165,7 +165,7 @@ def test_the_partition_caps_are_node_settings_the_controller_and_the_store_honou
 
 
 def test_an_overflowing_broker_channel_replaces_its_backlog_with_the_full_state():
-    """Issue 11 point 5: a broker that cannot be reached made the controller queue requests
+    """A broker that cannot be reached made the controller queue requests
     until the queue raised and the controller died. Now the backlog is bounded: on overflow it
     is replaced by what the broker's registration would tell it (all partitions, its own)."""
     from minikafka.server.controller_service import BrokerChannel
@@ -203,7 +203,7 @@ def test_an_overflowing_broker_channel_replaces_its_backlog_with_the_full_state(
 
 
 def test_requests_too_big_for_a_frame_are_cut_into_several():
-    """Issue 13: a creation of 20,000 partitions makes a 2.4 MB UpdateMetadata; under a lower
+    """A creation of 20,000 partitions makes a 2.4 MB UpdateMetadata; under a lower
     socket.max.frame.bytes the broker would refuse the frame and the controller resend it
     forever. LeaderAndIsr and UpdateMetadata go in runs that fit; the configs ride once."""
     from minikafka.server.config import FRAME_HEADROOM_BYTES
@@ -254,7 +254,7 @@ def test_requests_too_big_for_a_frame_are_cut_into_several():
 
 
 async def test_a_restarted_controller_resumes_from_its_records_on_disk(autojump_clock, tmp_path):
-    """Issue 13 end to end, on a real store: a store written before records (the whole
+    """Saves as records end to end, on a real store: a store written before records (the whole
     document under `doc`) is read and rewritten as records by the first start, and each start
     restores the same partitions with a new controller epoch."""
     from minikafka.storage import MetadataStore, StoreConfig

@@ -1,4 +1,4 @@
-"""A node's door on memory streams (issue 25): strangers cannot lock the nodes out.
+"""A node's door on memory streams (docs/front-door.md): strangers cannot lock the nodes out.
 
 serve_admitted with the node's ConnectionQuotas and RequestMemory, under the autojump clock:
 - a connection over the client limits is on probation: a node proving membership with the

@@ -1,5 +1,5 @@
 """The HW checkpoints (server/replica_manager.py `run_hw_checkpoints`) look only at partitions
-whose machine reported a change (issue 13); the full-disk retry is in test_shell_jsonl_failures."""
+whose machine reported a change; the full-disk retry is in test_shell_jsonl_failures."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from minikafka.testing.memory_node import MemoryBroker, partition_state
 async def test_a_followers_hw_moved_by_a_fetch_answer_alone_is_checkpointed(
     autojump_clock, tmp_path
 ):
-    """The checkpoints look only at partitions whose machine reported a change (issue 13). A
+    """The checkpoints look only at partitions whose machine reported a change. A
     follower's last HW step comes in a fetch answer without records (the leader's HW moved after
     our append), outside the log writer's commits: the machine's notice must cover it."""
     config = NodeConfig(node_id=1, host="broker-1", port=9001)

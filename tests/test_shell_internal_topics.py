@@ -1,4 +1,4 @@
-"""A client cannot create an internal topic (issue 25); the group coordinator can.
+"""A client cannot create an internal topic (docs/front-door.md); the group coordinator can.
 
 Broker.dispatch with a controller link that creates whatever it is asked: a client's
 CreateTopics naming `__consumer_offsets` is answered INVALID_REQUEST for that name ("Creation of

@@ -1,4 +1,4 @@
-"""A node's JSON-lines logs and its HW checkpoints survive a full disk (issue 11 point 4).
+"""A node's JSON-lines logs and its HW checkpoints survive a full disk.
 
 `/dev/full` is a real file whose every write fails with ENOSPC, as a full disk's would.
 """

@@ -1,4 +1,4 @@
-"""A large legal Kafka request does not hold the event loop (issue 25, finding 6).
+"""A large legal Kafka request does not hold the event loop (docs/front-door.md).
 
 A Fetch naming 5,000 partitions (a 15 MiB one named a million) went through kio translation,
 the broker's checks and kio encoding in one go on the event loop: no other task, heartbeats

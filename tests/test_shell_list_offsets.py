@@ -79,7 +79,7 @@ async def _produce(broker: MemoryBroker, *stamps: list[int]) -> None:
 
 
 async def test_offsets_by_time_with_timestamps_out_of_order(autojump_clock, tmp_path):
-    """The issue's finding: a timestamp was refused with INVALID_REQUEST. Now the earliest
+    """The bug found: a timestamp was refused with INVALID_REQUEST. Now the earliest
     offset whose timestamp is >= it, with that timestamp; -1/-1 past the last record."""
     broker = MemoryBroker(NodeConfig(node_id=1, host="b1", port=9001), tmp_path / "b1")
     async with broker.running():

@@ -200,8 +200,8 @@ BAD_FRAMES = {
     "wrong_field_type": _envelope(
         int(ApiKey.PRODUCE), {"acks": "all", "timeout_ms": 1000, "partitions": []}
     ),
-    # A valid produce whose unknown (ignored) field holds ~60 KB of empty arrays, ~3.8 MB of
-    # lists once decoded: past the decode budget of 16x (issue 11), refused before dispatch.
+    # A valid produce whose unknown (ignored) field holds ~60 KB of empty arrays, ~3.8 MB of lists
+    # once decoded: past the decode budget of 16x (docs/front-door.md), refused before dispatch.
     "expands_past_budget": _envelope(
         int(ApiKey.PRODUCE), {"acks": 0, "timeout_ms": 1, "partitions": [], "pad": [[]] * 60_000}
     ),

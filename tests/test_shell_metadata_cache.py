@@ -1,5 +1,5 @@
 """A broker's metadata cache (server/metadata_cache.py) and the Metadata answer it shares with
-the controller: what a topic filter returns, and that its cost is the topics named (issue 13)."""
+the controller: what a topic filter returns, and that its cost is the topics named."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class CountingTopics(Sequence[str]):
 
 
 def test_a_topic_filter_is_not_searched_once_per_partition():
-    """Issue 13: `st.topic not in topics` searched the request's list for every partition, so a
+    """`st.topic not in topics` used to search the request's list for every partition, so a
     filter of T topics over P partitions cost P x T."""
     states = [partition_state("t", p, leader=1, isr=[1]) for p in range(1000)]
     topics = CountingTopics(["t", "u"])

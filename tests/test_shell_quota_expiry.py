@@ -1,5 +1,5 @@
 """Client quota sensors expire after an hour without a record, as Kafka's do
-(ClientQuotaManager.InactiveSensorExpirationTimeSeconds = 3600, issue 11): a broker that has
+(ClientQuotaManager.InactiveSensorExpirationTimeSeconds = 3600): a broker that has
 seen many client ids does not keep their sensors forever."""
 
 from __future__ import annotations

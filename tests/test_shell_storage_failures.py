@@ -1,4 +1,4 @@
-"""Storage failures are storage failures (issue 11 point 4), on the in-process broker
+"""Storage failures are storage failures, not a broker's death, on the in-process broker
 (minikafka/testing/memory_node.py) over real LogStores in tmp_path, under the autojump MockClock.
 
 The store's `append` is wrapped so that chosen writes fail once, as an LMDB error would.
@@ -327,7 +327,7 @@ async def test_a_plain_storage_refusal_does_not_take_the_replica_offline(autojum
 async def test_a_leader_and_isr_the_store_cannot_hold_gets_per_partition_errors(
     autojump_clock, tmp_path
 ):
-    """Issue 11 point 5: more partitions than the store allows is answered per partition (the
+    """More partitions than the store allows is answered per partition (the
     controller used to resend the whole request every 0.2 s forever, as the broker closed the
     connection on the exception)."""
     broker = MemoryBroker(
@@ -349,7 +349,7 @@ async def test_a_leader_and_isr_the_store_cannot_hold_gets_per_partition_errors(
 async def test_leader_and_isr_creates_its_new_partitions_in_one_store_call(
     autojump_clock, tmp_path
 ):
-    """Issue 13: one create (one transaction, one sync) per new partition made a big topic's
+    """One create (one transaction, one sync) per new partition used to make a big topic's
     creation grow with its partition count; a LeaderAndIsr now creates them in one call."""
     broker = MemoryBroker(config(1), tmp_path / "b1")
     calls: list[list[TopicPartition]] = []

@@ -81,7 +81,7 @@ def test_new_partition_is_empty_and_create_is_idempotent(store: LogStore) -> Non
 
 
 def test_create_partitions_creates_many_in_one_call_up_to_the_cap(tmp_path: Path) -> None:
-    """Issue 13: a LeaderAndIsr's new partitions are created in one transaction; those over the
+    """A LeaderAndIsr's new partitions are created in one transaction; those over the
     store's cap get their StorageError and the others are created (and survive a reopen)."""
     tps = [TopicPartition("big", p) for p in range(5)]
     config = StoreConfig(map_size_bytes=1 << 30, max_partitions=4)

@@ -278,7 +278,7 @@ def test_oversize_config_map_rejected_both_ways():
 
 
 def nested_empty_arrays(total_bytes: int) -> bytes:
-    """Issue 11 point 5: [[[], [], ...], ...] — every 0x90 byte becomes a 56-byte list plus an
+    """Bounded decoding: [[[], [], ...], ...] — every 0x90 byte becomes a 56-byte list plus an
     8-byte slot (~64x), so 8 MB of it used to build more than 500 MiB of objects."""
     inner = MAX_LIST_LEN // 2
     outer = total_bytes // inner

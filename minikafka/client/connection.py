@@ -12,7 +12,7 @@ NetworkClient: `ClusterConnectionStates.throttle`, the node is not ready while t
 Requests already sent are not affected. The broker mutes the connection for the same time, so a
 client that waits too never has a request sitting unread in a muted connection.
 
-Cluster membership (issue 11): a node opening a connection to a peer passes its `credential`,
+Cluster membership: a node opening a connection to a peer passes its `credential`,
 and the connection proves membership before the block starts (client/membership.py); clients
 pass none. Whatever the block raises comes out of `open_connection` as itself.
 """

@@ -1,4 +1,4 @@
-"""A node's side of proving cluster membership on a connection it opened (issue 11).
+"""A node's side of proving cluster membership on a connection it opened.
 
 `prove_membership` runs the handshake of core/cluster_auth.py: ClusterHandshake, then
 ClusterAuthenticate with an HMAC proof made with the cluster secret, then checks the server's

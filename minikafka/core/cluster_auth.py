@@ -1,5 +1,5 @@
 """Cluster membership: which requests only the cluster's own nodes may send, and how a
-connection proves that it comes from one of them (issue 11).
+connection proves that it comes from one of them.
 
 Kafka keeps its control plane behind the inter-broker listener and the CLUSTER_ACTION
 permission (KafkaApis `authHelper.authorizeClusterOperation`): a LeaderAndIsr, UpdateMetadata,

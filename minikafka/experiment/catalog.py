@@ -44,7 +44,7 @@ def _leader_kill_retrying(seed: int, duration: float | None) -> list[ExperimentS
     # retry of a batch whose first attempt was written is stored twice unless the producer is
     # idempotent (KIP-98, Kafka's default since 3.0), so the run must be valid, `duplicated`
     # empty. `--no-idempotence` runs the same schedule without it: the checker then reports
-    # `duplicated` (issue 11 point 6 measured 20-80 values per 60,000), an invalid run, which
+    # `duplicated` (20-80 values per 60,000 when measured), an invalid run, which
     # is why it is not a variant here (the system tests expect every variant valid).
     (base,) = _leader_kill(seed, duration)
     return [replace(base, name="leader-kill-retrying", producer_retries=True, idempotence=True)]

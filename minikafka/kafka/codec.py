@@ -1,4 +1,4 @@
-"""Decode Kafka requests and encode Kafka responses with kio (issue 14).
+"""Decode Kafka requests and encode Kafka responses with kio, for real Kafka clients.
 
 A request payload starts with api_key (int16), api_version (int16) and correlation_id (int32)
 whatever its header version (Kafka's RequestHeader v0-v2), so we peek at those before choosing a

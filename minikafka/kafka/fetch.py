@@ -3,7 +3,7 @@ FetchRequest, and the answer back with every batch in RecordBatch v2. Pure.
 
 - Consumers only: a fetch naming a replica id (a follower's) is refused with
   CLUSTER_AUTHORIZATION_FAILED, since the Kafka listener never proves cluster membership
-  (followers fetch on the native listener, through the cluster gate, issue 11).
+  (followers fetch on the native listener, through the cluster gate).
 - Sessionless (KIP-227 allows a broker to decline): every fetch is answered in full with
   session id 0, so a client that asks for a session goes on sending full fetches. Forgotten
   topics therefore change nothing.

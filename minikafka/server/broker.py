@@ -10,7 +10,7 @@ config snapshot, which goes to the `DynamicConfigs` holder (server/dynamic_confi
 Requests from a controller carry its epoch: an older epoch than one already accepted is refused
 with STALE_CONTROLLER_EPOCH, and LeaderAndIsr/StopReplica meant for an older incarnation of this
 broker with STALE_BROKER_EPOCH. The controller epoch is remembered only once a request has passed
-every check (issue 11: a refused request, say one with a forged huge epoch, must not make the real
+every check (a refused request, say one with a forged huge epoch, must not make the real
 controller's next request look stale). Only the cluster's own nodes reach this dispatch with a
 control request: the listener's ClusterGate refuses the others first (server/cluster_gate.py), and
 the controller link proves this broker's membership on every connection it opens.

@@ -1,4 +1,4 @@
-"""The door of a node's listener to its control plane (issue 11; rules in core/cluster_auth.py).
+"""The door of a node's listener to its control plane (rules in core/cluster_auth.py).
 
 Every connection a listener serves gets a `MembershipSession`; the listener's read loop hands
 each decoded request to `ClusterGate.screen` before any handler sees it, in arrival order, so a

@@ -11,7 +11,7 @@ another node through a fault-injecting proxy (minikafka/faults): every place a n
 (controller link, replica fetchers, the controller's broker channels) asks `route()` first.
 Clients never get routes, so only inter-node traffic crosses the proxy.
 
-Cluster membership (issue 11): `cluster.id` names the node's cluster and `cluster.secret.file`
+Cluster membership: `cluster.id` names the node's cluster and `cluster.secret.file`
 the file holding the secret its nodes share (`minikafka cluster up` makes both; the file must be
 readable by its owner only). The secret is read when the setting is applied, kept out of every
 repr and log, and proves the node's connections to its peers (core/cluster_auth.py). A node
@@ -339,7 +339,7 @@ class NodeConfig:
     offsets_retention_check_interval_ms: int = 600_000
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
-    # Bounded work (issue 11): the replicas one broker may host (its store opens that many LMDB
+    # Bounded work per broker: the replicas one broker may host (its store opens that many LMDB
     # databases; more makes every read transaction slower) and the partitions of one topic.
     max_broker_partitions: int = 8192
     max_topic_partitions: int = 50_000
@@ -350,7 +350,7 @@ class NodeConfig:
     log_jsonl_max_files: int = 5
     # Inter-node routes, {(dst host, dst port): (via host, via port)} (ours, see module docstring).
     routes: Mapping[tuple[str, int], tuple[str, int]] = field(default_factory=dict)
-    # The cluster's identity (issue 11, see the module docstring); the secret is never shown.
+    # The cluster's identity (its membership, see the module docstring); the secret is never shown.
     cluster_id: str = ""
     cluster_secret_file: str = ""
     cluster_secret: bytes = field(default=b"", repr=False)

@@ -166,7 +166,7 @@ class ControllerService:
 
     async def _save(self) -> None:
         """Write what changed since the last save (core/controller/records.py): one
-        transaction whose size is the change, not the cluster (issue 13)."""
+        transaction whose size is the change, not the cluster (KRaft's records do the same)."""
         assert self.state is not None
         changes = self.state.take_changes()
         await self.run_sync(self.store.write, changes.puts, changes.deletes)
@@ -469,7 +469,7 @@ class BrokerChannel:
                                     self.service.hold,
                                     c.route(self.broker.host, self.broker.port),
                                     f"controller-{c.node_id}",
-                                    credential=c.credential,  # issue 11: prove membership
+                                    credential=c.credential,  # prove cluster membership
                                 )
                             )
                         await conn.request(request, timeout_s=30)

@@ -167,7 +167,7 @@ class ReplicaFetcher:
                         *self.manager.config.route(self.leader.host, self.leader.port),
                         client_id=f"replica-fetcher-{self.manager.config.node_id}-{self.index}",
                         max_frame_bytes=self.manager.config.socket_max_frame_bytes,
-                        credential=self.manager.config.credential,  # a follower's fetch: issue 11
+                        credential=self.manager.config.credential,  # a follower proves membership
                     ) as conn:
                         await self._fetch_loop(conn)
                 except MiniKafkaError as exc:
@@ -432,7 +432,7 @@ class _FollowerThrottle:
 
     Without any follower bound (and not precise) nothing is left out or capped whatever the
     classes, so the per-partition decisions are skipped: an idle fetcher of thousands of
-    partitions pays nothing per partition here (issue 13). Which appended partitions were exempt
+    partitions pays nothing per partition here. Which appended partitions were exempt
     (KAFKA-4313, only counted) is then decided for those alone (`exempt_among`)."""
 
     def __init__(self, manager: ReplicaFetcherManager, planner: FetchPlanner, now: int) -> None:

@@ -1,5 +1,6 @@
 """The group coordinator of one broker: core/group's state machine, its offsets made durable in
-`__consumer_offsets`, and the coordinator moving with that topic's leaders (issue 14).
+`__consumer_offsets`, and the coordinator moving with that topic's leaders, where Kafka's clients
+look for it (FindCoordinator).
 
 Kafka's design (GroupCoordinator, GroupMetadataManager), kept:
 - A group belongs to partition `partitionFor(groupId)` of `__consumer_offsets`

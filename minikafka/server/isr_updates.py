@@ -11,7 +11,7 @@ The expiration task runs every `replica.lag.time.max.ms / 2`, as Kafka schedules
 isr-expiration task (ReplicaManager.startup), and asks only the partitions whose deadline
 (`next_deadline_ms`) has passed. It looks only at the partitions led here (the replica index,
 server/replica_index.py): a follower's machine has no deadline, and with thousands of hosted
-partitions the scan of all of them was the cost (issue 13).
+partitions the scan of all of them was the cost of an idle broker.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""A broker's Kafka-protocol listener (issue 14): what it answers, and how it reads and writes.
+"""A broker's Kafka-protocol listener, for Kafka's own clients: what it answers, how it reads
+and writes.
 
 The listener is the broker's ordinary one (server/listener.py: framing, max.connections,
 connections.max.idle.ms, KIP-219 muting) with Kafka's codec (minikafka/kafka) in place of

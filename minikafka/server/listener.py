@@ -14,7 +14,7 @@ read loop takes no further request off the connection meanwhile (Kafka's SocketS
 throttled channel), while requests already taken keep being processed and answered. Overlapping
 throttles end at the latest (core/throttle_gate.py).
 
-Bounded work per peer (issue 11):
+Bounded work per peer (docs/front-door.md):
 
 - `connections.max.idle.ms` (Kafka's name and default, 10 minutes): a connection on which no
   whole request was received and no response was written for that long is closed, as Kafka's
@@ -39,7 +39,7 @@ Bounded work per peer (issue 11):
   given back once it is answered; while the memory is full, nothing more is read from that
   connection. Nodes' connections are not metered.
 
-The control plane answers only the cluster's own nodes (issue 11): with a `ClusterGate`
+The control plane answers only the cluster's own nodes (cluster membership): with a `ClusterGate`
 (server/cluster_gate.py) each request is screened in the read loop, in arrival order, before any
 handler runs; the gate answers the membership handshake itself and refuses a control-plane
 request from a connection that has not proven membership. Every node passes one; only tests of

@@ -20,8 +20,9 @@ from minikafka.wire.messages import (
 
 
 class MetadataCache:
-    """Partitions are kept per topic (issue 13): a Metadata request naming topics costs those
-    topics, and the known-topic set Produce and Fetch check is kept, not rebuilt per request."""
+    """Partitions are kept per topic (a broker may hold thousands): a Metadata request naming topics
+    costs those topics, and the known-topic set Produce and Fetch check is kept, not rebuilt per
+    request."""
 
     def __init__(self) -> None:
         self.brokers: dict[int, BrokerInfo] = {}

@@ -66,7 +66,7 @@ from minikafka.wire.messages import (
 
 class Node:
     def __init__(self, config: NodeConfig, *, edges: Edges = MACHINE) -> None:
-        # A node answers the control plane only from its cluster's own nodes (issue 11): without
+        # A node answers the control plane only from its cluster's own nodes: without
         # the cluster's id and secret it refuses to start, before touching its data dir.
         config.require_cluster_identity()
         self.config = config

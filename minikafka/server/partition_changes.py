@@ -1,5 +1,5 @@
 """Which hosted partitions changed: what the broker's periodic tasks read instead of scanning
-every partition (issue 13: an idle broker with thousands of partitions must cost next to nothing
+every partition (an idle broker with thousands of partitions must cost next to nothing
 per second; server/replica_index.py keeps its index from these).
 
 `PartitionChanges` says which partitions were touched: their replica machine said that what

@@ -20,7 +20,7 @@ x `metrics.sample.window.ms`); the Max is what Kafka's clients report (`produce-
 
 A client id's sensors expire after `INACTIVE_SENSOR_EXPIRATION_MS` without a record (Kafka's
 ClientQuotaManager.InactiveSensorExpirationTimeSeconds, 3600; Metrics' ExpireSensorTask looks
-every 30 s): otherwise every client id ever seen would hold its sensors forever (issue 11).
+every 30 s): otherwise every client id ever seen would hold its sensors forever: unbounded memory.
 Here the look is taken, at most every `EXPIRE_CHECK_INTERVAL_MS`, when bytes are recorded or
 the rates are read (the metrics log reads them every interval). A client that comes back
 starts afresh, as in Kafka; its quota window was long over anyway.

@@ -1,7 +1,7 @@
 """The replica manager's metrics: KIP-73's by name (the throttled rates, SumReplicaLag), the
 partition counts Kafka's ReplicaManager reports, and the client quota picture (KIP-13).
 
-Read every metrics interval, so none walks every hosted partition (issue 13): the counts and the
+Read every metrics interval, so none walks every hosted partition (thousands): the counts and the
 leader-side lag come from the replica index (server/replica_index.py), kept from the changes.
 `PartitionBytesInRate` names only the partitions whose rate is not 0 (rounded to 0.1 B/s): the
 others had no byte appended within the rate's window. A reader takes a partition it does not

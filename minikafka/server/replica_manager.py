@@ -14,10 +14,10 @@ effects it returns (`execute`):
 - StopReplica(delete) stops the replica, forgets it and drops its log. StopReplica carrying an
   older leader epoch than the one known is refused (FENCED_LEADER_EPOCH), as Kafka's
   ReplicaManager.stopReplicas does.
-- The periodic tasks visit only what moved (issue 13): `changes` hears of every partition whose
-  machine reports a change (core/replica.py `on_change`), `index` keeps the led ones, the
-  under-replicated ones and the leader-side lag from it (server/replica_index.py), and the HW
-  checkpoints look only at the partitions that changed since their last round.
+- The periodic tasks visit only what moved (an idle partition costs nothing): `changes` hears of
+  every partition whose machine reports a change (core/replica.py `on_change`), `index` keeps the
+  led ones, the under-replicated ones and the leader-side lag from it (server/replica_index.py), and
+  the HW checkpoints look only at the partitions that changed since their last round.
 """
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ class ReplicaManager:
         self, states: Sequence[PartitionState], brokers: Sequence[BrokerInfo]
     ) -> list[TopicPartitionError]:
         """Kafka's becomeLeaderOrFollower: each entry decided by core/leader_and_isr.py, the new
-        partitions' logs created in one writer op (one transaction: issue 13), then leaders and
+        partitions' logs created in one writer op (one transaction, not one each), then leaders and
         followers switched in two batches. Linear in the entries."""
         async with self._lock:
             codes: list[ErrorCode] = []

@@ -263,7 +263,7 @@ class LogStore:
     def create_partitions(
         self, tps: Sequence[TopicPartition]
     ) -> dict[TopicPartition, LoadedPartition | StorageError]:
-        """`create_partition` for many in ONE transaction (issue 13: a LeaderAndIsr creating
+        """`create_partition` for many in ONE transaction (a LeaderAndIsr creating
         thousands of partitions paid one commit and one sync each). A partition over the
         store's cap gets its StorageError in the result and the others are created; a failure
         of the transaction itself (LogDirError) creates none and is raised."""

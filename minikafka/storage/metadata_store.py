@@ -4,7 +4,7 @@ Owns the named database `controller-metadata`: one msgpack value per record key 
 what they hold are the controller's, core/controller/records.py). The environment is shared
 with the node's `LogStore` through `EnvLease` (one environment per data dir).
 
-Issue 13: a save writes only the records that changed (`write`: puts and deletes in ONE
+A save writes only the records that changed (`write`: puts and deletes in ONE
 transaction, so a save is all or nothing); `read` returns every record. The store used to hold
 one whole document under the key `doc`; `read` returns it like any record, and the controller
 rewrites it as records.

@@ -9,7 +9,7 @@
   by its advertised (host, port) over `trio.testing.memory_stream_pair`, each connection served
   by the real `serve_connection`; so replica fetchers replicate between in-process brokers
   exactly as over TCP. `cut()`/`heal()` make a broker unreachable.
-- Cluster membership (issue 11): a `MemoryNetwork` is one cluster with a generated id and
+- Cluster membership: a `MemoryNetwork` is one cluster with a generated id and
   secret. Every route is served behind a `ClusterGate` (the broker's own, logging to its event
   log), and a MemoryBroker on the network takes the network's identity when its config has none,
   so its fetchers prove membership as a real node's do. `credential(node_id)` gives a test the
@@ -355,7 +355,7 @@ class MemoryBroker:
 
 def with_cluster_identity(config: NodeConfig, *, cluster_id: str = "test-cluster") -> NodeConfig:
     """`config` with a cluster id and a freshly generated secret, for a node run in process
-    (a real Node refuses to start without them; issue 11)."""
+    (a real Node refuses to start without them)."""
     return replace(config, cluster_id=cluster_id, cluster_secret=secrets.token_hex(32).encode())
 
 

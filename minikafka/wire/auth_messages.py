@@ -1,4 +1,4 @@
-"""The messages by which a connection proves it belongs to the cluster (issue 11).
+"""The messages by which a connection proves it belongs to the cluster.
 
 They mirror Kafka's SaslHandshake (17) and SaslAuthenticate (36), which an inter-broker
 listener runs once at the start of a connection; the proof itself is ours (an HMAC challenge-

@@ -28,7 +28,7 @@ THREE_NODES = [
     for mode in ("lists", "kip542")
     for load in (False, True)
 ]
-# One case whose load comes from a real Kafka client (issue 14): librdkafka producing through
+# One case whose load comes from a real Kafka client: librdkafka producing through
 # the Kafka listeners while broker 3 is added under KIP-542's reassignment throttle.
 KAFKA_CLIENT = [
     CaseSpec(

@@ -90,7 +90,8 @@ def run_analysis(
     Bounded: after `timeout_s` a watchdog cancels the session's jobs, and analyze raises."""
     spark = spark_session(master)
     # interruptAll, not sparkContext.cancelAllJobs: Spark Connect sessions have no sparkContext
-    # (issue 15); since Spark 4 it cancels a classic session's jobs too.
+    # (`minikafka analyze --master sc://...`); since Spark 4 it cancels a classic session's jobs
+    # too.
     watchdog = threading.Timer(timeout_s, spark.interruptAll)
     watchdog.daemon = True
     watchdog.start()

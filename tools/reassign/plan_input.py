@@ -64,7 +64,7 @@ def partition_bytes_in(
     (progress.median_bytes_in): a burst that is over is not a steady rate.
 
     A line that carries the gauge names only the partitions with bytes in their rate's window
-    (server/replica_gauges.py, issue 13): one it does not name was at 0 B/s then. A line without
+    (server/replica_gauges.py): one it does not name was at 0 B/s then. A line without
     the gauge, or whose value for the partition is not a number, counts for none. A partition
     without a leader, or whose leader has no line with the gauge, is left out (the caller falls
     back to the split)."""

@@ -46,7 +46,7 @@ class ControllerBase:
         self._next_broker_epoch = 1
         self._brokers: dict[int, BrokerRecord] = {}
         # The big tables report the keys they changed (core/controller/records.py): a save
-        # writes those records only (issue 13).
+        # writes those records only.
         self._topics: TrackedDict[str, dict[str, str]] = TrackedDict()  # name -> configs
         self._partitions: TrackedDict[TopicPartition, PartitionRecord] = TrackedDict()
         self._configs = ConfigSnapshot()
@@ -62,7 +62,7 @@ class ControllerBase:
 
     def partition_states(self, topics: Sequence[str] | None = None) -> list[PartitionState]:
         """Partitions sorted by (topic, partition); unknown topics are skipped. Naming topics
-        costs their partitions, not the cluster's (issue 13: a Metadata request with a topic
+        costs their partitions, not the cluster's (a Metadata request with a topic
         filter was answered by sorting and scanning every partition)."""
         if topics is None:
             return [rec.to_state(tp) for tp, rec in sorted(self._partitions.items())]

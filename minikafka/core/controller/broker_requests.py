@@ -35,7 +35,7 @@ class BrokerRequests(ControllerBase):
         self._observe(now_ms)
         if broker_id < 0:
             return ErrorCode.INVALID_REQUEST, -1, []
-        refused = registration_refused(broker_id, host, port)  # issue 11, core/controller/hosts.py
+        refused = registration_refused(broker_id, host, port)  # core/controller/hosts.py
         if refused is None and kafka_port != -1:  # its Kafka listener is advertised the same way
             refused = registration_refused(broker_id, kafka_host, kafka_port)
         if refused is not None:

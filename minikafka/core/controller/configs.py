@@ -90,7 +90,7 @@ def alter_configs(
             "version": version,
         }
         events.append(Event(name="config_changed", fields=fields))
-    # One new snapshot for the request (issue 13: one per resource copied every entity each).
+    # One new snapshot for the request (one per resource copied every entity each).
     after = current.with_entities(altered, version=version) if altered else current
     return responses, after, events
 

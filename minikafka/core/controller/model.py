@@ -31,7 +31,7 @@ class ControllerConfig:
     unclean_leader_election: bool = False  # unclean.leader.election.enable
     default_num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
-    # Bounded work per request and per broker (issue 11): Kafka has no such caps (KIP-578
+    # Bounded work per request and per broker: Kafka has no such caps (KIP-578
     # proposed max.broker.partitions). A topic above the per-topic cap is refused before any
     # placement work; a placement that would give a broker more replicas than its store can
     # open (storage's StoreConfig.max_partitions, 8192 LMDB databases) is refused at creation,
@@ -248,7 +248,7 @@ def request_effects(
     if joined is not None:
         mine = {tp for tp, rec in partitions.items() if joined in rec.replicas}
         targets.setdefault(joined, set()).update(mine)
-    # One wire state per partition, shared by every request naming it (frozen; issue 13: a
+    # One wire state per partition, shared by every request naming it (frozen; a
     # creation of N partitions built N x (replication factor + 1) of them).
     states = _States(partitions)
     effects: list[Effect] = [

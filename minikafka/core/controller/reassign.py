@@ -143,7 +143,7 @@ class Reassignments:
         """AlterPartitionReassignments: one response per item, in order; items are independent
         except that a partition named twice is refused (INVALID_REQUEST) both times. A move
         that would give a broker more than `max_per_broker` replicas (moving ones count on both
-        sides, as at creation) is refused with POLICY_VIOLATION (issue 11)."""
+        sides, as at creation) is refused with POLICY_VIOLATION (as KIP-578 proposed)."""
         self._hosted = (
             Counter(b for p in partitions.values() for b in p.replicas)
             if max_per_broker is not None

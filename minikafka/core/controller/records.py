@@ -1,11 +1,11 @@
 """The controller's saved form: one record per broker, topic and partition, plus a small header.
 
-Issue 13: the shell used to save the whole document (core/controller/state.py `to_doc`) after
-every call that returned effects, so one ISR change on a cluster of 20,000 partitions packed and
-wrote all 20,000. KRaft writes a record per change instead (RegisterBrokerRecord, TopicRecord,
-PartitionRecord / PartitionChangeRecord, ConfigRecord); here the metadata store keeps the
-latest record per key, and `ControllerState.take_changes()` returns the records put or deleted
-since the last take, so a save costs what changed.
+A save costs the change: the shell used to save the whole document (core/controller/state.py
+`to_doc`) after every call that returned effects, so one ISR change on a cluster of 20,000
+partitions packed and wrote all 20,000. KRaft writes a record per change instead
+(RegisterBrokerRecord, TopicRecord, PartitionRecord / PartitionChangeRecord, ConfigRecord); here the
+metadata store keeps the latest record per key, and `ControllerState.take_changes()` returns the
+records put or deleted since the last take, so a save costs what changed.
 
 Keys (str) and values (msgpack-able):
 - `header`: version, controller epoch, next broker epoch, next producer id (written every save);

@@ -10,7 +10,7 @@ Rules:
   returns a list of effects (core/controller/model.py); randomness is `self.rng` only.
 - The shell persists `take_changes()` after every call that returned effects, then executes
   them: the records (core/controller/records.py) of what changed since the last save, so a
-  save costs the change, not the cluster (issue 13). `to_doc` / `from_doc` are the whole
+  save costs the change, not the cluster. `to_doc` / `from_doc` are the whole
   state as one document, which `from_records` restores through.
 - Broker epochs come from a persisted counter, so a restarted controller never reuses one.
   `from_doc` bumps `controller_epoch` (a restarted controller is a new controller) and restores

@@ -93,7 +93,7 @@ class TopicRequests(ControllerBase):
                     throttles[(TOPICS, plan.name)] = plan.dynamic_configs
         if not created:
             return results, []
-        # One snapshot version for the whole request, built once (issue 13: a snapshot per
+        # One snapshot version for the whole request, built once (a snapshot per
         # topic copied every entity per topic).
         push = (
             self._push_configs(

@@ -16,7 +16,7 @@ An unknown name or a bad value refuses the topic (INVALID_CONFIG, one line namin
 accepted form), as Kafka's LogConfig.validate does: a config is honoured or refused, never
 kept and ignored.
 
-Bounded work (issue 11): a topic asking for more than `max_partitions_per_topic` partitions is
+Bounded work per request: a topic asking for more than `max_partitions_per_topic` partitions is
 refused (INVALID_PARTITIONS) before anything is placed, and a placement that would give any
 broker more than `max_partitions_per_broker` replicas, counting those it hosts already, is
 refused with POLICY_VIOLATION (Kafka's code for a refused limit, as CreateTopicPolicy uses it;
@@ -50,7 +50,7 @@ class TopicPlan:
     name: str
     replicas: list[list[int]]
     isrs: list[list[int]]
-    configs: dict[str, str]  # not a dynamic config: none since issue 11 (refused instead)
+    configs: dict[str, str]  # not a dynamic config: none (a dynamic one is refused)
     # The throttled-replica lists given at creation, normalised: the topic's dynamic configs.
     dynamic_configs: dict[str, str] = field(default_factory=dict)
 
