@@ -1,4 +1,5 @@
-"""A KIP-73 case whose load comes from a real Kafka client (issue 14).
+"""A KIP-73 case whose load comes from a real Kafka client through the Kafka listener
+(docs/kafka-clients.md).
 
     Given a three node cluster (p=100, r=2)
     When data is moved from two nodes to a single node
@@ -7,7 +8,8 @@
     And every record the client saw acknowledged is read back.
 
 Broker 3 is added under KIP-542's reassignment throttle while a confluent-kafka producer
-(acks=all, idempotence on, its own batching) sends 0.2 x the throttle; the move is judged as
+(acks=all, idempotence on, its own batching) sends 0.05 x the throttle (a quarter of the native
+load: systemtests/harness/profiles.py `Profile.load_rate` says why); the move is judged as
 the native-load case 3n-two-to-one-reassign-kip542-load-precise is (its prediction counts the
 client's inbound rate in log bytes: systemtests/harness/kafka_load.py).
 """

@@ -141,3 +141,19 @@ def test_precise_mode_is_the_traffic_model_with_the_default_windows():
     assert (j.window_s, j.bound_bytes_per_s) == (None, None)  # verdicts.PARAMS: 5 s, 1.15 x T
     with pytest.raises(ValueError, match="expected one of precise, kafka"):
         judging("exact", moving, throttle=T, mode="lists", judged=[(1, "leader")])
+
+
+def test_a_kafka_clients_load_makes_as_many_batches_a_second_as_the_native_load():
+    """librdkafka sends one record per partition per batch at these rates, the native load four
+    (`Profile.load_rate`): the same batches a second needs a quarter of the bytes, which the
+    prediction then counts."""
+    from systemtests.harness.matrix import KAFKA_CLIENT
+    from systemtests.harness.profiles import PROFILES
+
+    profile = PROFILES["quick"]["precise"]
+    native = profile.load_rate("native")
+    assert native == profile.load_fraction * profile.throttle_bytes_per_s
+    (case,) = KAFKA_CLIENT
+    rate = profile.load_rate(case.load_client)
+    batches = native / (profile.record_size * profile.records_per_batch)
+    assert rate / profile.record_size == pytest.approx(batches)

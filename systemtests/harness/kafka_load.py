@@ -1,5 +1,5 @@
 """The steady produce load from a real Kafka client: librdkafka (confluent-kafka) through the
-brokers' Kafka listeners (issue 14), in place of minikafka's own producer.
+brokers' Kafka listeners (docs/kafka-clients.md), in place of minikafka's own producer.
 
 Same contract as clients.run_load: `rate_bytes_per_s` until `stop` (at most `max_s`), acks=all,
 values from `value_for(partition, seq)` sent round-robin over the partitions, so the read-back

@@ -106,7 +106,7 @@ class Scenario:
             records_per_batch=profile.records_per_batch,
             clock=run.folder.clock,
         )
-        self.load_rate = profile.load_bytes_per_s if run.spec.load else 0.0
+        self.load_rate = profile.load_rate(run.spec.load_client) if run.spec.load else 0.0
         self.load_stats = LoadStats()
         self.sizes_at_start: dict[int, int] = {}
         self.move_s: tuple[float, float] | None = None
