@@ -75,7 +75,7 @@ def test_rotation_narrows_the_spread_of_catch_up_times(out_dir: Path) -> None:
     close together; KIP-73's shuffle serves some early and some late. Both runs valid, every
     partition caught up, the rotation's spread of catch-up times the smaller (measured, rotate
     vs random: seed 6 2.8 vs 9.2 s and 1.8 vs 7.2 s, seed 7 2.2 vs 6.3 s, seed 8 3.0 vs 7.3 s;
-    see README)."""
+    see docs/experiments.md#the-catalog)."""
     spread = {}
     for spec in variants("partition-order", seed=SEED):
         # report=True: the throttle bound is judged by the PySpark report (verdict.throttle_check)

@@ -1,4 +1,5 @@
-"""Citations stay inside the repository, and every `docs/<page>.md#anchor` cited resolves.
+"""Citations stay inside the repository, every `docs/<page>.md#anchor` cited resolves, and every
+relative link of README.md and docs/*.md reaches a file of the repository.
 
 A user of minikafka has the repository, not the team's private notes: no file under the scanned
 trees may cite `REFERENCE.md`, `DESIGN.md` or a shared folder beside the repository. A citation of a
@@ -6,7 +7,9 @@ docs page (there and in tests/, this file's planted faults aside) must name a pa
 with an anchor, a heading of that page whose GitHub slug is the anchor (GitHub's rule: lower case,
 punctuation other than `-` and `_` dropped, spaces to `-`, `-1`, `-2`... for repeated headings).
 Pages' own `](#anchor)` links are held to the same rule. `docs/throttling.md`'s section anchors are
-fixed: code, tests and other pages cite them.
+fixed: code, tests and other pages cite them. A markdown link `](path#anchor)` in README.md or a
+docs page, outside code, is relative to its page: the path must be a file or folder of the
+repository and the anchor, if any, a heading of that file (URLs are not followed).
 """
 
 from __future__ import annotations
@@ -24,6 +27,9 @@ DOC_CITATION = re.compile(r"docs/([A-Za-z0-9_.-]+\.md)(?:#([A-Za-z0-9_-]+))?")
 PAGE_LINK = re.compile(r"\]\(#([A-Za-z0-9_-]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
+MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
+CODE_SPAN = re.compile(r"`[^`]*`")
+URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")  # https:, mailto: ...
 
 # The anchors of docs/throttling.md that others cite, fixed: renaming a heading breaks them.
 THROTTLING_ANCHORS = (
@@ -120,6 +126,39 @@ def broken_doc_citations(files: list[Path], docs: Path, root: Path = ROOT) -> li
     return broken
 
 
+def broken_relative_links(pages: list[Path], root: Path = ROOT) -> list[str]:
+    """Relative markdown links of `pages` that do not resolve, as `page:line: target (why)`."""
+    broken = []
+    for page in pages:
+        fenced = False
+        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            if FENCE.match(line):
+                fenced = not fenced
+                continue
+            if fenced:
+                continue
+            for m in MD_LINK.finditer(CODE_SPAN.sub("", line)):
+                target = m.group(1)
+                if URL.match(target):
+                    continue
+                where = f"{page.relative_to(root)}:{n}: {target}"
+                path_part, _, anchor = target.partition("#")
+                path = (page.parent / path_part).resolve() if path_part else page
+                if not path.is_relative_to(root.resolve()):
+                    broken.append(f"{where} (outside the repository)")
+                elif not path.exists():
+                    broken.append(f"{where} (no such file)")
+                elif anchor and (
+                    path.suffix != ".md" or anchor not in anchors(path.read_text(encoding="utf-8"))
+                ):
+                    broken.append(f"{where} (no heading with that slug)")
+    return broken
+
+
+def markdown_pages(root: Path = ROOT) -> list[Path]:
+    return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+
+
 @pytest.mark.parametrize(
     ("heading", "slug"),
     [
@@ -182,3 +221,34 @@ def test_every_docs_citation_resolves():
     # tests/ too: their docstrings cite the docs as much as the code does.
     broken = broken_doc_citations(scanned_files((*SCANNED, "tests")), ROOT / "docs")
     assert not broken, "citations of docs pages that do not resolve:\n" + "\n".join(broken)
+
+
+def test_the_link_check_catches_what_it_names(tmp_path):
+    """Planted faults: a missing file, a missing anchor, a link leaving the repository, a missing
+    anchor of the page itself; and a good page link, folder, URL and fenced link pass."""
+    root = tmp_path / "repo"
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    (root / "tools").mkdir()
+    (docs / "page.md").write_text(
+        "# Page\n## Good one\n"
+        "[a](../README.md#top) [b](other.md) [c](#good-one) [d](../tools/)\n"
+        "[e](https://kafka.apache.org/documentation/#quotas) `[f](nope.md)`\n"
+        "```\n[g](gone.md)\n```\n"
+        "[h](../README.md#nowhere) [i](../../outside.md) [j](#gone)\n"
+    )
+    (root / "README.md").write_text("# Top\nsee [docs](docs/page.md#good-one), [x](docs/x.md)\n")
+    assert broken_relative_links(markdown_pages(root), root) == [
+        "README.md:2: docs/x.md (no such file)",
+        "docs/page.md:3: other.md (no such file)",
+        "docs/page.md:8: ../README.md#nowhere (no heading with that slug)",
+        "docs/page.md:8: ../../outside.md (outside the repository)",
+        "docs/page.md:8: #gone (no heading with that slug)",
+    ]
+
+
+def test_every_relative_link_of_the_pages_resolves():
+    broken = broken_relative_links(markdown_pages())
+    assert not broken, "relative links of README.md and docs/ that do not resolve:\n" + "\n".join(
+        broken
+    )

@@ -1,4 +1,4 @@
-"""The layering rule (README, architecture): minikafka/core and minikafka/wire are sans-IO.
+"""The layering rule (docs/architecture.md): minikafka/core and minikafka/wire are sans-IO.
 
 Every .py file under those packages is parsed with `ast`; any import of trio, socket, lmdb,
 time, threading, asyncio (or their submodules) or of the shell packages (minikafka.server,

@@ -51,8 +51,8 @@ curve (2026-11-27) picked the wrong side in 3 of 7 runs of the two loaded lists 
   behind the nominal curve throughout, sat closer to the alternative, whose curve lies lower
   while it waits.
 What this costs: the decommission under load is accepted at about 15.5-20.7 s or 21.2-28.8 s,
-and `make mutants` shows every bug of its table still caught (README "The verdicts, proven by
-deliberate bugs").
+and `make mutants` shows every bug of its table still caught
+(docs/system-tests.md#the-verdicts-proven-by-deliberate-bugs-make-mutants).
 
 Both modes: the duration must be 0.9-1.2 x the prediction (KIP-73's test plan; Kafka's own
 throttling_test.py asserts >= 0.9 x its estimate), `DURATION_RATIO`.

@@ -14,8 +14,9 @@ The input (`moving_partitions`), per partition whose replicas change:
   (`inbound_per_partition`, `INBOUND_RULE`). The split is wrong for a skewed load, and for a
   bursty one: a producer writing in bursts makes per-second BytesInPerSec samples alternate
   0 and the burst, and their median takes either, while the partition's windowed Rate (11 x 1 s,
-  Kafka's quota windows) averages the bursts. Measured on the README's decommission
-  (2026-11-24): the split gave 253 kB/s per moving partition, PartitionBytesInRate 213-217 kB/s.
+  Kafka's quota windows) averages the bursts. Measured on docs/reassignment.md's
+  decommission (2026-11-24): the split gave 253 kB/s per moving partition,
+  PartitionBytesInRate 213-217 kB/s.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 the figures the planner reads from a local cluster's files.
 
 No API tells how far a new replica has got (a follower answers no ListOffsets), and this tool
-adds nothing to the server, so progress comes from what the nodes write (README "What each node
-writes"), for a cluster whose directory is at hand (each log read across its rotated parts,
+adds nothing to the server, so progress comes from what the nodes write (docs/node-files.md),
+for a cluster whose directory is at hand (each log read across its rotated parts,
 minikafka/server/jsonl.py):
 
 - the controller's events.jsonl: each partition's latest `reassignment_started` with the file's
