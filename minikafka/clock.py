@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from minikafka.core.throttle_gate import ThrottleGate
+from minikafka.core.quota.gate import ThrottleGate
 
 RunSync = Callable[..., Awaitable[Any]]  # trio.to_thread.run_sync's shape
 

@@ -7,6 +7,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+# hypothesis before any test module loads kio: kio registers its types' strategies (the
+# property tests' st.from_type) only when hypothesis is already imported by then, since
+# minikafka.kafka loads kio without it otherwise (minikafka/kafka/__init__.py).
+import hypothesis  # noqa: F401
 import pytest
 
 

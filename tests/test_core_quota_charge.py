@@ -1,4 +1,4 @@
-"""Kafka's leader charge (core/quota_charge.py): FetchResponse.sizeOf(12, ...) byte for byte.
+"""Kafka's leader charge (core/quota/charge.py): FetchResponse.sizeOf(12, ...) byte for byte.
 
 The expected sizes come from an independent encoder below that writes a v12 FetchResponse field
 by field (FetchResponse.json; compact arrays and strings as unsigned varints of N + 1, null as 0,
@@ -13,7 +13,7 @@ import struct
 import pytest
 
 from minikafka.core.dynamic_config import BrokerThrottleConfig, ThrottledReplicas
-from minikafka.core.quota_charge import (
+from minikafka.core.quota.charge import (
     PARTITION_OVERHEAD,
     RESPONSE_OVERHEAD,
     ChargedPartition,
@@ -21,7 +21,7 @@ from minikafka.core.quota_charge import (
     kafka_fetch_response_size_of_runs,
     varint_size,
 )
-from minikafka.core.replication_quota import (
+from minikafka.core.quota.classes import (
     ThrottleClass,
     leader_charge_class,
     leader_throttle_class,

@@ -1,4 +1,4 @@
-"""Which replica traffic is throttled, and by which quota (core/replication_quota.py)."""
+"""Which replica traffic is throttled, and by which quota (core/quota/classes.py)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,15 @@ import itertools
 import pytest
 
 from minikafka.core.dynamic_config import BrokerThrottleConfig, ThrottledReplicas
-from minikafka.core.replication_quota import (
+from minikafka.core.quota.classes import (
     ThrottleClass,
     class_rate,
-    decide_fetch_throttles,
-    follower_caught_up,
     follower_charge_class,
     follower_throttle_class,
     leader_throttle_class,
     should_throttle,
 )
+from minikafka.core.quota.planner import decide_fetch_throttles, follower_caught_up
 
 NONE = ThrottledReplicas()
 ALL = ThrottledReplicas(all=True)

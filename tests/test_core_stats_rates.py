@@ -1,4 +1,4 @@
-"""Windowed rates, averages and maxima, sensors and their config (core/stats.py): a fresh
+"""Windowed rates, averages and maxima, sensors and their config (core/quota/stats.py): a fresh
 sensor, the bound, the ring of samples, config, Avg and Max.
 
 Kafka's metrics and quota test stories in spirit (MetricsTest, SampledStatTest, RateTest,
@@ -13,7 +13,7 @@ import math
 import pytest
 from stats_support import sensor
 
-from minikafka.core.stats import Avg, Max, MetricConfig, Rate, Sensor, SimpleRate
+from minikafka.core.quota.stats import Avg, Max, MetricConfig, Rate, Sensor, SimpleRate
 from minikafka.errors import ConfigError
 
 # -- a fresh sensor -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Quotas on windowed rates (core/stats.py): KIP-13 throttle time, the bytes remaining under the
+"""Quotas on windowed rates (core/quota/stats.py): KIP-13 throttle time, the bytes remaining under the
 bound and the allowance of precise mode.
 
 Kafka's metrics and quota test stories in spirit (MetricsTest, SampledStatTest, RateTest,
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stats_support import sensor
 
-from minikafka.core.stats import (
+from minikafka.core.quota.stats import (
     LONG_MAX_MS,
     MetricConfig,
     Rate,

@@ -1,8 +1,8 @@
-"""The KIP-219 throttle of one connection (core/throttle_gate.py): times in plain int ms."""
+"""The KIP-219 throttle of one connection (core/quota/gate.py): times in plain int ms."""
 
 from __future__ import annotations
 
-from minikafka.core.throttle_gate import ThrottleGate
+from minikafka.core.quota.gate import ThrottleGate
 
 
 def test_a_fresh_gate_holds_nothing() -> None:

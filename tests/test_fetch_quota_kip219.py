@@ -8,7 +8,7 @@ KIP-219 (docs/throttling.md#client-quotas-kip-13-and-throttle-time-kip-219):
 - the fetch's max bytes are capped by what the quota window admits (KAFKA-9677,
   getMaxValueInQuotaWindow = quota x (N - 1) x W), and its min bytes by that cap.
 
-Pure tables on core/stats.py's Sensor and server/quotas.py's ClientQuotas (no Trio), then the
+Pure tables on core/quota/stats.py's Sensor and core/quota/sensors.py's ClientQuotas (no Trio), then the
 shell on an in-memory broker with the autojump MockClock: the native listener and the Kafka
 listener (server/kafka_apis.py, kio requests). The consumer side is in
 test_shell_client_quota.py (the position stays, every offset arrives once).
@@ -27,14 +27,14 @@ from kio.static.primitive import i32, i32Timedelta, i64
 
 from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import CLIENTS, CONSUMER_BYTE_RATE
+from minikafka.core.quota.sensors import ClientQuotas
+from minikafka.core.quota.stats import MetricConfig, Rate, Sensor
 from minikafka.core.records import iter_batches, make_batch
-from minikafka.core.stats import MetricConfig, Rate, Sensor
 from minikafka.errors import ErrorCode
 from minikafka.kafka.codec import KafkaRequest
 from minikafka.server.config import NodeConfig
 from minikafka.server.kafka_apis import KafkaApis
 from minikafka.server.produce import handle_produce
-from minikafka.server.quotas import ClientQuotas
 from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork, partition_state
 from minikafka.wire.messages import (
     FetchPartition,
@@ -174,7 +174,7 @@ async def test_native_fetch_is_capped_by_the_quota_window_then_answered_empty(
         assert broker.replica_manager.fetch_quotas.rates(now_ms()) == {"c": Q}  # 20 batches
         assert broker.metrics.snapshot()["bytes_out"] == 20 * SIZE
         # The Connection waits each throttle out and asks again from offset 20. A fresh Rate's
-        # window stays 10 s up to 10 s (padded to N - 1 whole windows: core/stats.py), so at 5 s
+        # window stays 10 s up to 10 s (padded to N - 1 whole windows: core/quota/stats.py), so at 5 s
         # and 10 s the same 10 batches are over the bound again; at 15 s they fit (30 batches
         # over 15 s = Q), and come.
         throttles = []

@@ -1,6 +1,6 @@
 """The simulation's own Kafka rate and charge (tools/reassign/kafka_rate.py, fetch_size.py),
 held to Kafka's published unit-test numbers and to the bytes kio serializes, never to the
-brokers' code (minikafka/core/stats.py, core/quota_charge.py).
+brokers' code (minikafka/core/quota/stats.py, core/quota/charge.py).
 
 Each rate test names the Kafka test it ports (apache/kafka, clients/src/test/java/org/apache/
 kafka/common/metrics/... and core/src/test/scala/unit/kafka/server/...); MockTime's clock is

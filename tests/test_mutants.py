@@ -12,24 +12,27 @@ import trio
 
 from minikafka.common import TopicPartition
 from minikafka.core import fetcher as core_fetcher
-from minikafka.core.quota_charge import ChargedPartition
-from minikafka.core.replication_quota import ThrottleClass
-from minikafka.core.stats import MetricConfig, SampledStat, SimpleRate
-from minikafka.server import fetch_read, fetch_serve, fetch_sessions, fetcher
+from minikafka.core.quota import planner
+from minikafka.core.quota.charge import ChargedPartition
+from minikafka.core.quota.classes import ThrottleClass
+from minikafka.core.quota.stats import MetricConfig, SampledStat, SimpleRate
+from minikafka.server import fetch_serve, fetch_sessions
 from minikafka.testing.mutants import CONTROL, MUTANTS, node_command
 
 REPL = ThrottleClass.REPLICATION
 PATCHED = [
-    (fetch_read, "decide_fetch_throttles"),
-    (fetcher, "decide_fetch_throttles"),
+    (planner, "decide_fetch_throttles"),
+    (planner.LeaderFetchPlan, "decisions"),
+    (planner.FollowerFetchPlan, "decisions"),
     (core_fetcher.FetchPlanner, "__init__"),
     (fetch_sessions, "order_partitions"),
     (fetch_serve, "read_once"),
     (fetch_sessions, "read_once"),
-    (fetch_read.LeaderThrottle, "record"),
+    (planner.LeaderFetchPlan, "charges"),
     (SampledStat, "_purge"),
-    (fetch_read, "kafka_fetch_response_size"),
+    (planner, "kafka_fetch_response_size"),
 ]
+EXCEEDED = SimpleNamespace(exceeded=lambda *_: True, remaining=lambda *_: 0.0)
 
 
 @pytest.fixture
@@ -40,18 +43,17 @@ def apply(monkeypatch):
     return lambda name: MUTANTS[name].apply()
 
 
-def limits(module, parts):
-    """The throttle decision of `module` for (class, in sync) parts, the quota exceeded."""
-    decided = module.decide_fetch_throttles(
-        parts, exceeded=lambda c: True, remaining=lambda c: 0.0, precise=False
-    )
-    return [d.limit for d in decided]
+def limits(side, parts):
+    """The decision of `side`'s plan for (class, in sync) parts, the quota exceeded."""
+    plan_of = {"leader": planner.LeaderFetchPlan, "follower": planner.FollowerFetchPlan}[side]
+    views = [planner.ThrottleView(cls, cls, in_sync) for cls, in_sync in parts]
+    return [d.limit for d in plan_of(views, planner.ThrottleSettings()).decisions(EXCEEDED, 0)]
 
 
 def test_the_real_decisions_first():
     # Out of sync and exceeded: held back; in sync: exempt (KAFKA-4313).
-    assert limits(fetch_read, [(REPL, False), (REPL, True)]) == [0, None]
-    assert limits(fetcher, [(REPL, False), (REPL, True)]) == [0, None]
+    assert limits("leader", [(REPL, False), (REPL, True)]) == [0, None]
+    assert limits("follower", [(REPL, False), (REPL, True)]) == [0, None]
 
 
 def test_the_control_changes_nothing(apply):
@@ -71,8 +73,8 @@ def test_the_control_changes_nothing(apply):
 )
 def test_throttle_decisions(apply, mutant, leader, follower):
     apply(mutant)
-    assert limits(fetch_read, [(REPL, False), (REPL, True)]) == leader
-    assert limits(fetcher, [(REPL, False), (REPL, True)]) == follower
+    assert limits("leader", [(REPL, False), (REPL, True)]) == leader
+    assert limits("follower", [(REPL, False), (REPL, True)]) == follower
 
 
 def test_fixed_partition_order(apply):
@@ -118,10 +120,10 @@ def test_response_cap_ignored(apply, monkeypatch):
 
 def test_uncharged_tenth_partition(apply, monkeypatch):
     seen = []
-    monkeypatch.setattr(fetch_read.LeaderThrottle, "record", lambda self, parts: seen.append(parts))
+    monkeypatch.setattr(planner.LeaderFetchPlan, "charges", lambda self, sent: seen.append(sent))
     apply("uncharged-tenth-partition")
-    parts = [SimpleNamespace(partition=p) for p in range(21)]
-    fetch_read.LeaderThrottle.record(None, [*parts, None])
+    parts = [ChargedPartition(topic="t", partition=p) for p in range(21)]
+    planner.LeaderFetchPlan.charges(None, [*parts, None])
     assert [p is None for p in seen[0]] == [p % 10 == 0 for p in range(21)] + [True]
 
 
@@ -141,9 +143,13 @@ def test_simplerate_purge_by_start(apply):
 
 def test_records_only_charge(apply):
     parts = [ChargedPartition(topic="t", records_bytes=100)] * 3
-    assert fetch_read.kafka_fetch_response_size(parts) > 300
+    views = [planner.ThrottleView(REPL, REPL, in_sync=False)] * 3
+    plan = planner.LeaderFetchPlan(views, planner.ThrottleSettings())
+    (charge,) = plan.charges(parts)
+    assert charge.bytes > 300 and charge.overhead == charge.bytes - 300
     apply("records-only-charge")
-    assert fetch_read.kafka_fetch_response_size(parts) == 300
+    (charge,) = plan.charges(parts)
+    assert (charge.bytes, charge.overhead) == (300, 0)
 
 
 def test_every_mutant_has_a_node_command():

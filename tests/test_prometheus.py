@@ -165,7 +165,7 @@ async def test_a_real_brokers_metrics_all_have_a_table_entry(tmp_path, autojump_
 
 
 def test_the_per_class_counters_have_table_entries():
-    """The counters named by f-strings (server/fetch_read.py, fetcher.py, jsonl.py), which the
+    """The counters named by f-strings (core/quota/charge.py `Charge.counters`, jsonl.py), which the
     in-memory broker above registers only once bytes flow or a log fails."""
     dynamic = [
         f"{s}_{c}_{k}_bytes"

@@ -240,7 +240,7 @@ def test_unknown_mode_is_refused():
 
 def test_the_simulation_shares_no_code_with_the_brokers_quota():
     """The prediction judges the brokers' quota, so it must not run the brokers' quota code: a
-    bug in core/stats.py or core/quota_charge.py would move the run and the prediction together
+    bug in core/quota/stats.py or core/quota/charge.py would move the run and the prediction together
     and no verdict would see it. Its rate and charge are tools/reassign/kafka_rate.py and
     fetch_size.py, tested on Kafka's own numbers and kio's bytes (tests/test_kafka_rate.py)."""
     import ast
@@ -248,7 +248,7 @@ def test_the_simulation_shares_no_code_with_the_brokers_quota():
 
     from minikafka.tools.reassign import kafka_algorithm
 
-    banned = ("minikafka.core.stats", "minikafka.core.quota_charge")
+    banned = ("minikafka.core.quota.stats", "minikafka.core.quota.charge")
     tree = ast.parse(inspect.getsource(kafka_algorithm))
     imported = [
         n.module if isinstance(n, ast.ImportFrom) else a.name

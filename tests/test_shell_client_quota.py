@@ -5,7 +5,7 @@ streams with their own client ids, so the quota is looked up exactly as on a rea
 from the request header, the client's own entry over the default client's). The autojump
 MockClock measures the waits; storage calls run inline.
 
-The arithmetic (core/stats.py, docs/throttling.md#client-quotas-kip-13-and-throttle-time-kip-219):
+The arithmetic (core/quota/stats.py, docs/throttling.md#client-quotas-kip-13-and-throttle-time-kip-219):
 client sensors are Rates over N = 11 windows of W = 1 s. A fresh sensor is measured as if the
 N - 1 previous windows had been empty: at elapsed 0 its window is (N - 1) * W = 10 s, so a
 client may send 10 s worth of its quota Q at once before the measured rate O = bytes / 10 s
@@ -30,8 +30,8 @@ import trio
 
 from minikafka.clock import now_ms
 from minikafka.core.dynamic_config import CLIENTS, CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE
+from minikafka.core.quota.stats import throttle_time_ms
 from minikafka.core.records import iter_batches, make_batch
-from minikafka.core.stats import throttle_time_ms
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce

@@ -24,8 +24,8 @@ from minikafka.core.dynamic_config import (
     LEADER_REPLICAS,
     TOPICS,
 )
+from minikafka.core.quota.classes import QuotaSide, ThrottleClass
 from minikafka.core.records import make_batch
-from minikafka.core.replication_quota import QuotaSide, ThrottleClass
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
 from minikafka.server.listener import Reply
@@ -214,7 +214,7 @@ async def test_a_leader_rate_of_0_lets_at_most_one_response_through_per_quota_sp
 async def test_a_listed_partition_is_recorded_before_a_rate_is_set(autojump_clock, tmp_path):
     """ReplicaFetcherThread.processPartitionData records a partition's bytes when the follower
     list names it (quota.isThrottled is list membership), with or without a rate: the sensor
-    has the catch-up's history when a rate comes (core/replication_quota.py
+    has the catch-up's history when a rate comes (core/quota/classes.py
     follower_charge_class). Without a rate nothing is held back: B catches up at once."""
     listed = {(TOPICS, TOPIC): {FOLLOWER_REPLICAS: "*"}}
     async with catching_up(tmp_path, b_configs=listed) as (_a, b, _served):

@@ -1,5 +1,5 @@
 """Kafka's leader-side accounting, end to end in the shell: a response is charged its Kafka wire
-size, headers of every throttled partition included (core/quota_charge.py), so a tiny leader
+size, headers of every throttled partition included (core/quota/charge.py), so a tiny leader
 throttle is used up by headers alone. The seed article's two stories, in simulated time:
 
 - "a fetch without data usually returns 18k of traffic, about 36k per second": 500 throttled
@@ -32,9 +32,9 @@ from minikafka.core.dynamic_config import (
     LEADER_REPLICAS,
     TOPICS,
 )
-from minikafka.core.quota_charge import ChargedPartition, kafka_fetch_response_size
+from minikafka.core.quota.charge import ChargedPartition, kafka_fetch_response_size
+from minikafka.core.quota.classes import ThrottleClass
 from minikafka.core.records import make_batch
-from minikafka.core.replication_quota import ThrottleClass
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce

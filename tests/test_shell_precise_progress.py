@@ -4,7 +4,7 @@ Found as a new user: 6 leaders, one throttled partition each, 1 MB batches, lead
 1 MB/s, precise mode: nothing moved in 120 s. The allowance of an idle sensor is one window's
 worth (T * W = 1 MB) and the leader refused any batch above a partition's share, so a batch of
 1 MB plus its header never fitted. Now the one batch KIP-74 returns whole goes out once the
-share is positive, and is charged (server/fetch_serve.py `_LeaderThrottle` states the bound):
+share is positive, and is charged (core/quota/planner.py `LeaderFetchPlan` states the bound):
 
     admitted(t) <= T * max(t, W) + B                 (B: the largest batch, B <= (N-1) * T * W)
 

@@ -4,7 +4,7 @@ seen many client ids does not keep their sensors forever."""
 
 from __future__ import annotations
 
-from minikafka.server.quotas import (
+from minikafka.core.quota.sensors import (
     EXPIRE_CHECK_INTERVAL_MS,
     INACTIVE_SENSOR_EXPIRATION_MS,
     ClientQuotas,

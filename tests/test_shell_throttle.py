@@ -15,7 +15,7 @@ S(s) = the bytes of the live samples at s, o(s) = the oldest live sample start. 
 a fetch through at a check s only when measure(s) <= rate, and charges the response after it
 arrives; one fetcher has one fetch in flight, so each check admits at most one response.
 
-Two facts about the ring (core/stats.py): (a) S(s) is exactly the bytes recorded in [o(s), s]
+Two facts about the ring (core/quota/stats.py): (a) S(s) is exactly the bytes recorded in [o(s), s]
 (a sample dies by purge, its last event N*W old, or by reuse, N advances >= W apart later; either
 way every older sample is dead too, so o moves past it); (b) o(s) > s - (N+1)*W, and o(s) is the
 first check t0, a record, or a purge after N*W of silence.
@@ -54,8 +54,8 @@ from minikafka.core.dynamic_config import (
     LEADER_REPLICAS,
     TOPICS,
 )
+from minikafka.core.quota.classes import ThrottleClass
 from minikafka.core.records import make_batch
-from minikafka.core.replication_quota import ThrottleClass
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce
@@ -197,7 +197,7 @@ async def test_follower_throttle_bounds_a_100_second_catch_up(autojump_clock, tm
     assert b.metrics.counters["follower_replication_throttled_bytes"] == admitted[-1]
     assert "follower_replication_exempt_bytes" not in b.metrics.counters  # never caught up
     # A leads no throttled partition, yet Kafka records the throttled part of every follower
-    # response, empty: 16 bytes each (core/quota_charge.py), all of it overhead.
+    # response, empty: 16 bytes each (core/quota/charge.py), all of it overhead.
     lead = a.metrics.counters["leader_replication_throttled_bytes"]
     assert lead == a.metrics.counters["leader_replication_overhead_bytes"] and lead % 16 == 0
 
@@ -460,7 +460,7 @@ async def test_precise_mode_never_bursts_past_the_leader_throttle(
     Small batches (2 kB) keep the allowance's quantum small: the shares are equal, so a
     partition takes a batch once remaining / 10 >= 2 kB, i.e. in steps of ~20 kB (0.1 s of
     budget), or, with a smaller share, the one batch KIP-74 returns whole: the precise bound
-    is the allowance plus at most one batch (fetch_serve._LeaderThrottle).
+    is the allowance plus at most one batch (core/quota/planner.py `LeaderFetchPlan`).
     """
     a_settings = dict(
         replication_quota_precise=precise, replica_fetch_response_max_bytes=BIG_RESPONSE

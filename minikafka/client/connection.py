@@ -28,7 +28,7 @@ import trio
 from minikafka.client.membership import try_prove_membership
 from minikafka.clock import now_ms, wait_out
 from minikafka.core.cluster_auth import ClusterCredential
-from minikafka.core.throttle_gate import ThrottleGate
+from minikafka.core.quota.gate import ThrottleGate
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, ProtocolError
 from minikafka.wire.codec import RequestHeader, encode_request
 from minikafka.wire.correlation import Correlator

@@ -17,7 +17,7 @@ Rules (docs/throttling.md#configs):
 
 - replication rates are B/s, integers >= 0, as Kafka's DynamicConfig.Broker validates them
   (`atLeast(0)`). A rate of 0 holds back everything it throttles once anything has been
-  measured: Kafka's Quota.acceptable(0) holds only for a measured 0 (core/stats.py);
+  measured: Kafka's Quota.acceptable(0) holds only for a measured 0 (core/quota/stats.py);
 - reassignment rates (KIP-542) are -1 (no reassignment throttle, also the meaning of unset) or an
   integer >= 0, and may not exceed the matching replication rate when that is set, in the
   EFFECTIVE config of any broker, checked on every alter against the state it would produce;

@@ -206,7 +206,7 @@ def _throttle_of_one(seed: int, duration: float | None) -> list[ExperimentSpec]:
     # starts), all moved to broker 2 under a throttle of 1 B/s on one side only (KIP-1009's
     # broker-wide flags: every replica of every broker on that side). Kafka's own quota mode,
     # which charges the leader the Kafka wire size of a Fetch response of the throttled
-    # partitions, 37 B per partition even when empty (core/quota_charge.py, KafkaApis
+    # partitions, 37 B per partition even when empty (core/quota/charge.py, KafkaApis
     # sizeOfThrottledPartitions), and the follower the record bytes alone
     # (ReplicaFetcherThread). Both sides let the fresh sensor's first response through; then:
     # - leader: every fetch of broker 2, throttled and empty, still costs its headers, 37 B per

@@ -22,7 +22,7 @@ the node logs. Over it:
 - `leader_charged_bytes_per_s`, `leader_overhead_bytes_per_s`,
   `leader_record_bytes_after_first_copy`: what the leaders charged their replication quotas
   (`leader_*_throttled_bytes` of every broker, both throttle classes), the Kafka headers of it
-  (`leader_*_overhead_bytes`, core/quota_charge.py) and the rest, the record bytes; from 1 s
+  (`leader_*_overhead_bytes`, core/quota/charge.py) and the rest, the record bytes; from 1 s
   after the first copy (by then the first response's charge is logged) to the phase's end. A
   rate is each node's growth over the time between its first and last sample there, summed.
 

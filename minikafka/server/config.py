@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from minikafka.core.cluster_auth import MIN_SECRET_BYTES, ClusterCredential
+from minikafka.core.quota.planner import ThrottleSettings
 from minikafka.errors import ConfigError
 
 MiB = 1024 * 1024
@@ -230,9 +231,7 @@ OPTIONS: dict[str, _Option] = {
         _Option("group.max.size", "group_max_size", _parse_int(1, (1 << 31) - 1)),
         # State that expires (docs/front-door.md): empty groups and their offsets (KIP-211), and idle
         # producer ids (KIP-854), checked every so often as Kafka's schedulers do.
-        _Option(
-            "offsets.retention.minutes", "offsets_retention_minutes", _parse_int(1, 1 << 31)
-        ),
+        _Option("offsets.retention.minutes", "offsets_retention_minutes", _parse_int(1, 1 << 31)),
         _Option(
             "offsets.retention.check.interval.ms",
             "offsets_retention_check_interval_ms",
@@ -378,6 +377,14 @@ class NodeConfig:
     def route(self, host: str, port: int) -> tuple[str, int]:
         """Where to dial to reach the peer at (host, port): its route, or the address itself."""
         return self.routes.get((host, port), (host, port))
+
+    @property
+    def throttle_settings(self) -> ThrottleSettings:
+        """What the replication throttle plans follow (core/quota/planner.py)."""
+        return ThrottleSettings(
+            precise=self.replication_quota_precise,
+            exempt_in_sync=self.replication_throttle_in_sync_exempt,
+        )
 
     @property
     def is_broker(self) -> bool:

@@ -16,10 +16,10 @@ server/list_offsets.py, re-exported here for the dispatchers.
 - A follower's fetch in a KIP-227 session (any `session_epoch` but FINAL, or a session id) is
   served by server/fetch_sessions.py: a full one as here, an incremental one with only the
   partitions that moved. The reads and the leader throttle are shared (server/fetch_read.py).
-- Leader throttle (KIP-73, `LeaderThrottle` in server/fetch_read.py): decided per partition at
+- Leader throttle (KIP-73, `LeaderFetchPlan` in core/quota/planner.py): decided per partition at
   each read, charged once the response is built. Kafka's mode (the default) charges what Kafka's leader records: the
   size of a Kafka Fetch response made of the throttled partitions, headers included
-  (core/quota_charge.py). The precise mode (`replication.quota.precise`, beyond Kafka) charges
+  (core/quota/charge.py). The precise mode (`replication.quota.precise`, beyond Kafka) charges
   record bytes and budgets each response against the allowance left.
 - Client quota (`consumer_byte_rate`, KIP-13) for consumer fetches only, as Kafka's
   KafkaApis.handleFetchRequest applies it since KIP-219: the fetch's `max_bytes` is first capped
@@ -39,10 +39,13 @@ import trio
 
 from minikafka.clock import now_ms
 from minikafka.core.fetch_session import FINAL_EPOCH
+from minikafka.core.quota.planner import LeaderFetchPlan
 from minikafka.server.fetch_read import (
-    LeaderThrottle,
     answer,
+    charge_response,
     check_partition,
+    leader_plan,
+    read_limits,
     read_once,
     recheck_at,
 )
@@ -98,7 +101,7 @@ async def fetch_partitions(
             answers[i] = checked
         else:
             readable.append((i, fp, checked))
-    throttle = LeaderThrottle(rm, req.replica_id, req.partitions, readable) if is_follower else None
+    plan = leader_plan(rm, req.replica_id, req.partitions) if is_follower else None
     bound: float | None = None
     if is_follower:  # its own replica.fetch.response.max.bytes
         max_bytes = req.max_bytes
@@ -108,14 +111,14 @@ async def fetch_partitions(
         max_bytes = min(req.max_bytes, rm.config.fetch_max_bytes)
         max_bytes = max_bytes if window_cap is None else min(max_bytes, window_cap)
     data = await _read_until_enough(
-        rm, req, readable, throttle, deadline, max_bytes=max_bytes, early=bool(answers)
+        rm, req, readable, plan, deadline, max_bytes=max_bytes, early=bool(answers)
     )
     for (i, fp, p), records in zip(readable, data, strict=True):
         answers[i] = answer(fp, p, records)
     parts = [answers[i] for i in range(len(req.partitions))]
     sent = sum(len(a.records) for a in parts)
-    if throttle is not None:  # after the response is built, as KafkaApis records it
-        throttle.record(parts)
+    if plan is not None:  # after the response is built, as KafkaApis records it
+        charge_response(rm, plan, parts)
         rm.metrics.inc("replication_bytes_out", sent)
         return Reply(response=FetchResponse(partitions=parts))
     # KIP-13 for consumers only; replicas are never client-throttled.
@@ -131,7 +134,7 @@ async def _read_until_enough(
     rm: ReplicaManager,
     req: FetchRequest,
     readable: list[tuple[int, FetchPartition, LocalPartition]],
-    throttle: LeaderThrottle | None,
+    plan: LeaderFetchPlan | None,
     deadline: float,
     *,
     max_bytes: int,
@@ -141,16 +144,14 @@ async def _read_until_enough(
     A response that already carries an error or a divergence is answered at once (early).
     Throttled partitions are not read, so their bytes never complete a delayed fetch.
     `min_bytes` is capped by `max_bytes`, as KafkaApis caps fetchMinBytes."""
-    is_follower = throttle is not None
+    is_follower = plan is not None
     min_bytes = min(req.min_bytes, max_bytes)
     while True:
-        limits = throttle.limits(now_ms()) if throttle is not None else [None] * len(readable)
+        limits = read_limits(rm, plan, readable)
         data = await read_once(rm, readable, limits, is_follower=is_follower, max_bytes=max_bytes)
         total = sum(len(d) for d in data)
         if early or total >= min_bytes or trio.current_time() >= deadline or not readable:
             return data
         if any(not p.is_leader for _i, _fp, p in readable):
             return data
-        await wait_for_change(
-            [p for _i, _fp, p in readable], recheck_at(throttle, limits, deadline)
-        )
+        await wait_for_change([p for _i, _fp, p in readable], recheck_at(plan, limits, deadline))

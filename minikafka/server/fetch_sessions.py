@@ -15,7 +15,7 @@ ReplicaManager.fetchMessages), around the pure cache of core/fetch_session.py.
 - Read order under the response cap: the request's `partition_order` (`random`: a shuffle from
   this node's seeded RNG, KIP-73; otherwise the session's rotation, Kafka's), since with a
   session the leader, not the request, picks the partitions that carry data.
-- Throttling is unchanged: `LeaderThrottle` (server/fetch_read.py) decides per partition at
+- Throttling is unchanged: `LeaderFetchPlan` (core/quota/planner.py) decides per partition at
   each read and charges the response actually sent; a throttled partition returns nothing and
   stays watched, so it is read again at the next fetch (Kafka keeps it in the session the same
   way). Client quotas never apply here: only followers fetch in sessions (consumers are
@@ -43,13 +43,16 @@ from minikafka.core.fetch_session import (
     take_dirty,
 )
 from minikafka.core.fetcher import RANDOM
+from minikafka.core.quota.planner import LeaderFetchPlan
 from minikafka.core.replica_effects import Effect
 from minikafka.errors import ErrorCode
 from minikafka.server.fetch_read import (
     FetchHost,
-    LeaderThrottle,
     answer,
+    charge_response,
     check_partition,
+    leader_plan,
+    read_limits,
     read_once,
     recheck_at,
 )
@@ -203,19 +206,19 @@ async def _incremental(
             if isinstance(p := looked[tp], LocalPartition)
         ]
         early = len(readable) < len(order)  # an error or a divergence goes out at once
-        throttle = LeaderThrottle(rm, req.replica_id, fps, readable)
-        limits = throttle.limits(now_ms())
+        plan = leader_plan(rm, req.replica_id, fps)
+        limits = read_limits(rm, plan, readable)
         data = await read_once(rm, readable, limits, is_follower=True, max_bytes=req.max_bytes)
         enough = sum(len(d) for d in data) >= req.min_bytes
         if early or enough or trio.current_time() >= deadline:
             break
         if any(not p.is_leader for _k, _fp, p in readable):
             break
-        await sessions.wait(session, recheck_at(throttle, limits, deadline))
+        await sessions.wait(session, recheck_at(plan, limits, deadline))
         # Changed partitions not looked at yet: checked and read; their fetch was recorded at
         # the request's arrival (or by before_leader_append), as a sessionless fetch's was.
         look(take_dirty(session) - looked.keys(), record_fetch=False)
-    return _respond(rm, session, order, looked, readable, data, throttle)
+    return _respond(rm, session, order, looked, readable, data, plan)
 
 
 def _respond(
@@ -225,7 +228,7 @@ def _respond(
     looked: dict[TopicPartition, FetchPartitionResponse | LocalPartition],
     readable: list,
     data: list[bytes],
-    throttle: LeaderThrottle,
+    plan: LeaderFetchPlan,
 ) -> Reply:
     """The partitions with news, in read order (maybeUpdateResponseData); the leader throttle
     is charged for exactly those."""
@@ -247,6 +250,6 @@ def _respond(
         else:
             parts[k] = None  # not in the response, not charged
         rm.fetch_sessions.classify(session, tp, part)
-    throttle.record(parts)
+    charge_response(rm, plan, parts)
     rm.metrics.inc("replication_bytes_out", sum(len(a.records) for a in out))
     return Reply(response=FetchResponse(partitions=out, session_id=session.id))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
 
 import trio
 
@@ -32,15 +33,16 @@ from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchSta
 from minikafka.core.log import (
     latest_epoch,
 )
-from minikafka.core.records import iter_batches
-from minikafka.core.replication_quota import (
-    QuotaSide,
-    ThrottleClass,
-    decide_fetch_throttles,
-    follower_caught_up,
-    follower_charge_class,
-    follower_throttle_class,
+from minikafka.core.quota.planner import (
+    NOT_THROTTLED,
+    FollowerFetchPlan,
+    ThrottleView,
+    exempt,
+    follower_backoff_ms,
+    follower_view,
 )
+from minikafka.core.quota.sensors import ReplicationQuotas
+from minikafka.core.records import iter_batches
 from minikafka.errors import CorruptRecordError, ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
@@ -48,7 +50,6 @@ from minikafka.server.eventlog import EventLog
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
-from minikafka.server.quotas import ReplicationQuotas
 from minikafka.storage import AppendWrite
 from minikafka.wire.messages import (
     BrokerInfo,
@@ -156,6 +157,7 @@ class ReplicaFetcher:
         self._unsent: set[TopicPartition] = set()
         self._excluded: frozenset[TopicPartition] = frozenset()
         self._limited: frozenset[TopicPartition] = frozenset()
+        self.settings = c.throttle_settings
         self.wakeup = trio.Event()
         self.stopped = False
 
@@ -184,10 +186,10 @@ class ReplicaFetcher:
         self.session.on_error()
         while self.planner.partitions:
             t = now_ms()
-            throttle = _FollowerThrottle(self.manager, self.planner, t)
-            sent = self._plan(t, throttle)
+            held = self._hold_back(t)
+            sent = self._plan(t, held)
             if sent is None:
-                await self._back_off(throttled=bool(throttle.excluded))
+                await self._back_off(throttled=bool(held.excluded))
                 continue
             s = self.planner.settings
             request = FetchRequest(
@@ -214,12 +216,44 @@ class ReplicaFetcher:
                 self.manager.metrics.inc("fetch_session_errors")
                 continue  # the next fetch is a full one
             self._unsent = set()
-            exempt = throttle.exempt_among(
-                [TopicPartition(r.topic, r.partition) for r in response.partitions if r.records]
-            )
-            await self._process(sent.get, response, exempt=exempt)
+            # Exempt (KAFKA-4313: counted, never held back): caught up as of the request, so
+            # decided before the response moves the lags.
+            got = [TopicPartition(r.topic, r.partition) for r in response.partitions if r.records]
+            exempt_now = frozenset(tp for tp in got if exempt(self._view(tp), self.settings))
+            await self._process(sent.get, response, exempt=exempt_now)
 
-    def _plan(self, t: int, throttle: _FollowerThrottle) -> SessionRequest | None:
+    def _view(self, tp: TopicPartition) -> ThrottleView:
+        """`tp` as the follower's throttle plan sees it (core/quota/planner.py)."""
+        p, st = self.manager.lookup(tp), self.planner.partitions.get(tp)
+        if p is None or p.state is None or st is None:
+            return NOT_THROTTLED
+        m = self.manager
+        return follower_view(
+            partition=tp.partition,
+            local_id=m.config.node_id,
+            adding_replicas=p.state.adding_replicas,
+            follower_list=m.dynamic.topic_throttled_replicas(tp.topic)[1],
+            config=m.dynamic.broker_config(m.config.node_id),
+            lag=st.lag,
+        )
+
+    def _hold_back(self, t: int) -> HeldBack:
+        """The follower side of KIP-73 for the next fetch (Kafka's shouldFollowerThrottle),
+        decided by core/quota/planner.py `FollowerFetchPlan`. Without any follower bound (and
+        not precise) nothing is left out or capped whatever the classes, so the per-partition
+        views are skipped: an idle fetcher of thousands of partitions pays nothing per
+        partition here."""
+        if not FollowerFetchPlan.needed(self.settings, self.manager.quotas):
+            return HeldBack()
+        tps = list(self.planner.partitions)
+        plan = FollowerFetchPlan([self._view(tp) for tp in tps], self.settings)
+        excluded, limits = plan.decide(self.manager.quotas, t)
+        return HeldBack(
+            excluded=frozenset(tps[i] for i in excluded),
+            limits={tps[i]: n for i, n in limits.items()},
+        )
+
+    def _plan(self, t: int, throttle: HeldBack) -> SessionRequest | None:
         """The next fetch (None: nothing to fetch). A full one lists every ready partition not
         held back, shuffled or rotated (KIP-73); an incremental one looks only at the partitions
         that may differ from the session: moved in the planner since the last confirmed fetch,
@@ -248,16 +282,15 @@ class ReplicaFetcher:
         ready = self.planner.next_deadline_ms()
         if ready is None:
             return
-        wait_ms = max(ready - now_ms(), 1)
-        if throttled:
-            # Kafka waits replica.fetch.backoff.ms; the precise mode looks again after a tenth
-            # of a quota window, so that no fetch carries a second's worth of allowance at once.
-            backoff = self.manager.config.replica_fetch_backoff_ms
-            if self.manager.config.replication_quota_precise:
-                backoff = min(
-                    backoff, self.manager.config.replication_quota_window_size_seconds * 100
-                )
-            wait_ms = backoff if ready <= now_ms() else min(wait_ms, backoff)
+        c = self.manager.config
+        wait_ms = follower_backoff_ms(
+            ready_ms=ready,
+            now_ms=now_ms(),
+            throttled=throttled,
+            backoff_ms=c.replica_fetch_backoff_ms,
+            precise=c.replication_quota_precise,
+            window_s=c.replication_quota_window_size_seconds,
+        )
         with trio.move_on_after(wait_ms / 1000):
             await self.wakeup.wait()
 
@@ -312,15 +345,12 @@ class ReplicaFetcher:
                 self.planner.observe_leader(p.tp, leader_hw)
                 self.manager.metrics.inc("replication_bytes_in", size)
                 p.bytes_in.record(size, t)
-            # After appending: every throttled or listed partition's bytes count, caught up or
-            # not (ReplicaFetcherThread.processPartitionData records on list membership).
-            for p, _hw, size in appended:
-                cls = _follower_charge_class(self.manager, p)
-                if cls is not None:
-                    self.manager.quotas.record(QuotaSide.FOLLOWER, cls, size, t)
-                    self.manager.metrics.inc(f"follower_{cls.value}_throttled_bytes", size)
-                    if p.tp in exempt:  # of which the quota could not have held back
-                        self.manager.metrics.inc(f"follower_{cls.value}_exempt_bytes", size)
+            # After appending, what it cost the follower's sensors (`FollowerFetchPlan`).
+            plan = FollowerFetchPlan([self._view(p.tp) for p, _hw, _n in appended], self.settings)
+            costs = [(k, n, p.tp in exempt) for k, (p, _hw, n) in enumerate(appended)]
+            for charge in plan.charges(costs):
+                self.manager.quotas.charge(charge, t)
+                self.manager.metrics.inc_all(charge.counters())
 
     def _on_append_failed(self, failed: dict[TopicPartition, Exception], t: int) -> None:
         """A partition whose append failed is fetched again after a backoff, unless the failure
@@ -395,94 +425,10 @@ class ReplicaFetcher:
         self.planner.delay(tp, t)
 
 
-def _follower_class(manager: ReplicaFetcherManager, p: LocalPartition) -> ThrottleClass | None:
-    """The class `p` is held back by (core/replication_quota.py `follower_throttle_class`)."""
-    return _follower_classes(manager, p)[0]
+@dataclass(frozen=True, slots=True)
+class HeldBack:
+    """What the follower's throttle holds back of the next fetch: partitions left out, and the
+    precise mode's byte caps."""
 
-
-def _follower_charge_class(
-    manager: ReplicaFetcherManager, p: LocalPartition
-) -> ThrottleClass | None:
-    """The sensor `p`'s fetched bytes are recorded into (`follower_charge_class`)."""
-    return _follower_classes(manager, p)[1]
-
-
-def _follower_classes(
-    manager: ReplicaFetcherManager, p: LocalPartition
-) -> tuple[ThrottleClass | None, ThrottleClass | None]:
-    """(throttle class, charge class) of `p`, from one read of the configs."""
-    if p.state is None:
-        return None, None
-    _leader_list, follower_list = manager.dynamic.topic_throttled_replicas(p.tp.topic)
-    config = manager.dynamic.broker_config(manager.config.node_id)
-    where = {
-        "partition": p.tp.partition,
-        "local_id": manager.config.node_id,
-        "topic_follower_list": follower_list,
-        "config": config,
-    }
-    throttled = follower_throttle_class(adding_replicas=p.state.adding_replicas, **where)
-    return throttled, follower_charge_class(throttled, **where)
-
-
-class _FollowerThrottle:
-    """The follower side of KIP-73 for one request (Kafka's shouldFollowerThrottle): leave out
-    partitions that are not caught up, are throttled, and whose quota is exceeded; in precise
-    mode, cap the others of a throttled class by their share of the remaining allowance.
-
-    Without any follower bound (and not precise) nothing is left out or capped whatever the
-    classes, so the per-partition decisions are skipped: an idle fetcher of thousands of
-    partitions pays nothing per partition here. Which appended partitions were exempt
-    (KAFKA-4313, only counted) is then decided for those alone (`exempt_among`)."""
-
-    def __init__(self, manager: ReplicaFetcherManager, planner: FetchPlanner, now: int) -> None:
-        excluded: set[TopicPartition] = set()
-        exempt_now: set[TopicPartition] = set()
-        self.limits: dict[TopicPartition, int] = {}
-        self.exempt: frozenset[TopicPartition] = frozenset()
-        self._manager, self._planner = manager, planner
-        quotas = manager.quotas
-        self.decided = manager.config.replication_quota_precise or quotas.bounded(
-            QuotaSide.FOLLOWER
-        )
-        if not self.decided:
-            self.excluded: frozenset[TopicPartition] = frozenset()
-            return
-        tps = list(planner.partitions)
-        parts = []
-        for tp in tps:
-            p = manager.lookup(tp)
-            cls = _follower_class(manager, p) if p is not None else None
-            parts.append((cls, follower_caught_up(planner.partitions[tp].lag)))
-        decisions = decide_fetch_throttles(
-            parts,
-            exceeded=lambda cls: quotas.exceeded(QuotaSide.FOLLOWER, cls, now),
-            remaining=lambda cls: quotas.remaining(QuotaSide.FOLLOWER, cls, now),
-            precise=manager.config.replication_quota_precise,
-            exempt_in_sync=manager.config.replication_throttle_in_sync_exempt,
-        )
-        for tp, decision in zip(tps, decisions, strict=True):
-            if decision.limit == 0:
-                excluded.add(tp)
-            elif decision.limit is not None:
-                self.limits[tp] = decision.limit
-            if decision.exempt:
-                exempt_now.add(tp)
-        self.excluded = frozenset(excluded)
-        self.exempt = frozenset(exempt_now)
-
-    def exempt_among(self, tps: list[TopicPartition]) -> frozenset[TopicPartition]:
-        """The partitions of `tps` that were exempt when asked for: caught up (the lag as of the
-        request, so call this before processing the response) and of a throttle class."""
-        if self.decided:
-            return self.exempt & frozenset(tps)
-        if not self._manager.config.replication_throttle_in_sync_exempt:
-            return frozenset()
-        out = set()
-        for tp in tps:
-            st = self._planner.partitions.get(tp)
-            p = self._manager.lookup(tp)
-            if st is not None and p is not None and follower_caught_up(st.lag):
-                if _follower_class(self._manager, p) is not None:
-                    out.add(tp)
-        return frozenset(out)
+    excluded: frozenset[TopicPartition] = frozenset()
+    limits: dict[TopicPartition, int] = field(default_factory=dict)

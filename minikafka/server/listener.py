@@ -12,7 +12,7 @@ is then muted from the moment the reply is ready (before its response is written
 that answers the response at once still finds it muted) until the throttle time has passed: the
 read loop takes no further request off the connection meanwhile (Kafka's SocketServer mutes a
 throttled channel), while requests already taken keep being processed and answered. Overlapping
-throttles end at the latest (core/throttle_gate.py).
+throttles end at the latest (core/quota/gate.py).
 
 Bounded work per peer (docs/front-door.md):
 
@@ -60,7 +60,7 @@ import trio
 from minikafka.clock import now_ms, wait_out
 from minikafka.core.connection_quotas import NATIVE as NATIVE_LISTENER
 from minikafka.core.connection_quotas import ConnectionQuotas
-from minikafka.core.throttle_gate import ThrottleGate
+from minikafka.core.quota.gate import ThrottleGate
 from minikafka.errors import RemoteProtocolError
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.eventlog import EventLog

@@ -25,8 +25,8 @@ import trio
 from minikafka.common import EpochEntry, TopicPartition
 from minikafka.core.partition import PartitionLeaderState
 from minikafka.core.producer_state import ProducerStateManager
+from minikafka.core.quota.stats import MetricConfig, Rate
 from minikafka.core.replica import LocalReplica
-from minikafka.core.stats import MetricConfig, Rate
 from minikafka.errors import ErrorCode
 from minikafka.server.partition_changes import PartitionChanges
 from minikafka.storage import LoadedPartition

@@ -26,6 +26,10 @@ class Metrics:
     def inc(self, name: str, amount: int = 1) -> None:
         self.counters[name] = self.counters.get(name, 0) + amount
 
+    def inc_all(self, amounts: dict[str, int]) -> None:
+        for name, amount in amounts.items():
+            self.inc(name, amount)
+
     def gauge(self, name: str, read: Callable[[], object]) -> None:
         self.gauges[name] = read
 

@@ -18,14 +18,14 @@ from typing import Protocol
 
 from minikafka.clock import now_ms
 from minikafka.common import TopicPartition
-from minikafka.core.replication_quota import QuotaSide, ThrottleClass
+from minikafka.core.quota.classes import QuotaSide, ThrottleClass
+from minikafka.core.quota.sensors import ClientQuotas, ReplicationQuotas
 from minikafka.server.config import NodeConfig
 from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.local_partition import LocalPartition
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.partition_changes import PartitionChanges
-from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
 from minikafka.server.replica_index import ReplicaIndex
 
 

@@ -32,6 +32,7 @@ from minikafka.client.connection import Connection, open_connection
 from minikafka.clock import RunSync, now_ms
 from minikafka.common import TopicPartition
 from minikafka.core.leader_and_isr import LeaderAndIsrAction, classify_leader_and_isr
+from minikafka.core.quota.sensors import ClientQuotas, ReplicationQuotas
 from minikafka.core.records import peek_header
 from minikafka.core.replica_effects import (
     Effect,
@@ -55,7 +56,6 @@ from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.partition_changes import PartitionChanges, drain
 from minikafka.server.producer_state_tasks import ProducerSnapshots, run_producer_expiration
-from minikafka.server.quotas import ClientQuotas, ReplicationQuotas
 from minikafka.server.replica_gauges import register_replica_gauges
 from minikafka.server.replica_index import ReplicaIndex
 from minikafka.storage import AppendWrite, LoadedPartition, LogDirError, LogStore, StorageError

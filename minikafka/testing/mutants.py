@@ -43,30 +43,32 @@ def _wrap(owner: Any, attr: str, make: Callable[[Any], Any]) -> None:
     setattr(owner, attr, make(getattr(owner, attr)))
 
 
-def _both_sides(make: Callable[[Any], Any]) -> None:
-    """Wrap the throttle decision where the leader (fetch_read) and the follower (fetcher) call
-    it: both import `decide_fetch_throttles` by name."""
-    from minikafka.server import fetch_read, fetcher
+def _decisions(make: Callable[[Any], Any]) -> None:
+    """Wrap the throttle decision both sides' plans make (core/quota/planner.py looks
+    `decide_fetch_throttles` up as a module global at each call)."""
+    from minikafka.core.quota import planner
 
-    _wrap(fetch_read, "decide_fetch_throttles", make)
-    _wrap(fetcher, "decide_fetch_throttles", make)
+    _wrap(planner, "decide_fetch_throttles", make)
 
 
-def _unthrottled(module_name: str) -> Callable[[], None]:
+def _unthrottled(side: str) -> Callable[[], None]:
+    """One side's plan decides nothing: every partition unlimited, its charges untouched."""
+
     def apply() -> None:
-        import importlib
+        from minikafka.core.quota import planner
 
-        from minikafka.core.replication_quota import FetchThrottle
-
-        module = importlib.import_module(module_name)
+        owner = planner.LeaderFetchPlan if side == "leader" else planner.FollowerFetchPlan
 
         def make(original):
-            def decide(parts, **kw):
-                return [FetchThrottle(limit=None, exempt=d.exempt) for d in original(parts, **kw)]
+            def decisions(self, quotas, now_ms):
+                return [
+                    planner.FetchThrottle(limit=None, exempt=d.exempt)
+                    for d in original(self, quotas, now_ms)
+                ]
 
-            return decide
+            return decisions
 
-        _wrap(module, "decide_fetch_throttles", make)
+        _wrap(owner, "decisions", make)
 
     return apply
 
@@ -78,7 +80,7 @@ def _no_exemption() -> None:
 
         return decide
 
-    _both_sides(make)
+    _decisions(make)
 
 
 def _inverted_exemption() -> None:
@@ -88,7 +90,7 @@ def _inverted_exemption() -> None:
 
         return decide
 
-    _both_sides(make)
+    _decisions(make)
 
 
 class _Sorting:
@@ -142,20 +144,20 @@ def _no_response_cap() -> None:
 
 
 def _skip_tenth_charge() -> None:
-    from minikafka.server.fetch_read import LeaderThrottle
+    from minikafka.core.quota.planner import LeaderFetchPlan
 
     def make(original):
-        def record(self, parts):
-            kept = [None if p is not None and p.partition % 10 == 0 else p for p in parts]
+        def charges(self, sent):
+            kept = [None if p is not None and p.partition % 10 == 0 else p for p in sent]
             return original(self, kept)
 
-        return record
+        return charges
 
-    _wrap(LeaderThrottle, "record", make)
+    _wrap(LeaderFetchPlan, "charges", make)
 
 
 def _purge_by_start() -> None:
-    from minikafka.core.stats import SampledStat
+    from minikafka.core.quota.stats import SampledStat
 
     def purge(self, now_ms: int) -> None:
         expire_age_ms = self.config.samples * self.config.window_ms
@@ -167,12 +169,12 @@ def _purge_by_start() -> None:
 
 
 def _records_only_charge() -> None:
-    from minikafka.server import fetch_read
+    from minikafka.core.quota import planner
 
     def size(partitions):
         return sum(p.records_bytes for p in partitions)
 
-    fetch_read.kafka_fetch_response_size = size
+    planner.kafka_fetch_response_size = size
 
 
 MUTANTS: dict[str, Mutant] = {
@@ -182,12 +184,12 @@ MUTANTS: dict[str, Mutant] = {
         Mutant(
             name="leader-throttle-off",
             breaks="the leader never holds a partition back (its quota is charged, not applied)",
-            apply=_unthrottled("minikafka.server.fetch_read"),
+            apply=_unthrottled("leader"),
         ),
         Mutant(
             name="follower-throttle-off",
             breaks="the follower never leaves a partition out (its quota is charged, not applied)",
-            apply=_unthrottled("minikafka.server.fetcher"),
+            apply=_unthrottled("follower"),
         ),
         Mutant(
             name="kafka-4313-off",

@@ -230,7 +230,7 @@ VERDICTS = {
 # only the metrics lines' edges separate them.
 COVERAGE = (0.98, 1.02)
 # header-charge: Kafka's leader charges the wire size of a Fetch response of the throttled
-# partitions, headers included (core/quota_charge.py): at least one partition's 37 bytes per
+# partitions, headers included (core/quota/charge.py): at least one partition's 37 bytes per
 # response, and a fetcher gets at least one response per long poll (replica.fetch.wait.max.ms
 # 500). Measured on 3n-one-to-two-reassign-lists-idle-kafka: 24,974 B in a 16.6 s move, where
 # this floor is 1,221 B; a leader charging record bytes only is charged none.

@@ -228,7 +228,7 @@ def judged_windows(
     end = F.ceil("jend")
     inside = open_end | (sec < end)  # null (never judged) for a move without an end
     # Neither in-sync replicas' records nor the Kafka headers a leader is charged for every
-    # response (core/quota_charge.py) can be held back by the throttle.
+    # response (core/quota/charge.py) can be held back by the throttle.
     held = side("throttled_bytes") - side("exempt_bytes") - side("overhead_bytes")
     node = Window.partitionBy("run_key", "node", "side")
     first = F.when(open_end, F.coalesce("jstart", F.min("sec").over(node))).otherwise(

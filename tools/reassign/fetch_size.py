@@ -1,6 +1,6 @@
 """The bytes a Kafka leader charges its replication quota for one fetch response, for the
 simulation of tools/reassign/kafka_algorithm.py, pure, and independent of the brokers' own
-count (minikafka/core/quota_charge.py): the prediction must not share the code it judges.
+count (minikafka/core/quota/charge.py): the prediction must not share the code it judges.
 
 Kafka's leader records `FetchResponse.sizeOf(version, throttled partitions)` into its leader
 quota (`KafkaApis.handleFetchRequest`, `sizeOfThrottledPartitions`), which is

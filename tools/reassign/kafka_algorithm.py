@@ -3,7 +3,7 @@ tools/reassign/model.py, for clusters that run it (`replication.quota.precise=fa
 
 `kafka_prediction`: what Kafka's own quota does with the traffic of `MovingPartition`s,
 simulated event by event with Kafka's SimpleRate and quota check (tools/reassign/kafka_rate.py,
-written from Kafka's Java and tested on Kafka's own test numbers: not the brokers' core/stats.py,
+written from Kafka's Java and tested on Kafka's own test numbers: not the brokers' core/quota/stats.py,
 so a bug there cannot move the prediction with the run it judges): a throttle is
 checked against the rate measured so far and charged after the response, so a response goes out
 whole (up to `replica.fetch.response.max.bytes`) whenever the quota is not exceeded at the
@@ -11,7 +11,7 @@ check; a fresh sensor counts its first window as full, so the first responses ar
 serving two destinations lets both their responses through before it records either; the leader
 charges the Kafka wire size of the throttled partitions of every response, headers included
 (tools/reassign/fetch_size.py, checked against kio's bytes, not the brokers'
-core/quota_charge.py); the follower records the record bytes of every partition in its
+core/quota/charge.py); the follower records the record bytes of every partition in its
 throttled set, caught up or not (ReplicaFetcherThread.processPartitionData; in lists mode a
 destination stays listed until the move ends, in KIP-542 it stays adding until its
 partition's move completes); and checks happen only when a fetch is built or answered: a follower

@@ -2,7 +2,7 @@
 tools/reassign/kafka_algorithm.py, pure.
 
 The simulation is the prediction a Kafka-mode move is judged against, so it must not share its
-arithmetic with the brokers it judges (minikafka/core/stats.py): a bug there would move the
+arithmetic with the brokers it judges (minikafka/core/quota/stats.py): a bug there would move the
 run and the prediction together. This module is a second, independent transcription of
 `org.apache.kafka.common.metrics` (Kafka 3.9 / trunk of 2024-10), tested against the numbers of
 Kafka's own unit tests (tests/test_kafka_rate.py):

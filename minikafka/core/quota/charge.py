@@ -59,6 +59,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from minikafka.core.quota.classes import QuotaSide, ThrottleClass
+
 __all__ = [
     "DIVERGING_EPOCH_BYTES",
     "PARTITION_OVERHEAD",
@@ -74,14 +76,40 @@ PARTITION_OVERHEAD = 4 + 2 + 8 + 8 + 8 + 1 + 4 + 1  # fixed fields, null aborted
 DIVERGING_EPOCH_BYTES = 1 + 1 + (4 + 8 + 1)  # tag, size, EpochEndOffset struct
 
 
+@dataclass(frozen=True, slots=True)
+class Charge:
+    """What one fetch costs one sensor (core/quota/planner.py): `bytes` recorded into it, of
+    which `exempt` the record bytes of in-sync replicas (counted, never held back) and
+    `overhead` Kafka's response headers (Kafka's mode, leader side only)."""
+
+    side: QuotaSide
+    throttle_class: ThrottleClass
+    bytes: int
+    exempt: int = 0
+    overhead: int = 0
+
+    def counters(self) -> dict[str, int]:
+        """The metrics counters it adds to (`<side>_<class>_throttled_bytes`, `_exempt_bytes`,
+        `_overhead_bytes`), the ones with something to add."""
+        name = f"{self.side.value}_{self.throttle_class.value}"
+        out = {
+            f"{name}_throttled_bytes": self.bytes,
+            f"{name}_exempt_bytes": self.exempt,
+            f"{name}_overhead_bytes": self.overhead,
+        }
+        return {k: v for k, v in out.items() if v}
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChargedPartition:
     """One partition of a response as the charge sees it: its topic, the bytes of its record
-    set, and whether it carries a diverging epoch (a tagged field)."""
+    set, and whether it carries a diverging epoch (a tagged field). Its index names it in
+    `LeaderFetchPlan` and in tests; the size does not depend on it (an INT32 on the wire)."""
 
     topic: str
     records_bytes: int = 0
     diverging: bool = False
+    partition: int = -1
 
 
 def varint_size(value: int) -> int:

@@ -21,9 +21,7 @@ KAFKA-4313's in-sync exemption; `exempt_in_sync=False` removes it, to reproduce 
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection
 from enum import Enum, StrEnum
 
 from minikafka.core.dynamic_config import BrokerThrottleConfig, ThrottledReplicas
@@ -86,7 +84,7 @@ def leader_charge_class(
     config: BrokerThrottleConfig,
 ) -> ThrottleClass | None:
     """The sensor a partition's part of a response is charged to, in Kafka's accounting
-    (core/quota_charge.py): its throttle class (`leader_throttle_class`) when it has one;
+    (core/quota/charge.py): its throttle class (`leader_throttle_class`) when it has one;
     otherwise REPLICATION if the leader list names it: Kafka's
     `ReplicationQuotaManager.isThrottled` is the list alone, so a listed partition is recorded
     even before a rate is set, and counts once one is."""
@@ -131,65 +129,6 @@ def should_throttle(
     if throttle_class is None or not quota_exceeded:
         return False
     return not (in_sync and exempt_in_sync)
-
-
-@dataclass(frozen=True, slots=True)
-class FetchThrottle:
-    """What one partition of a fetch may carry: `limit` 0 = nothing (throttled), None = no
-    limit, n = the precise mode's byte budget; `exempt`: in sync, in a throttle class and
-    exempt (KAFKA-4313), so its bytes count against the quota but are never held back."""
-
-    limit: int | None
-    exempt: bool = False
-
-
-UNLIMITED = FetchThrottle(limit=None)
-THROTTLED = FetchThrottle(limit=0)
-
-
-def decide_fetch_throttles(
-    parts: Sequence[tuple[ThrottleClass | None, bool]],
-    *,
-    exceeded: Callable[[ThrottleClass], bool],
-    remaining: Callable[[ThrottleClass], float],
-    precise: bool,
-    exempt_in_sync: bool = True,
-) -> list[FetchThrottle]:
-    """One fetch's throttling, for either side: `parts` is (throttle class, in sync) per
-    partition (leader: the follower is in the ISR; follower: caught up), `exceeded` and
-    `remaining` read this side's sensor of a class.
-
-    Kafka's mode: a partition is throttled when `should_throttle` holds (shouldLeaderThrottle,
-    shouldFollowerThrottle), else unlimited. Precise mode (beyond Kafka): each partition of a
-    class that is not exempt may take an equal share of that class's allowance left, floored at
-    nothing (the bound is in server/fetch_serve.py's `_LeaderThrottle`)."""
-    eligible = Counter(
-        cls for cls, in_sync in parts if cls is not None and not (in_sync and exempt_in_sync)
-    )
-    over = {cls: exceeded(cls) for cls in {cls for cls, _ in parts if cls is not None}}
-    out: list[FetchThrottle] = []
-    for cls, in_sync in parts:
-        if cls is None:
-            out.append(UNLIMITED)
-        elif should_throttle(
-            in_sync=in_sync,
-            throttle_class=cls,
-            quota_exceeded=over[cls],
-            exempt_in_sync=exempt_in_sync,
-        ):
-            out.append(THROTTLED)
-        elif in_sync and exempt_in_sync:
-            out.append(FetchThrottle(limit=None, exempt=True))
-        elif precise:
-            out.append(FetchThrottle(limit=max(int(remaining(cls) // eligible[cls]), 0)))
-        else:
-            out.append(UNLIMITED)
-    return out
-
-
-def follower_caught_up(lag: int | None) -> bool:
-    """Kafka PartitionFetchState.isReplicaInSync: the lag is known and not positive."""
-    return lag is not None and lag <= 0
 
 
 def class_rate(

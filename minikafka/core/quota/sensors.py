@@ -5,7 +5,7 @@ Replication sensors are SimpleRates over `replication.quota.window.num` windows 
 `replication.quota.window.size.seconds` (Kafka's ReplicationQuotaManager); client sensors are
 Rates over `quota.window.num` x `quota.window.size.seconds` (ClientQuotaManager). When a config
 changes, bounds are replaced and the samples kept, as Kafka does. The decisions themselves are
-in core/replication_quota.py and core/stats.py; this module only holds the state and uses the
+in core/quota/classes.py and core/quota/stats.py; this module only holds the state and uses the
 time it is given.
 
 A consumer fetch over its quota is answered empty and its bytes un-recorded
@@ -31,8 +31,9 @@ from __future__ import annotations
 import math
 
 from minikafka.core.dynamic_config import BrokerThrottleConfig
-from minikafka.core.replication_quota import QuotaSide, ThrottleClass, class_rate
-from minikafka.core.stats import Avg, Max, MetricConfig, Rate, Sensor, SimpleRate
+from minikafka.core.quota.charge import Charge
+from minikafka.core.quota.classes import QuotaSide, ThrottleClass, class_rate
+from minikafka.core.quota.stats import Avg, Max, MetricConfig, Rate, Sensor, SimpleRate
 
 INACTIVE_SENSOR_EXPIRATION_MS = (
     3600 * 1000
@@ -78,6 +79,10 @@ class ReplicationQuotas:
     def record(self, side: QuotaSide, cls: ThrottleClass | None, nbytes: int, now_ms: int) -> None:
         if cls is not None and nbytes:
             self._sensors[(side, cls)].record(nbytes, now_ms)
+
+    def charge(self, charge: Charge, now_ms: int) -> None:
+        """Record what a fetch cost (core/quota/planner.py `Charge`)."""
+        self.record(charge.side, charge.throttle_class, charge.bytes, now_ms)
 
     def remaining(self, side: QuotaSide, cls: ThrottleClass, now_ms: int) -> float:
         return self._sensors[(side, cls)].precise_remaining_bytes(now_ms)
