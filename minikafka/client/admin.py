@@ -20,24 +20,17 @@ from minikafka.wire.messages import (
     AlterConfigsResource,
     AlterConfigsResourceResponse,
     AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
     ConfigEntity,
     CreatableTopic,
     CreatePartitionsRequest,
-    CreatePartitionsResponse,
     CreatePartitionsTopic,
     CreateTopicsRequest,
-    CreateTopicsResponse,
     DeleteTopicsRequest,
-    DeleteTopicsResponse,
     DescribeConfigsRequest,
     DescribeConfigsResource,
-    DescribeConfigsResponse,
     DescribeConfigsResult,
     IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
     MetadataResponse,
     OngoingPartitionReassignment,
     ReassignablePartition,
@@ -72,7 +65,6 @@ class Admin:
             ]
         )
         resp = await self.client.request_any(req)
-        assert isinstance(resp, CreateTopicsResponse)
         _raise_unless_done(resp.topics, f"cannot create topic {name!r}")
         await self._wait_for_leaders(name, partitions, wait_s)
 
@@ -97,14 +89,12 @@ class Admin:
             ]
         )
         resp = await self.client.request_any(req)
-        assert isinstance(resp, CreatePartitionsResponse)
         _raise_unless_done(resp.results, f"cannot add partitions to {name!r}")
         await self._wait_for_leaders(name, count, wait_s)
 
     async def delete_topic(self, name: str, *, wait_s: float = 30.0) -> None:
         """Delete a topic (Kafka's DeleteTopics) and wait until the metadata no longer has it."""
         resp = await self.client.request_any(DeleteTopicsRequest(topics=[name]))
-        assert isinstance(resp, DeleteTopicsResponse)
         _raise_unless_done(resp.results, f"cannot delete {name!r}")
         with trio.fail_after(wait_s):
             while True:
@@ -163,7 +153,6 @@ class Admin:
         """IncrementalAlterConfigs: one response per resource, errors included (not raised)."""
         req = IncrementalAlterConfigsRequest(resources=list(resources), validate_only=validate_only)
         resp = await self._config_request(req, wait_s)
-        assert isinstance(resp, IncrementalAlterConfigsResponse)
         return resp.responses
 
     async def describe_configs(
@@ -177,7 +166,6 @@ class Admin:
             ]
         )
         resp = await self._config_request(req, wait_s)
-        assert isinstance(resp, DescribeConfigsResponse)
         for result in resp.results:
             if result.error_code != ErrorCode.NONE:
                 raise BrokerError(result.error_code, result.error_message or "")
@@ -211,7 +199,6 @@ class Admin:
             throttle_configs=list(throttle_configs),
         )
         resp = await self._config_request(req, wait_s)
-        assert isinstance(resp, AlterPartitionReassignmentsResponse)
         return {TopicPartition(r.topic, r.partition): r for r in resp.responses}
 
     async def list_partition_reassignments(
@@ -223,7 +210,6 @@ class Admin:
             topics=None if topics is None else list(topics), timeout_ms=int(wait_s * 1000)
         )
         resp = await self._config_request(req, wait_s)
-        assert isinstance(resp, ListPartitionReassignmentsResponse)
         return {TopicPartition(r.topic, r.partition): r for r in resp.reassignments}
 
     async def _config_request(self, req: object, wait_s: float) -> object:

@@ -17,6 +17,7 @@ from minikafka.client.connection import Connection, hold_connection, sole_except
 from minikafka.common import TopicPartition
 from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError
 from minikafka.wire.messages import BrokerInfo, MetadataRequest, MetadataResponse, PartitionMetadata
+from minikafka.wire.request import R, Request
 
 
 def parse_bootstrap(text: str) -> list[tuple[str, int]]:
@@ -85,7 +86,7 @@ class ClusterClient:
             )
         return await self.connection((info.host, info.port))
 
-    async def request_any(self, body: object, *, timeout_s: float = 30.0) -> object:
+    async def request_any(self, body: Request[R], *, timeout_s: float = 30.0) -> R:
         """Send to the first bootstrap node that answers."""
         last: MiniKafkaError | None = None
         for address in self.bootstrap:
@@ -103,7 +104,6 @@ class ClusterClient:
         resp = await self.request_any(
             MetadataRequest(topics=list(topics) if topics is not None else None)
         )
-        assert isinstance(resp, MetadataResponse)
         self.brokers = {b.node_id: b for b in resp.brokers}
         self.controller_id = resp.controller_id
         for t in resp.topics:

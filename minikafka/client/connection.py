@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import cast
 
 import trio
 
@@ -34,6 +35,7 @@ from minikafka.wire.codec import RequestHeader, encode_request
 from minikafka.wire.correlation import Correlator
 from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES, FrameDecoder, frame_parts
 from minikafka.wire.messages import API_KEY_OF
+from minikafka.wire.request import R, Request
 
 RECV_CHUNK = 1 << 20
 
@@ -65,9 +67,10 @@ class Connection:
         """How long the next request will wait for the broker's last throttle (KIP-219)."""
         return self._throttle.delay_ms(now_ms())
 
-    async def request(self, body: object, *, timeout_s: float = math.inf) -> object:
-        """Send one request and wait for its response (BrokerError NETWORK_EXCEPTION if the
-        connection breaks, REQUEST_TIMED_OUT after timeout_s)."""
+    async def request(self, body: Request[R], *, timeout_s: float = math.inf) -> R:
+        """Send one request and wait for its response, of the type the request names
+        (wire/request.py; BrokerError NETWORK_EXCEPTION if the connection breaks,
+        REQUEST_TIMED_OUT after timeout_s)."""
         waiter = _Waiter()
         corr_id = await self._send(body, waiter)
         try:
@@ -82,7 +85,9 @@ class Connection:
             )
         if waiter.error is not None:
             raise waiter.error
-        return waiter.response
+        # The reader decodes each response by its request's API key (wire/correlation.py), so
+        # it is of the type the request names (tests/test_wire_request_types.py).
+        return cast(R, waiter.response)
 
     async def send_oneway(self, body: object) -> None:
         """Send a request that gets no response (Produce with acks=0)."""

@@ -22,10 +22,8 @@ from minikafka.wire.messages import (
     LATEST_TIMESTAMP,
     FetchPartition,
     FetchRequest,
-    FetchResponse,
     ListOffsetsPartition,
     ListOffsetsRequest,
-    ListOffsetsResponse,
 )
 
 RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
@@ -80,7 +78,6 @@ class Consumer:
                         ),
                         timeout_s=30,
                     )
-                    assert isinstance(resp, ListOffsetsResponse)
                     for r in resp.partitions:
                         tp = TopicPartition(r.topic, r.partition)
                         if r.error_code == ErrorCode.NONE:
@@ -131,7 +128,6 @@ class Consumer:
                     raise
                 stale = True
                 return
-            assert isinstance(resp, FetchResponse)
             self.last_throttle_time_ms = resp.throttle_time_ms
             self.throttle_time_ms_total += resp.throttle_time_ms
             for pr in resp.partitions:

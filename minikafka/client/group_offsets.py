@@ -25,13 +25,11 @@ from minikafka.core.group.messages import (
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.wire.messages import (
     FindCoordinatorRequest,
-    FindCoordinatorResponse,
     OffsetCommitPartition,
     OffsetCommitRequest,
     OffsetCommitResponse,
     OffsetFetchPartition,
     OffsetFetchRequest,
-    OffsetFetchResponse,
 )
 
 RETRY_BACKOFF_S = 0.2
@@ -55,7 +53,6 @@ class GroupOffsets:
             partitions=[OffsetFetchPartition(topic=tp.topic, partition=tp.partition) for tp in tps],
         )
         resp = await self._coordinator_request(req, lambda r: r.error_code)
-        assert isinstance(resp, OffsetFetchResponse)
         out = {}
         for p in resp.partitions:
             if p.error_code:
@@ -94,7 +91,6 @@ class GroupOffsets:
         with trio.move_on_after(self.wait_s):
             while True:
                 found = await self.client.request_any(FindCoordinatorRequest(key=self.group_id))
-                assert isinstance(found, FindCoordinatorResponse)
                 if found.error_code == 0:
                     try:
                         conn = await self.client.connection((found.host, found.port))

@@ -22,7 +22,6 @@ from minikafka.wire.messages import (
     LATEST_TIMESTAMP,
     ListOffsetsPartition,
     ListOffsetsRequest,
-    ListOffsetsResponse,
 )
 
 _QUERIES = (  # (field, timestamp, replica id)
@@ -68,7 +67,6 @@ async def log_offsets(
                     replica_id=replica_id,
                 )
                 resp = await conn.request(req, timeout_s=timeout_s)
-                assert isinstance(resp, ListOffsetsResponse)
                 for r in resp.partitions:
                     tp = TopicPartition(r.topic, r.partition)
                     if r.error_code != ErrorCode.NONE:

@@ -16,10 +16,9 @@ from minikafka.core.cluster_auth import NONCE_BYTES, ClusterCredential, proof
 from minikafka.errors import BrokerError, ErrorCode
 from minikafka.wire.messages import (
     ClusterAuthenticateRequest,
-    ClusterAuthenticateResponse,
     ClusterHandshakeRequest,
-    ClusterHandshakeResponse,
 )
+from minikafka.wire.request import R, Request
 
 AUTH_TIMEOUT_S = 10.0
 
@@ -30,7 +29,7 @@ class Connection(Protocol):
 
     label: str
 
-    async def request(self, body: object, *, timeout_s: float = ...) -> object: ...
+    async def request(self, body: Request[R], *, timeout_s: float = ...) -> R: ...
 
 
 async def prove_membership(
@@ -42,7 +41,6 @@ async def prove_membership(
         ClusterHandshakeRequest(cluster_id=cred.cluster_id, node_id=cred.node_id),
         timeout_s=timeout_s,
     )
-    assert isinstance(hello, ClusterHandshakeResponse)
     label = conn.label or "the server"
     if hello.error_code != ErrorCode.NONE:
         raise BrokerError(
@@ -55,7 +53,6 @@ async def prove_membership(
     done = await conn.request(
         ClusterAuthenticateRequest(client_nonce=client_nonce, proof=mine), timeout_s=timeout_s
     )
-    assert isinstance(done, ClusterAuthenticateResponse)
     if done.error_code != ErrorCode.NONE:
         raise BrokerError(
             done.error_code,

@@ -54,10 +54,8 @@ from minikafka.core.records import make_batch
 from minikafka.errors import BrokerError, ConfigError, ErrorCode, MiniKafkaError, error_name
 from minikafka.wire.messages import (
     InitProducerIdRequest,
-    InitProducerIdResponse,
     ProducePartition,
     ProduceRequest,
-    ProduceResponse,
 )
 
 SEQUENCE_ERRORS = (ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, ErrorCode.UNKNOWN_PRODUCER_ID)
@@ -275,7 +273,6 @@ class Producer:
                     if not exc.retriable:
                         raise
                 else:
-                    assert isinstance(resp, InitProducerIdResponse)
                     if resp.error_code == ErrorCode.NONE:
                         self.producer_id = resp.producer_id
                         return
@@ -377,7 +374,6 @@ class Producer:
                 )
             return []
         resp = await conn.request(req, timeout_s=self.config.request_timeout_ms / 1000 + 5)
-        assert isinstance(resp, ProduceResponse)
         self.last_throttle_time_ms = resp.throttle_time_ms
         self.throttle_time_ms_total += resp.throttle_time_ms
         failed = []

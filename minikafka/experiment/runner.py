@@ -71,7 +71,7 @@ from minikafka.experiment.workload import (
     run_producer,
 )
 from minikafka.testing.run_folder import JsonLines, RunFolder
-from minikafka.wire.messages import CreatableTopic, CreateTopicsRequest, CreateTopicsResponse
+from minikafka.wire.messages import CreatableTopic, CreateTopicsRequest
 
 POLL_S = 0.2
 CATCH_UP_S = 3.0  # consumers keep polling this long after the cluster settled
@@ -410,7 +410,6 @@ class Drive:
         if spec.assignment is not None:
             topic = CreatableTopic(name=spec.topic, assignments=[list(r) for r in spec.assignment])
         resp = await client.request_any(CreateTopicsRequest(topics=[topic]))
-        assert isinstance(resp, CreateTopicsResponse)
         (result,) = resp.topics
         if result.error_code != ErrorCode.NONE:
             raise BrokerError(

@@ -45,9 +45,7 @@ from minikafka.wire.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
     BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
     CreatableTopicResult,
     CreatePartitionsRequest,
     CreateTopicsRequest,
@@ -72,6 +70,7 @@ from minikafka.wire.messages import (
     UpdateMetadataRequest,
     UpdateMetadataResponse,
 )
+from minikafka.wire.request import R, Request
 
 
 def internal_creation_refused(name: str) -> CreatableTopicResult:
@@ -117,7 +116,7 @@ class ControllerLink:
         self._conn: Connection | None = None
         self.offline = offline  # reported in every heartbeat
 
-    async def request(self, body: object, *, timeout_s: float = 30.0) -> object:
+    async def request(self, body: Request[R], *, timeout_s: float = 30.0) -> R:
         conn = self._conn
         if conn is None or conn.broken:
             raise BrokerError(ErrorCode.NETWORK_EXCEPTION, "no connection to the controller")
@@ -161,7 +160,6 @@ class ControllerLink:
             ),
             timeout_s=30,
         )
-        assert isinstance(resp, BrokerRegistrationResponse)
         if resp.error_code != ErrorCode.NONE:
             raise BrokerError(resp.error_code, "broker registration refused")
         self.broker_epoch = resp.broker_epoch
@@ -199,7 +197,6 @@ class ControllerLink:
                 timeout_s=c.broker_session_timeout_ms / 1000,
             )
             reported = len(offline)
-            assert isinstance(resp, BrokerHeartbeatResponse)
             if resp.error_code in (
                 ErrorCode.STALE_BROKER_EPOCH,
                 ErrorCode.BROKER_ID_NOT_REGISTERED,

@@ -206,7 +206,6 @@ class ReplicaFetcher:
             response = await conn.request(
                 request, timeout_s=request.max_wait_ms / 1000 + REQUEST_TIMEOUT_S
             )
-            assert isinstance(response, FetchResponse)
             if not self.session.handle_response(sent, response.error_code, response.session_id):
                 self.manager.events.emit(
                     "fetch_session_error",

@@ -35,6 +35,7 @@ from minikafka.wire.messages import (
     AlterPartitionRequest,
     AlterPartitionResponse,
 )
+from minikafka.wire.request import R, Request
 
 
 class ControllerLinkLike(Protocol):
@@ -43,7 +44,7 @@ class ControllerLinkLike(Protocol):
 
     broker_epoch: int
 
-    async def request(self, body: object, *, timeout_s: float) -> object: ...
+    async def request(self, body: Request[R], *, timeout_s: float) -> R: ...
 
 
 class IsrUpdates:
@@ -133,7 +134,6 @@ class IsrUpdates:
         except MiniKafkaError as exc:
             self.events.emit("alter_partition_failed", error=str(exc))
             resp = AlterPartitionResponse(error_code=ErrorCode.NETWORK_EXCEPTION)
-        assert isinstance(resp, AlterPartitionResponse)
         answers = {(a.topic, a.partition): a for a in resp.partitions}
         for item in items:
             p = self.partitions.get(TopicPartition(item.topic, item.partition))

@@ -18,7 +18,6 @@ from minikafka.core.producer_ids import BrokerProducerIds, ProducerIdBlock
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
 from minikafka.wire.messages import (
     AllocateProducerIdsRequest,
-    AllocateProducerIdsResponse,
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
@@ -56,7 +55,6 @@ def controller_block_source(link, broker_id: int) -> BlockSource:  # noqa: ANN00
             AllocateProducerIdsRequest(broker_id=broker_id, broker_epoch=link.broker_epoch),
             timeout_s=30,
         )
-        assert isinstance(resp, AllocateProducerIdsResponse)
         if resp.error_code != ErrorCode.NONE or resp.producer_id_len < 1:
             raise BrokerError(resp.error_code, "no producer id block from the controller")
         return ProducerIdBlock(first_id=resp.producer_id_start, size=resp.producer_id_len)

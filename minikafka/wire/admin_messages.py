@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from minikafka.wire.request import Request
+
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
 
@@ -47,7 +49,7 @@ class AlterConfigsResource:
 
 
 @dataclass(**MSG)
-class IncrementalAlterConfigsRequest:
+class IncrementalAlterConfigsRequest(Request["IncrementalAlterConfigsResponse"]):
     resources: list[AlterConfigsResource]
     validate_only: bool = False
 
@@ -74,7 +76,7 @@ class DescribeConfigsResource:
 
 
 @dataclass(**MSG)
-class DescribeConfigsRequest:
+class DescribeConfigsRequest(Request["DescribeConfigsResponse"]):
     resources: list[DescribeConfigsResource]
 
 
@@ -118,7 +120,7 @@ class ReassignablePartition:
 
 
 @dataclass(**MSG)
-class AlterPartitionReassignmentsRequest:
+class AlterPartitionReassignmentsRequest(Request["AlterPartitionReassignmentsResponse"]):
     partitions: list[ReassignablePartition]
     timeout_ms: int = 60_000
     throttle_configs: list[ConfigEntity] = field(default_factory=list)
@@ -141,7 +143,7 @@ class AlterPartitionReassignmentsResponse:
 
 
 @dataclass(**MSG)
-class ListPartitionReassignmentsRequest:
+class ListPartitionReassignmentsRequest(Request["ListPartitionReassignmentsResponse"]):
     topics: list[str] | None = None  # None: every topic
     timeout_ms: int = 60_000
 

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from minikafka.wire.request import Request
+
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
 
 @dataclass(**MSG)
-class ClusterHandshakeRequest:
+class ClusterHandshakeRequest(Request["ClusterHandshakeResponse"]):
     cluster_id: str
     node_id: int
 
@@ -26,7 +28,7 @@ class ClusterHandshakeResponse:
 
 
 @dataclass(**MSG)
-class ClusterAuthenticateRequest:
+class ClusterAuthenticateRequest(Request["ClusterAuthenticateResponse"]):
     client_nonce: bytes
     proof: bytes  # HMAC-SHA256 with the cluster secret over both nonces (core/cluster_auth.py)
 

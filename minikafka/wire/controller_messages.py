@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from minikafka.common import NO_LEADER, UNDEFINED_EPOCH
 from minikafka.wire.admin_messages import ConfigEntity
+from minikafka.wire.request import Request
 
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
@@ -59,7 +60,7 @@ class PartitionState:
 
 
 @dataclass(**MSG)
-class LeaderAndIsrRequest:
+class LeaderAndIsrRequest(Request["LeaderAndIsrResponse"]):
     controller_id: int
     controller_epoch: int
     broker_epoch: int  # the receiving broker's epoch: a restarted broker rejects old requests
@@ -74,7 +75,7 @@ class LeaderAndIsrResponse:
 
 
 @dataclass(**MSG)
-class UpdateMetadataRequest:
+class UpdateMetadataRequest(Request["UpdateMetadataResponse"]):
     controller_id: int
     controller_epoch: int
     brokers: list[BrokerInfo]
@@ -105,7 +106,7 @@ class StopReplicaPartition:
 
 
 @dataclass(**MSG)
-class StopReplicaRequest:
+class StopReplicaRequest(Request["StopReplicaResponse"]):
     controller_id: int
     controller_epoch: int
     broker_epoch: int
@@ -122,7 +123,7 @@ class StopReplicaResponse:
 
 
 @dataclass(**MSG)
-class BrokerRegistrationRequest:
+class BrokerRegistrationRequest(Request["BrokerRegistrationResponse"]):
     broker_id: int
     incarnation_id: str  # new on every process start: a restart is a new incarnation
     host: str
@@ -144,7 +145,7 @@ class OfflineReplica:
 
 
 @dataclass(**MSG)
-class BrokerHeartbeatRequest:
+class BrokerHeartbeatRequest(Request["BrokerHeartbeatResponse"]):
     broker_id: int
     broker_epoch: int
     # Every replica this broker cannot write, in every heartbeat (KIP-858's OfflineLogDirs at
@@ -168,7 +169,7 @@ class AlterPartitionItem:
 
 
 @dataclass(**MSG)
-class AlterPartitionRequest:
+class AlterPartitionRequest(Request["AlterPartitionResponse"]):
     broker_id: int
     broker_epoch: int
     partitions: list[AlterPartitionItem]

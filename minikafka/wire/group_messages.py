@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from minikafka.wire.request import Request
+
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
 
 @dataclass(**MSG)
-class FindCoordinatorRequest:
+class FindCoordinatorRequest(Request["FindCoordinatorResponse"]):
     key: str  # the group id (key type 0, GROUP: the only one served)
 
 
@@ -38,7 +40,7 @@ class OffsetCommitPartition:
 
 
 @dataclass(**MSG)
-class OffsetCommitRequest:
+class OffsetCommitRequest(Request["OffsetCommitResponse"]):
     group_id: str
     partitions: list[OffsetCommitPartition]
     generation_id: int = -1  # a simple consumer's
@@ -65,7 +67,7 @@ class OffsetFetchPartition:
 
 
 @dataclass(**MSG)
-class OffsetFetchRequest:
+class OffsetFetchRequest(Request["OffsetFetchResponse"]):
     group_id: str
     partitions: list[OffsetFetchPartition] | None = None  # None: every committed partition
 

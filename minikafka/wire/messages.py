@@ -88,6 +88,7 @@ from minikafka.wire.producer_messages import (  # noqa: F401 - re-exported likew
     InitProducerIdRequest,
     InitProducerIdResponse,
 )
+from minikafka.wire.request import Request
 
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
@@ -144,7 +145,7 @@ class ApiVersionRange:
 
 
 @dataclass(**MSG)
-class ApiVersionsRequest:
+class ApiVersionsRequest(Request["ApiVersionsResponse"]):
     pass
 
 
@@ -159,7 +160,7 @@ class ApiVersionsResponse:
 
 
 @dataclass(**MSG)
-class MetadataRequest:
+class MetadataRequest(Request["MetadataResponse"]):
     topics: list[str] | None = None  # None: every topic
 
 
@@ -205,7 +206,7 @@ class ProducePartition:
 
 
 @dataclass(**MSG)
-class ProduceRequest:
+class ProduceRequest(Request["ProduceResponse"]):
     acks: int  # 0, 1 or -1 (all)
     timeout_ms: int
     partitions: list[ProducePartition]
@@ -248,7 +249,7 @@ class ForgottenPartition:
 
 
 @dataclass(**MSG)
-class FetchRequest:
+class FetchRequest(Request["FetchResponse"]):
     replica_id: int  # CONSUMER_REPLICA_ID for consumers, the broker id for followers
     max_wait_ms: int
     min_bytes: int
@@ -302,7 +303,7 @@ class ListOffsetsPartition:
 
 
 @dataclass(**MSG)
-class ListOffsetsRequest:
+class ListOffsetsRequest(Request["ListOffsetsResponse"]):
     partitions: list[ListOffsetsPartition]
     replica_id: int = CONSUMER_REPLICA_ID
 
@@ -335,7 +336,7 @@ class OffsetForLeaderEpochPartition:
 
 
 @dataclass(**MSG)
-class OffsetForLeaderEpochRequest:
+class OffsetForLeaderEpochRequest(Request["OffsetForLeaderEpochResponse"]):
     replica_id: int
     partitions: list[OffsetForLeaderEpochPartition]
 
@@ -367,7 +368,7 @@ class CreatableTopic:
 
 
 @dataclass(**MSG)
-class CreateTopicsRequest:
+class CreateTopicsRequest(Request["CreateTopicsResponse"]):
     topics: list[CreatableTopic]
     timeout_ms: int = 30_000
     validate_only: bool = False
@@ -400,7 +401,7 @@ class CreatePartitionsTopic:
 
 
 @dataclass(**MSG)
-class CreatePartitionsRequest:
+class CreatePartitionsRequest(Request["CreatePartitionsResponse"]):
     topics: list[CreatePartitionsTopic]
     timeout_ms: int = 30_000
     validate_only: bool = False
@@ -416,7 +417,7 @@ class CreatePartitionsResponse:
 
 
 @dataclass(**MSG)
-class DeleteTopicsRequest:
+class DeleteTopicsRequest(Request["DeleteTopicsResponse"]):
     topics: list[str]
     timeout_ms: int = 30_000
 
@@ -468,6 +469,7 @@ API: dict[ApiKey, tuple[type, type]] = {
 }
 
 API_KEY_OF: dict[type, ApiKey] = {req: key for key, (req, _resp) in API.items()}
+RESPONSE_OF: dict[type, type] = dict(API.values())  # the response type each request names
 
 # Every API is at version 0; the version field exists so that the codec can reject what it
 # does not know and later versions can be added beside.

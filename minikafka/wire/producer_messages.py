@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from minikafka.wire.request import Request
+
 MSG = dict(frozen=True, slots=True, kw_only=True)
 
 
 @dataclass(**MSG)
-class InitProducerIdRequest:
+class InitProducerIdRequest(Request["InitProducerIdResponse"]):
     """KIP-98: a client asks any broker for a producer id (idempotence without transactions:
     `transactional_id` is None; Kafka's v3+ fields let a producer name its current id/epoch)."""
 
@@ -28,7 +30,7 @@ class InitProducerIdResponse:
 
 
 @dataclass(**MSG)
-class AllocateProducerIdsRequest:
+class AllocateProducerIdsRequest(Request["AllocateProducerIdsResponse"]):
     """KIP-730: a broker asks the controller for a block of producer ids."""
 
     broker_id: int
