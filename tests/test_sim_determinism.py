@@ -92,13 +92,17 @@ def test_deadline_ties_expire_first_set_first_only_when_pinned() -> None:
     assert fired == added[::-1]  # Trio's own order: by address
 
 
-def test_the_block_puts_trio_back_as_it_was() -> None:
+def test_the_block_puts_trio_back_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Off, as in a process without hypothesis (a node's): under pytest its plugin turned it on.
+    monkeypatch.setattr(_run, "_ALLOW_DETERMINISTIC_SCHEDULING", False)
     own_add = _run.Deadlines.add
     state = _run._r.getstate()
     with pinned_scheduler(3):
         assert _run.Deadlines.add is not own_add
+        assert _run._ALLOW_DETERMINISTIC_SCHEDULING is True
         _run._r.random()
     assert _run.Deadlines.add is own_add
+    assert _run._ALLOW_DETERMINISTIC_SCHEDULING is False
     assert _run._r.getstate() == state
 
 

@@ -17,10 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
-from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode as KafkaErrorCode
@@ -28,6 +26,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i8
 
 from minikafka.errors import bounded_message
+from minikafka.kafka import codec
 from minikafka.wire import admin_messages as am
 from minikafka.wire import messages
 
@@ -54,10 +53,6 @@ class Translated:
 
     native: Any
     refused: Refusals = dataclasses.field(default_factory=dict)
-
-
-def response_module(api: str, version: int) -> ModuleType:
-    return importlib.import_module(f"kio.schema.{api}.v{version}.response")
 
 
 @functools.cache
@@ -158,7 +153,7 @@ def create_topics_response(
     native: messages.CreateTopicsResponse | None,
 ) -> Any:
     """native CreateTopicsResponse -> kio CreateTopicsResponse, one result per requested topic."""
-    mod = response_module("create_topics", version)
+    mod = codec.response_module(codec.CREATE_TOPICS, version)
     by_name = {r.name: r for r in native.topics} if native is not None else {}
     results = []
     for i, t in enumerate(request.topics):
@@ -224,7 +219,7 @@ def describe_configs_response(
     its static ones. `configuration_keys` filters them; null or empty means all (ConfigHelper).
     Entries are not read-only, not sensitive, no synonyms.
     """
-    mod = response_module("describe_configs", version)
+    mod = codec.response_module(codec.DESCRIBE_CONFIGS, version)
     entry_cls, result_cls = mod.DescribeConfigsResourceResult, mod.DescribeConfigsResult
     answers = iter(_native_results(native, len(request.resources) - len(translated.refused)))
     results = []
@@ -337,7 +332,7 @@ def incremental_alter_configs_response(
     native: am.IncrementalAlterConfigsResponse | None,
 ) -> Any:
     """native IncrementalAlterConfigsResponse -> kio, one answer per requested resource."""
-    mod = response_module("incremental_alter_configs", version)
+    mod = codec.response_module(codec.INCREMENTAL_ALTER_CONFIGS, version)
     n = len(request.resources) - len(translated.refused)
     got = list(native.responses) if native is not None else []
     if native is not None and native.error_code:
@@ -395,7 +390,7 @@ def create_partitions_failed(
 
 
 def create_partitions_response(version: int, native: messages.CreatePartitionsResponse) -> Any:
-    mod = response_module("create_partitions", version)
+    mod = codec.response_module(codec.CREATE_PARTITIONS, version)
     return mod.CreatePartitionsResponse(
         throttle_time=timedelta(milliseconds=native.throttle_time_ms),
         results=tuple(
@@ -427,7 +422,7 @@ def delete_topics_failed(
 
 def delete_topics_response(version: int, native: messages.DeleteTopicsResponse) -> Any:
     """Error messages travel from v5 on: before, the code alone."""
-    mod = response_module("delete_topics", version)
+    mod = codec.response_module(codec.DELETE_TOPICS, version)
     return mod.DeleteTopicsResponse(
         throttle_time=timedelta(milliseconds=native.throttle_time_ms),
         responses=tuple(

@@ -8,26 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 from collections.abc import Mapping
 from datetime import timedelta
-from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32
 
+from minikafka.kafka import codec
 from minikafka.kafka.codec import SUPPORTED
 from minikafka.wire import messages
 
 # Kafka's MetadataResponse default when authorized operations were not requested (KIP-430).
 AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 NO_LEADER = -1
-
-
-def _response_module(api: str, version: int) -> ModuleType:
-    return importlib.import_module(f"kio.schema.{api}.v{version}.response")
 
 
 @functools.cache
@@ -48,7 +43,7 @@ def api_versions_response(version: int, *, error_code: ErrorCode = ErrorCode.non
     with the full list so the client can retry with a version it sees there (KIP-511;
     kafka-python probes with v4 first).
     """
-    mod = _response_module("api_versions", version)
+    mod = codec.response_module(codec.API_VERSIONS, version)
     keys = tuple(
         mod.ApiVersion(api_key=i16(key), min_version=i16(lo), max_version=i16(hi))
         for key, (lo, hi) in sorted(SUPPORTED.items())
@@ -92,7 +87,7 @@ def metadata_response(
     native response already carries UNKNOWN_TOPIC_OR_PARTITION for unknown topics.
     """
     del request  # the topic list was already applied by the shell via requested_topics()
-    mod = _response_module("metadata", version)
+    mod = codec.response_module(codec.METADATA, version)
     response_cls, topic_cls = mod.MetadataResponse, mod.MetadataResponseTopic
     partition_cls = mod.MetadataResponsePartition
     brokers = tuple(
@@ -178,7 +173,7 @@ def describe_cluster_response(
     send controller-bound requests to this id, so it must be an advertised broker (KRaft Kafka
     answers a random alive broker here for the same reason, KafkaApis.handleDescribeCluster).
     """
-    mod = _response_module("describe_cluster", version)
+    mod = codec.response_module(codec.DESCRIBE_CLUSTER, version)
     brokers = tuple(
         mod.DescribeClusterBroker(broker_id=BrokerId(node), host=host, port=i32(port), rack=None)
         for node, (host, port) in sorted(endpoints.items())

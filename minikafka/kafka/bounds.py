@@ -36,15 +36,6 @@ from dataclasses import dataclass, fields
 from functools import cache
 from typing import Any
 
-from kio.serial._introspect import (
-    EntityField,
-    EntityTupleField,
-    PrimitiveTupleField,
-    classify_field,
-    get_field_tag,
-    get_schema_field_type,
-    is_optional,
-)
 from kio.static.constants import EntityType
 
 from minikafka.errors import RemoteProtocolError
@@ -306,6 +297,10 @@ def _tagged(known: dict[int, Walk], rec: _Recorder | None) -> Walk:
 def entity_shape(entity: type, rec: _Recorder | None = None) -> tuple[Walk, int, int | None]:
     """(walk, smallest encoding in bytes, fixed size or None) of one kio entity class; with
     `rec`, a walk that also records each length prefix it reads there."""
+    # kio.serial when the first request is checked, not when a node starts: it imports asyncio
+    # (codec.py says why that waits).
+    from kio.serial._introspect import get_field_tag
+
     flexible = bool(getattr(entity, "__flexible__", False))
     # RequestHeader v2 is flexible (it ends with tagged fields) but its client_id keeps the
     # legacy int16-prefixed string, so that any broker can read who is asking (KIP-482).
@@ -347,6 +342,15 @@ def entity_shape(entity: type, rec: _Recorder | None = None) -> tuple[Walk, int,
 
 
 def _field_shape(f: Any, *, flexible: bool, rec: _Recorder | None) -> tuple[Walk, int, int | None]:
+    from kio.serial._introspect import (
+        EntityField,
+        EntityTupleField,
+        PrimitiveTupleField,
+        classify_field,
+        get_schema_field_type,
+        is_optional,
+    )
+
     kind = classify_field(f)
     nullable, name = is_optional(f), f.name
     if isinstance(kind, EntityField):

@@ -10,13 +10,15 @@ the legacy non-compact string even in flexible header v2.
 
 from __future__ import annotations
 
+import functools
 import io
 import struct
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
-from kio.index import load_request_schema
-from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
 from minikafka.errors import RemoteProtocolError
@@ -90,6 +92,81 @@ SUPPORTED: dict[int, tuple[int, int]] = {
 _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 
 
+# kio's schemas are imported when first used, one API version at a time. kio generates a
+# package per message version (kio.schema.fetch.v11 holds request.py and response.py, each with
+# its nested dataclasses), and importing one costs 7-18 ms; the listener serves 90 versions of
+# 23 APIs, and a client uses one version of the few APIs it needs. So no schema of an API is
+# imported when a node starts (tests/test_node_startup.py holds it): kio's index (module paths
+# only) names the module the first time a request of that API and version is decoded or
+# answered, and the class is kept here. kio's index (it imports the four header schemas) and
+# its readers and writers (kio.serial, which imports asyncio for a type alias) wait for the
+# first request too, or for `preload_schemas`: a node that never serves Kafka's protocol (a
+# controller, a broker without kafka.listen) never imports them.
+
+
+@functools.cache
+def request_schema(api_key: int, api_version: int) -> type:
+    """The kio request class of this API at this version (e.g. FetchRequest v11)."""
+    from kio.index import load_request_schema
+
+    return load_request_schema(api_key, api_version)
+
+
+@functools.cache
+def response_schema(api_key: int, api_version: int) -> type:
+    """The kio response class of this API at this version (e.g. FetchResponse v11)."""
+    from kio.index import load_response_schema
+
+    return load_response_schema(api_key, api_version)
+
+
+def response_module(api_key: int, api_version: int) -> ModuleType:
+    """The kio module of this API's response at this version: the response class and the
+    classes nested in it (e.g. kio.schema.fetch.v11.response: FetchResponse, PartitionData)."""
+    return sys.modules[response_schema(api_key, api_version).__module__]
+
+
+@functools.cache
+def entity_reader(schema: type) -> Callable[[Any, int], tuple[Any, int]]:
+    """kio's reader of `schema`: (entity, bytes consumed) from (buffer, offset)."""
+    from kio.serial import entity_reader as kio_reader
+
+    return kio_reader(schema)
+
+
+@functools.cache
+def entity_writer(schema: type) -> Callable[[Any, Any], None]:
+    """kio's writer of `schema`: (binary stream, entity)."""
+    from kio.serial import entity_writer as kio_writer
+
+    return kio_writer(schema)
+
+
+# What every client sends first, at the versions a current client picks (the highest both
+# sides serve: ours), and ApiVersions v0 (the KIP-511 answer to kafka-python's v4 probe).
+FIRST_REQUESTS: tuple[tuple[int, int], ...] = (
+    (API_VERSIONS, 0),
+    (API_VERSIONS, SUPPORTED[API_VERSIONS][1]),
+    (METADATA, SUPPORTED[METADATA][1]),
+    (PRODUCE, SUPPORTED[PRODUCE][1]),
+    (FETCH, SUPPORTED[FETCH][1]),
+)
+
+
+def preload_schemas(versions: tuple[tuple[int, int], ...] = FIRST_REQUESTS) -> None:
+    """Import the schemas of `versions` now (blocking: about 60 ms for FIRST_REQUESTS). A node
+    runs it in a worker thread once its Kafka listener is up, so that a client's first
+    requests do not wait for their imports on the event loop; any other version is imported
+    by the first request that uses it."""
+    for api_key, api_version in versions:
+        for schema, build in (
+            (request_schema(api_key, api_version), entity_reader),
+            (response_schema(api_key, api_version), entity_writer),
+        ):
+            build(schema.__header_schema__)
+            build(schema)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KafkaRequest:
     api_key: int
@@ -126,7 +203,7 @@ def decode_request(payload: bytes) -> KafkaRequest:
     lo, hi = SUPPORTED.get(api_key, (0, -1))
     if not lo <= api_version <= hi:
         raise UnsupportedVersion(api_key, api_version, correlation_id)
-    schema = load_request_schema(api_key, api_version)
+    schema = request_schema(api_key, api_version)
     header_schema = schema.__header_schema__
     # Every length against the bytes left, before kio's native readers size anything from it:
     # a length they trust can abort the process (kafka/bounds.py).

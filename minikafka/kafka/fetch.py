@@ -16,7 +16,6 @@ FetchRequest, and the answer back with every batch in RecordBatch v2. Pure.
 
 from __future__ import annotations
 
-import importlib
 from datetime import timedelta
 from typing import Any
 
@@ -27,6 +26,7 @@ from kio.static.primitive import i32, i64
 from minikafka.core import record_batch_v2 as v2
 from minikafka.core.records import decode_records, iter_batches, only_record_batch_v2
 from minikafka.errors import ErrorCode
+from minikafka.kafka import codec
 from minikafka.wire.messages import (
     CONSUMER_REPLICA_ID,
     FetchPartition,
@@ -103,7 +103,7 @@ def as_record_batch_v2(blob: bytes) -> bytes:
 
 
 def to_kafka(version: int, answer: FetchResponse) -> Any:
-    mod = importlib.import_module(f"kio.schema.fetch.v{version}.response")
+    mod = codec.response_module(codec.FETCH, version)
     names = mod.PartitionData.__dataclass_fields__
     topics: dict[str, list[Any]] = {}
     for p in answer.partitions:

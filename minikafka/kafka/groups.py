@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
-from kio.index import load_response_schema
 from kio.schema.types import BrokerId, GroupId, TopicName
 from kio.static.primitive import i32, i64
 
@@ -55,11 +53,6 @@ TopicPartition = tuple[str, int]
 
 
 # ---------------------------------------------------------------------------- helpers
-
-
-def _schema(api_key: int, version: int) -> ModuleType:
-    """The kio module of this API's response at `version` (it holds the nested classes too)."""
-    return sys.modules[load_response_schema(api_key, version).__module__]
 
 
 @functools.cache
@@ -102,7 +95,7 @@ def find_coordinator_response(
     """On error the node is Node.noNode() (-1, "", -1), as KafkaApis sends it."""
     if error:
         node_id, host, port = -1, "", -1
-    cls = _schema(codec.FIND_COORDINATOR, version).FindCoordinatorResponse
+    cls = codec.response_module(codec.FIND_COORDINATOR, version).FindCoordinatorResponse
     return _make(
         cls,
         {**_throttle(0), "error_message": message},
@@ -137,7 +130,7 @@ def join_group_request(
 def join_group_response(version: int, resp: JoinResponse, *, throttle_ms: int = 0) -> Any:
     """Before v7 protocol_name is not nullable: None goes out as "" (GroupCoordinator.NoProtocol).
     Only the leader's response carries members (core fills them for the leader only)."""
-    mod = _schema(codec.JOIN_GROUP, version)
+    mod = codec.response_module(codec.JOIN_GROUP, version)
     members = tuple(
         _make(
             mod.JoinGroupResponseMember,
@@ -171,7 +164,7 @@ def sync_group_request(body: Any) -> tuple[str, dict[str, Any]]:
 
 
 def sync_group_response(version: int, resp: SyncResponse, *, throttle_ms: int = 0) -> Any:
-    cls = _schema(codec.SYNC_GROUP, version).SyncGroupResponse
+    cls = codec.response_module(codec.SYNC_GROUP, version).SyncGroupResponse
     return _make(
         cls, _throttle(throttle_ms), error_code=kafka_error(resp.error), assignment=resp.assignment
     )
@@ -186,7 +179,7 @@ def heartbeat_request(body: Any) -> tuple[str, str, int]:
 
 
 def heartbeat_response(version: int, error: int, *, throttle_ms: int = 0) -> Any:
-    cls = _schema(codec.HEARTBEAT, version).HeartbeatResponse
+    cls = codec.response_module(codec.HEARTBEAT, version).HeartbeatResponse
     return _make(cls, _throttle(throttle_ms), error_code=kafka_error(error))
 
 
@@ -203,7 +196,7 @@ def leave_group_request(body: Any) -> tuple[str, tuple[str, ...]]:
 def leave_group_response(version: int, outcome: LeaveOutcome, *, throttle_ms: int = 0) -> Any:
     """v0-2 carry one error: the group's, else the first member's (LeaveGroupResponse.getError);
     v3 adds one entry per member."""
-    mod = _schema(codec.LEAVE_GROUP, version)
+    mod = codec.response_module(codec.LEAVE_GROUP, version)
     if version < 3:
         code = outcome.error or next((c for c in outcome.members.values() if c), 0)
         return _make(mod.LeaveGroupResponse, _throttle(throttle_ms), error_code=kafka_error(code))
@@ -239,7 +232,7 @@ def offset_commit_response(
 ) -> Any:
     """One entry per requested partition, in the request's order; a partition missing from
     `errors` gets UNKNOWN_SERVER_ERROR. A request-wide error is the same code for all."""
-    mod = _schema(codec.OFFSET_COMMIT, version)
+    mod = codec.response_module(codec.OFFSET_COMMIT, version)
     partition_cls = mod.OffsetCommitResponsePartition
 
     def partition(topic: str, index: int) -> Any:
@@ -278,7 +271,7 @@ def offset_fetch_response(
     """Grouped by topic in `results`' order. A group error goes where
     OffsetFetchRequest.getErrorResponse puts it: v1 has no top-level error, so every
     partition carries it (offset -1, metadata ""); from v2 it is top-level and no partitions go."""
-    mod = _schema(codec.OFFSET_FETCH, version)
+    mod = codec.response_module(codec.OFFSET_FETCH, version)
     if error and version >= 2:
         results = {}
     elif error:
@@ -313,7 +306,7 @@ def list_groups_response(
     version: int, groups: Sequence[ListedGroup], *, error: int = 0, throttle_ms: int = 0
 ) -> Any:
     """Group id and protocol type only: states (and their filter) come in v4 (KIP-518)."""
-    mod = _schema(codec.LIST_GROUPS, version)
+    mod = codec.response_module(codec.LIST_GROUPS, version)
     listed = tuple(
         mod.ListedGroup(group_id=GroupId(g.group_id), protocol_type=g.protocol_type) for g in groups
     )
@@ -338,7 +331,7 @@ def describe_groups_response(
 ) -> Any:
     """One entry per summary, then one per group of `errors` without a summary. A group with an
     error (or no summary) is described empty (DescribeGroupsResponse.groupError)."""
-    mod = _schema(codec.DESCRIBE_GROUPS, version)
+    mod = codec.response_module(codec.DESCRIBE_GROUPS, version)
     errors = errors or {}
     known = {s.group_id: s for s in summaries}
     failed = [g for g in errors if g not in known]  # every asked group gets an answer

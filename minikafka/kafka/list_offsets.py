@@ -11,7 +11,6 @@ the HW). Leader epochs go out as -1, as in Metadata (minikafka/kafka/apis.py say
 
 from __future__ import annotations
 
-import importlib
 from datetime import timedelta
 from typing import Any
 
@@ -20,6 +19,7 @@ from kio.schema.types import TopicName
 from kio.static.primitive import i32, i64
 
 from minikafka.errors import ErrorCode
+from minikafka.kafka import codec
 from minikafka.wire.messages import (
     CONSUMER_REPLICA_ID,
     ListOffsetsPartition,
@@ -44,7 +44,7 @@ def to_native(request: Any) -> ListOffsetsRequest:
 
 
 def to_kafka(version: int, answer: ListOffsetsResponse) -> Any:
-    mod = importlib.import_module(f"kio.schema.list_offsets.v{version}.response")
+    mod = codec.response_module(codec.LIST_OFFSETS, version)
     names = mod.ListOffsetsPartitionResponse.__dataclass_fields__
     topics: dict[str, list[Any]] = {}
     for p in answer.partitions:

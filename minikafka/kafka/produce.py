@@ -11,7 +11,6 @@ transactional batch, acks outside -1/0/1) never reaches the broker.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -23,6 +22,7 @@ from kio.static.primitive import i16, i32, i64
 from minikafka.core import record_batch_v2 as v2
 from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.errors import CorruptRecordError, ErrorCode
+from minikafka.kafka import codec
 from minikafka.wire.messages import (
     ProducePartition,
     ProducePartitionResponse,
@@ -119,7 +119,7 @@ def _entry(topic: str, partition: int, records: bytes) -> ProducePartition:
 def to_kafka(version: int, translated: Translated, answer: ProduceResponse | None) -> Any:
     """The kio ProduceResponse at `version`: the broker's answers and the refusals, in the
     request's order, grouped by topic."""
-    mod = importlib.import_module(f"kio.schema.produce.v{version}.response")
+    mod = codec.response_module(codec.PRODUCE, version)
     answer = answer or ProduceResponse(partitions=[])
     by_key = {(p.topic, p.partition): p for p in [*answer.partitions, *translated.refused]}
     topics: dict[str, list[Any]] = {}
@@ -161,7 +161,7 @@ def init_producer_id_to_native(request: Any) -> InitProducerIdRequest:
 
 
 def init_producer_id_to_kafka(version: int, answer: InitProducerIdResponse) -> Any:
-    mod = importlib.import_module(f"kio.schema.init_producer_id.v{version}.response")
+    mod = codec.response_module(codec.INIT_PRODUCER_ID, version)
     return mod.InitProducerIdResponse(
         throttle_time=timedelta(milliseconds=answer.throttle_time_ms),
         error_code=KafkaErrorCode(int(answer.error_code)),

@@ -14,7 +14,8 @@ from kio.schema.errors import ErrorCode as KafkaErrorCode
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32
 
-from minikafka.kafka.admin import Translated, kafka_error, response_module, timeout_ms
+from minikafka.kafka import codec
+from minikafka.kafka.admin import Translated, kafka_error, timeout_ms
 from minikafka.wire import admin_messages as am
 
 
@@ -45,7 +46,7 @@ def alter_partition_reassignments_response(
     A top-level error (controller unreachable, the request refused as a whole) is kept at the
     top, where Kafka puts it, and repeated on every partition, which is where clients that
     report per partition look."""
-    mod = response_module("alter_partition_reassignments", version)
+    mod = codec.response_module(codec.ALTER_PARTITION_REASSIGNMENTS, version)
     top = kafka_error(native.error_code)
     by_tp = {(r.topic, r.partition): r for r in native.responses}
     topics = []
@@ -91,7 +92,7 @@ def list_partition_reassignments_response(
     version: int, request: Any, native: am.ListPartitionReassignmentsResponse
 ) -> Any:
     """native -> kio ListPartitionReassignmentsResponse, one entry per topic being moved."""
-    mod = response_module("list_partition_reassignments", version)
+    mod = codec.response_module(codec.LIST_PARTITION_REASSIGNMENTS, version)
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(str(t.name), int(p)) for t in request.topics for p in t.partition_indexes}

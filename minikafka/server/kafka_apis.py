@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import trio
-from kio.schema.errors import ErrorCode as KafkaErrorCode
 
 from minikafka.clock import RunSync
 from minikafka.core.dynamic_config import (
@@ -41,6 +40,11 @@ from minikafka.core.group import OffsetFetch
 from minikafka.core.group.messages import LeaveOutcome
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, RemoteProtocolError
 from minikafka.kafka import admin, fetch, groups, list_offsets, produce, reassignments
+from minikafka.kafka.apis import (
+    # kio's names come through minikafka.kafka, never from kio directly: that package loads
+    # kio first, and without hypothesis (minikafka/kafka/__init__.py).
+    ErrorCode as KafkaErrorCode,
+)
 from minikafka.kafka.apis import (
     api_versions_response,
     describe_cluster_response,

@@ -25,6 +25,7 @@ from minikafka.core.connection_quotas import KAFKA as KAFKA_LISTENER
 from minikafka.core.connection_quotas import NATIVE as NATIVE_LISTENER
 from minikafka.core.connection_quotas import ConnectionQuotas
 from minikafka.errors import ErrorCode
+from minikafka.kafka.codec import preload_schemas
 from minikafka.server.broker import Broker, ControllerLink, build_broker
 from minikafka.server.cluster_gate import ClusterGate
 from minikafka.server.config import NodeConfig
@@ -281,6 +282,10 @@ class Node:
                     listeners=kafka_sockets,
                 )
             )
+            # kio's schemas load on first use (minikafka/kafka/codec.py); those of what every
+            # client sends first are imported now in a worker thread, not on the event loop
+            # by a client's first requests (about 60 ms in all).
+            nursery.start_soon(self.edges.run_sync, preload_schemas)
         nursery.start_soon(link.run)
         await link.registered.wait()
 

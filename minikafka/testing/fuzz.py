@@ -39,11 +39,22 @@ from kio.serial._introspect import (
     classify_field,
     is_optional,
 )
+from kio.static import _phantom as kio_phantom
 from kio.static.primitive import Records, i16, i32
 
 from minikafka.kafka.bounds import LengthPrefix, length_prefixes
 from minikafka.kafka.codec import SUPPORTED
 from minikafka.testing.fuzz_batches import malformed_batch, valid_batch
+
+# kio registers a strategy for its types only if hypothesis was importable when kio loaded,
+# and minikafka.kafka loads kio without it unless this process imported hypothesis first
+# (minikafka/kafka/__init__.py: a node never needs it). Without them st.from_type fails deep in
+# a test, so say it here.
+if kio_phantom.hypothesis is None:
+    raise ImportError(
+        "kio was loaded without hypothesis, so it has no strategies for its types: import "
+        "hypothesis (or minikafka.testing.fuzz) before minikafka.kafka in this process"
+    )
 
 KAFKA_SERVED: list[tuple[int, int]] = [
     (key, v) for key, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1)
@@ -268,4 +279,3 @@ def mutate_kafka(payload: bytes, rng: random.Random) -> tuple[str, bytes]:
             return name, out
         names = list(KAFKA_MUTATIONS)
     return "trailing", payload + b"\x00"
-
