@@ -128,6 +128,11 @@ WALK = textwrap.dedent(
     """
     import importlib, pkgutil, sys
 
+    # The fuzzer wants kio's hypothesis strategies, which kio registers only if hypothesis is
+    # imported before it (minikafka/kafka/__init__.py); a process that fuzzes imports it
+    # first, as this walk, which meets minikafka.kafka before minikafka.testing.fuzz, must.
+    import hypothesis  # noqa: F401
+
     SPARK_JOB = {
         f"minikafka.tools.analysis.{m}" for m in ("spark_job", "frames", "inputs", "session")
     }

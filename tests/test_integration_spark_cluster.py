@@ -14,6 +14,7 @@ file names aside. Master, worker and server are stopped in a finally, by process
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -43,9 +44,18 @@ CONNECT_SERVER = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return _free_ports(1)[0]
+
+
+def _free_ports(n: int) -> list[int]:
+    """`n` distinct free ports: each socket stays bound until all are chosen, so the kernel
+    cannot hand one port out twice. (Once, under two workers, the master's `/json/` answered
+    with an HTML page: some other Spark UI held the port; a repeated port is one way in.)"""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
 
 
 def _spark_home() -> Path:
@@ -144,7 +154,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         "SPARK_LOCAL_DIRS": str(tmp / "local"),
         "PYSPARK_PYTHON": sys.executable,
     }
-    port, ui, worker_ui = _free_port(), _free_port(), _free_port()
+    port, ui, worker_ui = _free_ports(3)
     url = f"spark://127.0.0.1:{port}"
     spark_class = str(home / "bin" / "spark-class")
     daemons: list[Daemon] = []
