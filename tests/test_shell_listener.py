@@ -23,9 +23,9 @@ from minikafka.server.eventlog import EventLog
 from minikafka.server.listener import (
     NATIVE,
     Door,
+    Ordering,
     Reply,
     WireCodec,
-    release_order,
     serve_admitted,
     serve_connection,
 )
@@ -498,18 +498,18 @@ ORDERED = WireCodec(decode=NATIVE.decode, encode=NATIVE.encode, ordered=True)
 
 
 class OrderedDispatcher:
-    """Answers metadata([name]) after DELAYS[name] s; a name starting with "r-" first calls
-    release_order() (as a produce does once queued); "throttled" answers with a 1 s throttle."""
+    """Answers metadata([name]) after DELAYS[name] s; a name starting with "r-" first releases
+    its `Ordering` (as a produce does once queued); "throttled" answers with a 1 s throttle."""
 
     def __init__(self) -> None:
         self.started: list[tuple[str, float]] = []
 
-    async def __call__(self, header: RequestHeader, body: object) -> object | None:
+    async def __call__(self, header: RequestHeader, body: object, *, order: Ordering) -> object:
         assert isinstance(body, MetadataRequest) and body.topics
         name = body.topics[0]
         self.started.append((name, trio.current_time()))
         if name.startswith("r-"):
-            release_order()
+            order.release()
         await trio.sleep(DELAYS.get(name.removeprefix("r-"), 0.0))
         response = MetadataResponse(
             brokers=[],
@@ -552,7 +552,7 @@ async def test_an_ordered_connection_runs_requests_one_after_another(autojump_cl
     assert elapsed == pytest.approx(3.0)
 
 
-async def test_release_order_lets_the_next_start_but_answers_stay_in_order(autojump_clock, events):
+async def test_a_released_order_lets_the_next_start_but_answers_stay_in_order(autojump_clock, events):
     answers, starts, elapsed = await _ordered_run(["r-slow", "fast"], events)
     assert starts == [("r-slow", 0.0), ("fast", 0.0)]  # overlapped
     assert answers == [(0, "r-slow"), (1, "fast")]  # fast finished first, answered second

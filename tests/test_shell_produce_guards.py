@@ -14,6 +14,7 @@ from minikafka.core import record_batch_v2 as v2
 from minikafka.core.records import decode_records, iter_batches, make_batch
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
+from minikafka.server.listener import Ordering
 from minikafka.server.produce import handle_produce
 from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork, partition_state
 from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
@@ -175,3 +176,26 @@ async def test_a_compressed_partition_does_not_reorder_another_requests_appends(
         assert [r.error_code for r in results["A"] + results["B"]] == [0, 0, 0]
         stored = [r.value for v in iter_batches(b.log_bytes("p")) for r in decode_records(v)]
         assert sorted(stored) == [b"a", b"b"]
+
+
+async def test_a_produce_releases_its_connections_order_once_queued_not_after_the_wait(
+    autojump_clock, tmp_path
+):
+    """On a Kafka connection the next request may start once this produce's batches are queued
+    for the log (server/listener.py `Ordering`): an acks=all produce that waits for a follower
+    has released its order long before it is answered; the broker's own appends have none."""
+    b = MemoryBroker(config(1), tmp_path / "b", network=MemoryNetwork())
+    async with b.running():
+        # Replicas 1 and 2, both in the ISR, and no broker 2 to fetch: acks=all waits it out.
+        await b.apply([partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])], [b.info])
+        released: list[float] = []
+        order = Ordering(lambda: released.append(trio.current_time()))
+        req = ProduceRequest(
+            acks=-1, timeout_ms=2000, partitions=[entry(make_batch([(TS, None, b"x")]))]
+        )
+        t0 = trio.current_time()
+        reply = await handle_produce(b.replica_manager, req, b.topics, order=order)
+        assert isinstance(reply.response, ProduceResponse)
+        assert reply.response.partitions[0].error_code == ErrorCode.REQUEST_TIMED_OUT
+        assert trio.current_time() - t0 == pytest.approx(2.0)  # the wait, after the release
+        assert len(released) == 1 and released[0] - t0 < 0.1

@@ -34,6 +34,7 @@ from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
+from minikafka.server.listener import Ordering
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
@@ -255,16 +256,21 @@ class Broker:
         )
 
     async def dispatch(
-        self, body: object, *, client_id: str = "", internal: bool = False
+        self,
+        body: object,
+        *,
+        client_id: str = "",
+        internal: bool = False,
+        order: Ordering | None = None,
     ) -> object | None:
         """The response to a broker API request (for Produce and Fetch a listener `Reply`, which
         carries the client-quota throttle), or NotImplemented if this is not one. `internal`:
         the broker's own request (the group coordinator creating `__consumer_offsets`), never a
-        client's."""
+        client's. `order`: a Kafka connection's ordering (server/listener.py `Ordering`)."""
         match body:
             case ProduceRequest():
                 return await handle_produce(
-                    self.replica_manager, body, self.cache.topics, client_id
+                    self.replica_manager, body, self.cache.topics, client_id, order=order
                 )
             case FetchRequest():
                 return await handle_fetch(self.replica_manager, body, self.cache.topics, client_id)

@@ -83,7 +83,7 @@ from minikafka.kafka.codec import (
 )
 from minikafka.server.config import NodeConfig
 from minikafka.server.groups import GroupService
-from minikafka.server.listener import Reply, WireCodec
+from minikafka.server.listener import Ordering, Reply, WireCodec
 from minikafka.server.metadata_cache import MetadataCache
 from minikafka.wire import admin_messages as am
 from minikafka.wire import messages
@@ -213,7 +213,11 @@ class KafkaApis:
         self.topic_defaults = topic_defaults or {}
         self.run_sync = run_sync  # worker threads; inline under a MockClock (tests)
 
-    async def dispatch(self, header: KafkaRequest, body: object) -> Any:
+    async def dispatch(
+        self, header: KafkaRequest, body: object, *, order: Ordering | None = None
+    ) -> Any:
+        """The answer to one request. `order`: its place on the connection (the listener's
+        `Ordering`): a produce releases it once its batches are queued for the log."""
         if isinstance(body, UnsupportedApiVersions):
             return api_versions_response(0, error_code=KafkaErrorCode.unsupported_version)
         if header.api_key == API_VERSIONS:
@@ -222,7 +226,7 @@ class KafkaApis:
             return self.metadata(header.api_version, body)
         client_id = header.client_id or ""
         if header.api_key == PRODUCE:
-            return await self.produce(header, body, client_id)
+            return await self.produce(header, body, client_id, order=order)
         if header.api_key == FETCH:
             return await self.fetch(header, body, client_id)
         if header.api_key == LIST_OFFSETS:
@@ -296,7 +300,9 @@ class KafkaApis:
             return response
         return Encoded(encode_response(header.correlation_id, response))
 
-    async def produce(self, header: KafkaRequest, body: Any, client_id: str) -> Reply:
+    async def produce(
+        self, header: KafkaRequest, body: Any, client_id: str, *, order: Ordering | None = None
+    ) -> Reply:
         """The broker's answer (and its KIP-219 throttle) in Kafka's terms; with acks=0 none,
         as Kafka sends none."""
         version = header.api_version
@@ -304,7 +310,7 @@ class KafkaApis:
         translated = await self.off_loop(large, produce.to_native, body)
         result: object = None
         if translated.native is not None:
-            result = await self._native(translated.native, client_id=client_id)
+            result = await self._native(translated.native, client_id=client_id, order=order)
         reply = result if isinstance(result, Reply) else Reply(response=result)
         if int(body.acks) == 0:
             return Reply(response=None, throttle_ms=reply.throttle_ms)
@@ -333,12 +339,16 @@ class KafkaApis:
 
     # ------------------------------------------------------------------------ admin APIs
 
-    async def _native(self, request: object, *, client_id: str = "") -> object:
+    async def _native(
+        self, request: object, *, client_id: str = "", order: Ordering | None = None
+    ) -> object:
         """The broker's answer to a native admin request. Failing to reach the controller is
         answered, not raised: BrokerError keeps its code, anything else is NETWORK_EXCEPTION
         (retriable), the code Broker._forward uses."""
         if self.broker is None:
             raise BrokerError(ErrorCode.NETWORK_EXCEPTION, "no broker dispatch on this listener")
+        if order is not None:
+            return await self.broker(request, client_id=client_id, order=order)
         return await self.broker(request, client_id=client_id)
 
     async def create_topics(self, version: int, body: Any) -> Any:

@@ -51,7 +51,6 @@ from __future__ import annotations
 import math
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +79,8 @@ class Reply:
     throttle_ms: int = 0
 
 
-Dispatcher = Callable[[Any, object], Awaitable[object | None]]
+# (header, body) -> response, Reply or None; on an ordered codec also `order=` (`Ordering`).
+Dispatcher = Callable[..., Awaitable[object | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,30 +93,33 @@ class WireCodec:
 
     decode: Callable[[bytes], tuple[Any, object]]
     encode: Callable[[int, object], bytes]
-    # Kafka's order (see `release_order`): requests start one at a time, in arrival order, and
-    # are answered in that order. Off (minikafka's protocol): handled concurrently, answered as
-    # they finish, matched by correlation id.
+    # Kafka's order (`Ordering`): requests start one at a time, in arrival order, and are
+    # answered in that order; the dispatcher is called with `order=`. Off (minikafka's
+    # protocol): handled concurrently, answered as they finish, matched by correlation id.
     ordered: bool = False
 
 
-# The running request's "the next one may start" (ordered connections only; see below).
-_NEXT_MAY_START: ContextVar[Callable[[], None] | None] = ContextVar("next_may_start", default=None)
-
-
-def release_order() -> None:
-    """On an ordered connection, let the next request start now, before this one is answered.
+class Ordering:
+    """One request's place on an ordered connection: `release()` lets the next request start
+    now, before this one is answered.
 
     Kafka's SocketServer mutes a channel until its one request is answered, so a connection's
-    requests are processed strictly one after another. A handler calls this once everything it
+    requests are processed strictly one after another. A handler releases once everything it
     must do in arrival order is done and no KIP-219 throttle can follow: Produce, once its
     batches are stamped and queued for the log (server/produce.py). Its wait for the disk and
     the replicas then overlaps the next request's, as in Kafka, where that wait (acks=all) is
     the only long one; here an acks=1 answer also waits for a synced LMDB commit, which would
     otherwise be paid once per request in series. Appends and answers keep the connection's
-    order. Elsewhere (minikafka's own protocol) it does nothing."""
-    release = _NEXT_MAY_START.get()
-    if release is not None:
-        release()
+    order. The listener passes one to the dispatcher of an ordered codec (`order=`) and calls
+    `release` itself when the handler returns; releasing twice is releasing once."""
+
+    __slots__ = ("_release",)
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self._release = release
+
+    def release(self) -> None:
+        self._release()
 
 
 NATIVE = WireCodec(decode=decode_request, encode=encode_response)
@@ -168,8 +171,9 @@ async def serve_connection(
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """One request. On an ordered connection (`previous` given, started with
-        nursery.start) the read loop waits until this one is handled or calls `release_order`,
-        and its answer waits for `previous`'s; `answered` is set once it is written."""
+        nursery.start) the read loop waits until this one is handled or releases its
+        `Ordering`, and its answer waits for `previous`'s; `answered` is set once it is
+        written."""
         started = False
 
         def next_may_start() -> None:
@@ -178,10 +182,11 @@ async def serve_connection(
                 started = True
                 task_status.started()
 
-        if previous is not None:
-            _NEXT_MAY_START.set(next_may_start)
         try:
-            result = await dispatch(header, body)
+            if previous is not None:
+                result = await dispatch(header, body, order=Ordering(next_may_start))
+            else:
+                result = await dispatch(header, body)
             reply = result if isinstance(result, Reply) else Reply(response=result)
             # Muted before the response can reach the peer, and before the next request starts.
             mute.throttle(now_ms(), reply.throttle_ms)

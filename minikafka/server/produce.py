@@ -30,7 +30,7 @@ from minikafka.core.produce import Pending, Refusal, Stamped
 from minikafka.core.records import BatchView
 from minikafka.errors import ErrorCode
 from minikafka.server.config import FRAME_HEADROOM_BYTES
-from minikafka.server.listener import Reply, release_order
+from minikafka.server.listener import Ordering, Reply
 from minikafka.server.local_partition import LocalPartition, leader_error, wait_for_change
 from minikafka.server.replica_manager import ReplicaManager
 from minikafka.storage import AppendWrite, StorageError
@@ -49,11 +49,13 @@ async def handle_produce(
     client_id: str = "",
     *,
     internal: bool = False,
+    order: Ordering | None = None,
 ) -> Reply:
     """The answer (a ProduceResponse, or none for acks=0) and the client-quota throttle time.
     `internal=True` for the broker's own appends (the group coordinator's commits), which Kafka
-    makes through ReplicaManager: no client is charged, and the connection whose request led
-    to them keeps its strict order.
+    makes through ReplicaManager: no client is charged. `order`: a Kafka connection's ordering,
+    released once the batches are queued (server/listener.py `Ordering`); the broker's own
+    appends get none, so the connection whose request led to them keeps its strict order.
 
     Answers are per entry of the request, in its order: one partition may appear twice (two
     batches, appended in order, each answered with its own base offset)."""
@@ -95,10 +97,10 @@ async def handle_produce(
         else:
             writes.append(AppendWrite(tp=p.tp, batches=verdict.batches, epochs=verdict.epochs))
         pending.append((p, verdict.pending))
-    if not internal and rm.dynamic.client_quota(client_id)[0] is None:
+    if order is not None and rm.dynamic.client_quota(client_id)[0] is None:
         # Stamped, and queued for the log at the next step: on a Kafka connection the next
-        # request may start (no throttle can follow this one; server/listener.py).
-        release_order()
+        # request may start (no throttle can follow this one; server/listener.py `Ordering`).
+        order.release()
     if writes:
         failed = await _append_per_partition(rm, writes)
         for p, item in pending:
