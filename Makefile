@@ -1,5 +1,6 @@
 # Two commands set everything up on a fresh machine (Python 3.11 + pip):
-#   make demo   - create .venv, install, run a 3-broker cluster, produce, consume, verify
+#   make demo   - create .venv, install, move replicas under a KIP-73 throttle while a
+#                 producer runs (3 brokers), read everything back, verify (docs/demo.md)
 #   make test   - create .venv, install, lint, run the whole test suite
 VENV ?= .venv
 PY := $(VENV)/bin/python
