@@ -164,6 +164,32 @@ def test_free_ports_are_distinct() -> None:
     assert len(set(ports)) == 20 and all(0 < p < 65536 for p in ports)
 
 
+def test_free_ports_lie_below_the_ephemeral_range() -> None:
+    """A port an outgoing connection may take as its source port is not a node's: a node down
+    for a restart would find it taken (cluster/ports.py)."""
+    from minikafka.cluster.ports import LOW_PORT, ephemeral_low
+
+    ports = free_ports(20)
+    assert all(LOW_PORT <= p < ephemeral_low() for p in ports), ports
+
+
+def test_a_taken_low_port_is_skipped() -> None:
+    import random
+    import socket
+
+    from minikafka.cluster.ports import LOW_PORT, ephemeral_low
+
+    taken_port = random.Random(7).randint(LOW_PORT, ephemeral_low() - 1)
+    with socket.socket() as taken:
+        try:
+            taken.bind(("127.0.0.1", taken_port))
+        except OSError:
+            pytest.skip(f"port {taken_port} is in use here")
+        taken.listen()
+        (port,) = free_ports(1, rng=random.Random(7))  # its first pick is the taken one
+        assert port != taken_port
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
