@@ -555,7 +555,7 @@ def _header(body: Any) -> Any:
 async def test_the_shell_forwards_to_the_native_dispatch() -> None:
     seen: list[object] = []
 
-    async def native(request: object, *, client_id: str = "") -> object:
+    async def native(request: object, *, client_id: str = "", order: object = None) -> object:
         seen.append(request)
         return am.DescribeConfigsResponse(
             results=[
@@ -575,7 +575,7 @@ async def test_the_shell_forwards_to_the_native_dispatch() -> None:
 
 
 async def test_the_shell_answers_a_failed_forward() -> None:
-    async def down(request: object, *, client_id: str = "") -> object:
+    async def down(request: object, *, client_id: str = "", order: object = None) -> object:
         raise BrokerError(ErrorCode.NETWORK_EXCEPTION, "controller unreachable")
 
     apis = KafkaApis(cache=MetadataCache(), cluster_id="c", broker=down)

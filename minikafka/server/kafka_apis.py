@@ -22,9 +22,9 @@ else by closing the connection (Kafka cannot parse it either).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -187,6 +187,16 @@ def topic_config_defaults(config: NodeConfig) -> admin.TopicDefaults:
     }
 
 
+class NativeDispatch(Protocol):
+    """What the Kafka listener asks of its broker (server/broker.py `Broker.dispatch`): the
+    answer to a native request, translated from Kafka's, or a listener `Reply` carrying a
+    client-quota throttle (Produce, Fetch)."""
+
+    async def __call__(
+        self, body: object, *, client_id: str = "", order: Ordering | None = None
+    ) -> object: ...
+
+
 class KafkaApis:
     """The handlers of the Kafka listener (Kafka's KafkaApis), over the broker's own state."""
 
@@ -195,7 +205,7 @@ class KafkaApis:
         *,
         cache: MetadataCache,
         cluster_id: str,
-        broker: Callable[..., Awaitable[object]] | None = None,
+        broker: NativeDispatch | None = None,
         groups: GroupService | None = None,
         topic_defaults: admin.TopicDefaults | None = None,
         run_sync: RunSync = trio.to_thread.run_sync,
@@ -347,9 +357,7 @@ class KafkaApis:
         (retriable), the code Broker._forward uses."""
         if self.broker is None:
             raise BrokerError(ErrorCode.NETWORK_EXCEPTION, "no broker dispatch on this listener")
-        if order is not None:
-            return await self.broker(request, client_id=client_id, order=order)
-        return await self.broker(request, client_id=client_id)
+        return await self.broker(request, client_id=client_id, order=order)
 
     async def create_topics(self, version: int, body: Any) -> Any:
         translated = admin.create_topics_request(body)
