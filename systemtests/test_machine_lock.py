@@ -51,14 +51,3 @@ def test_a_shared_holder_that_comes_later_does_not_pass_one_waiting_alone(tmp_pa
     out2.set()
     assert in3.wait(IN_TIME_S)
     out3.set()
-
-
-def test_the_cases_whose_latency_is_judged_have_the_machine_alone() -> None:
-    """The precise mode's acks=all p99 is judged against 500 ms under load: those cases, and
-    only those, run with nothing beside them (harness/case.py `CaseSpec.alone`)."""
-    from systemtests.harness.matrix import MATRIX
-
-    alone = {c.name for c in MATRIX if c.alone}
-    assert alone == {c.name for c in MATRIX if c.load and c.quota == "precise"}
-    assert "3n-two-to-one-reassign-kip542-load-precise-librdkafka" in alone
-    assert len(alone) == 6

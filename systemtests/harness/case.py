@@ -28,13 +28,10 @@ class CaseSpec:
 
     @property
     def alone(self) -> bool:
-        """Whether the case needs the machine to itself (harness/machine_lock.py): a case whose
-        acks=all latency is judged against 500 ms (the precise mode's, under load). Beside the
-        other worker's cluster or Spark job that verdict measures the run queue, not the
-        throttle: 3n-one-to-two-reassign-kip542-load-precise took p99 656 ms while other
-        processes used 52 % of the machine (clean clone, 2026-11-28), and 140 ms alone with
-        the same code (137 ms with the code before it)."""
-        return self.load and self.quota == "precise"
+        """Whether the case needs the machine to itself (harness/machine_lock.py): a Kafka
+        client's load keeps most of the cores busy, and its latency verdict then measures the
+        other worker's cluster, not the throttle."""
+        return self.load_client != "native"
 
     @property
     def name(self) -> str:
