@@ -157,3 +157,19 @@ def test_the_session_line_prints_every_accepted_range_and_marks_an_alternative()
     )
     off_step = nominal | {"predicted_move_alternatives_s": []}
     assert "accepted 15.5-20.6 s actual" in summary_line(res | {"analysis": off_step})
+
+
+@pytest.mark.parametrize(
+    ("case_cpu_s", "other_cpu_s", "judged"),
+    [
+        (13.8, 0.0, True),  # alone, 65 % busy: judged (p99 140 ms)
+        (9.9, 11.6, False),  # 96 % busy, 44 % its own (p99 656 ms)
+        (13.2, 6.5, False),  # 83 % busy, 56 % its own (p99 1,289 ms)
+        (18.0, 0.0, False),  # its own processes alone at 84 %: CPU-bound
+    ],
+)
+def test_latency_is_judged_only_with_headroom(case_cpu_s, other_cpu_s, judged):
+    from systemtests.harness.machine import saturated
+
+    cpu = {"wall_s": 10.7, "cores": 2, "case_cpu_s": case_cpu_s, "other_cpu_s": other_cpu_s}
+    assert (saturated(cpu) is None) == judged, saturated(cpu)
