@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 LOCK := requirements-dev.lock
 PIP_TOOLS := pip-tools==7.6.2
 
-.PHONY: setup demo test test-fast mutants lint bench clean lock
+.PHONY: setup bytecode demo test test-fast mutants lint bench clean lock
 
 # The lock's packages (hash-checked: pip refuses a file whose hash is not in the lock, and a
 # dependency the lock does not name), then minikafka itself, editable, taking nothing more.
@@ -32,9 +32,15 @@ lock:
 		--extra dev --strip-extras --no-emit-index-url --no-emit-find-links \
 		$(PIP_COMPILE_FLAGS) -o $(LOCK) pyproject.toml
 
-setup: $(STAMP)
+setup: $(STAMP) bytecode
 
-demo: $(STAMP)
+# minikafka's own bytecode, as pip writes it for an installed (non-editable) package: a node
+# process then starts without compiling its 130 modules (about 0.2 s of a 0.7 s import, where
+# PYTHONDONTWRITEBYTECODE is set). Only changed modules are compiled again.
+bytecode: $(STAMP)
+	$(PY) -m compileall -q minikafka cluster
+
+demo: $(STAMP) bytecode
 	$(VENV)/bin/minikafka demo
 
 lint: $(STAMP)
@@ -46,18 +52,18 @@ lint: $(STAMP)
 # order hold). Two clusters then run at once: their moves are throttle-bound, and the verdicts
 # held on 2 cores (sessions of 11-28: the same ratios as one at a time). Progress lines of the
 # system tests show without -n.
-test: $(STAMP) lint
+test: $(STAMP) bytecode lint
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile
 	$(VENV)/bin/pytest -q -n 2 --dist loadfile systemtests --profile quick --quota-mode both
 
 # The KIP-73 verdicts against deliberate bugs (systemtests/test_mutants.py): about 14 minutes.
-mutants: $(STAMP)
+mutants: $(STAMP) bytecode
 	$(VENV)/bin/pytest -q systemtests -m mutants
 
 test-fast: $(STAMP)
 	$(VENV)/bin/pytest -q -m "not integration and not spark"
 
-bench: $(STAMP)
+bench: $(STAMP) bytecode
 	$(PY) benchmarks/cluster_bench.py
 
 clean:

@@ -80,7 +80,10 @@ def test_offset_takes_kafkas_forms() -> None:
 
 
 def _commands(group: click.Group, prefix: str = ""):  # noqa: ANN202 - generator
-    for name, cmd in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the lazy ones too (cli/main.py LazyGroup)
+        cmd = group.get_command(ctx, name)
+        assert cmd is not None, name
         if isinstance(cmd, click.Group):
             yield from _commands(cmd, f"{prefix}{name} ")
         else:

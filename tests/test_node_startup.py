@@ -86,6 +86,20 @@ def test_no_api_schema_of_kio_at_start(startup: dict[str, str]) -> None:
     assert not found, "a node imports kio schemas before any request:\n" + "\n".join(found[:10])
 
 
+# What only the other commands use: `minikafka node` loads its own command alone (cli/main.py
+# LazyGroup), not the tools, the experiments or the analysis.
+OTHER_COMMANDS = ("minikafka.tools", "minikafka.experiment", "minikafka.cli.cluster", "pyspark")
+
+
+def other_commands(modules: dict[str, str]) -> list[str]:
+    return [chain for name, chain in modules.items() if name.startswith(OTHER_COMMANDS)]
+
+
+def test_a_node_loads_no_other_command(startup: dict[str, str]) -> None:
+    found = sorted(other_commands(startup), key=len)
+    assert not found, "a node imports other commands' modules:\n" + "\n".join(found[:10])
+
+
 def test_the_rules_catch_what_they_are_about() -> None:
     """Both rules, on a run that imports what they forbid: kio straight away (so kio loads
     hypothesis itself), and one API's schema."""
@@ -93,3 +107,5 @@ def test_the_rules_catch_what_they_are_about() -> None:
     assert "kio.static._phantom" in dev_only_packages(modules)[0]
     assert any(c.startswith("kio.schema.metadata.v8.request") for c in api_schemas(modules))
     assert not api_schemas(startup_imports("import kio.schema.errors, kio.schema.types"))
+    eager = startup_imports("import minikafka.cli.main, minikafka.cli.cluster, minikafka.cli.demo")
+    assert other_commands(eager)

@@ -4,7 +4,8 @@ coordinator: every request is answered, with COORDINATOR_NOT_AVAILABLE, and othe
 from __future__ import annotations
 
 from minikafka.errors import ErrorCode
-from minikafka.server.group_offsets_api import dispatch_group_offsets
+from minikafka.server.group_offsets_api import GroupOffsetsApi
+from minikafka.server.routes import RouteTable
 from minikafka.wire.messages import (
     FindCoordinatorRequest,
     MetadataRequest,
@@ -17,16 +18,17 @@ NOT_AVAILABLE = ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 async def test_without_a_coordinator_each_answer_says_so() -> None:
-    found = await dispatch_group_offsets(None, FindCoordinatorRequest(key="g"))
+    dispatch_group_offsets = RouteTable(GroupOffsetsApi().routes).answer
+    found = await dispatch_group_offsets(FindCoordinatorRequest(key="g"))
     assert found.error_code == NOT_AVAILABLE and found.node_id == -1
     commit = OffsetCommitRequest(
         group_id="g",
         partitions=[OffsetCommitPartition(topic="t", partition=p, offset=5) for p in (0, 1)],
     )
-    committed = await dispatch_group_offsets(None, commit)
+    committed = await dispatch_group_offsets(commit)
     assert [(p.partition, p.error_code) for p in committed.partitions] == [
         (0, NOT_AVAILABLE), (1, NOT_AVAILABLE),
     ]  # fmt: skip
-    fetched = await dispatch_group_offsets(None, OffsetFetchRequest(group_id="g"))
+    fetched = await dispatch_group_offsets(OffsetFetchRequest(group_id="g"))
     assert fetched.error_code == NOT_AVAILABLE and fetched.partitions == []
-    assert await dispatch_group_offsets(None, MetadataRequest(topics=None)) is NotImplemented
+    assert await dispatch_group_offsets(MetadataRequest(topics=None)) is NotImplemented

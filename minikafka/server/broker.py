@@ -41,6 +41,7 @@ from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.produce import handle_produce
 from minikafka.server.producer_ids import ProducerIdManager, controller_block_source
 from minikafka.server.replica_manager import ReplicaManager
+from minikafka.server.routes import Call, Handler
 from minikafka.storage import LogStore
 from minikafka.wire.messages import (
     AlterPartitionReassignmentsRequest,
@@ -90,6 +91,16 @@ def forward_timeout_s(timeout_ms: int) -> float:
     """How long to wait for the controller's answer to a forwarded admin request: its own
     timeout (Kafka's: a timeout <= 0 asks for no wait, not for an error, found by fuzzing) and 5 s to travel."""
     return max(timeout_ms, 0) / 1000 + 5
+
+
+# The admin requests forwarded to the controller as they are, and the response that carries a
+# top-level error code when the controller cannot be reached.
+_FORWARDED: dict[type, type] = {
+    IncrementalAlterConfigsRequest: IncrementalAlterConfigsResponse,
+    DescribeConfigsRequest: DescribeConfigsResponse,
+    AlterPartitionReassignmentsRequest: AlterPartitionReassignmentsResponse,
+    ListPartitionReassignmentsRequest: ListPartitionReassignmentsResponse,
+}
 
 
 class ControllerLink:
@@ -225,6 +236,22 @@ class Broker:
         self.controller_epoch = -1
         # InitProducerId (KIP-98) from blocks the controller allocates (KIP-730).
         self.producer_ids = ProducerIdManager(controller_block_source(link, config.node_id))
+        # What the broker serves (server/routes.py): client data APIs, the controller's
+        # requests to its brokers, and the admin APIs it forwards to the controller.
+        self.routes: dict[type, Handler] = {
+            ProduceRequest: self._produce,
+            FetchRequest: self._fetch,
+            ListOffsetsRequest: self._list_offsets,
+            MetadataRequest: self._metadata,
+            LeaderAndIsrRequest: self._leader_and_isr,
+            UpdateMetadataRequest: self._update_metadata,
+            StopReplicaRequest: self._stop_replica,
+            CreateTopicsRequest: self._create_topics,
+            DeleteTopicsRequest: self._to_controller,
+            CreatePartitionsRequest: self._to_controller,
+            InitProducerIdRequest: self._init_producer_id,
+            **dict.fromkeys(_FORWARDED, self._forward),
+        }
 
     def _stale_controller(self, epoch: int) -> bool:
         """Whether `epoch` is older than the newest controller epoch accepted. Only a check: the
@@ -234,8 +261,12 @@ class Broker:
     def _accept_controller(self, epoch: int) -> None:
         self.controller_epoch = max(self.controller_epoch, epoch)
 
-    async def _create_topics(self, body: CreateTopicsRequest) -> object:
-        """A client's CreateTopics: internal names refused here, the others created."""
+    async def _create_topics(self, body: CreateTopicsRequest, call: Call) -> object:
+        """A client's CreateTopics: internal names refused here, the others created; the
+        broker's own (`call.internal`: the group coordinator's `__consumer_offsets`) goes to
+        the controller as it is."""
+        if call.internal:
+            return await self._to_controller(body, call)
         refused = {t.name for t in body.topics if t.name in INTERNAL_TOPICS}
         if not refused:
             return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
@@ -262,74 +293,72 @@ class Broker:
         client_id: str = "",
         internal: bool = False,
         order: Ordering | None = None,
-    ) -> object | None:
+    ) -> object:
         """The response to a broker API request (for Produce and Fetch a listener `Reply`, which
-        carries the client-quota throttle), or NotImplemented if this is not one. `internal`:
-        the broker's own request (the group coordinator creating `__consumer_offsets`), never a
-        client's. `order`: a Kafka connection's ordering (server/listener.py `Ordering`)."""
-        match body:
-            case ProduceRequest():
-                return await handle_produce(
-                    self.replica_manager, body, self.cache.topics, client_id, order=order
-                )
-            case FetchRequest():
-                return await handle_fetch(self.replica_manager, body, self.cache.topics, client_id)
-            case ListOffsetsRequest():
-                return await handle_list_offsets(self.replica_manager, body, self.cache.topics)
-            case MetadataRequest():
-                return self.cache.response(body.topics)
-            case LeaderAndIsrRequest():
-                return await self._leader_and_isr(body)
-            case UpdateMetadataRequest():
-                if self._stale_controller(body.controller_epoch):
-                    return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-                self._accept_controller(body.controller_epoch)
-                self.cache.controller_id = body.controller_id
-                self.cache.update(
-                    brokers=body.brokers,
-                    partitions=body.partitions,
-                    replace=body.replace,
-                    deleted_topics=body.deleted_topics,
-                )
-                self.replica_manager.apply_metadata(body.partitions)
-                self._apply_configs(body)
-                return UpdateMetadataResponse(error_code=ErrorCode.NONE)
-            case StopReplicaRequest():
-                if self._stale_controller(body.controller_epoch):
-                    return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-                await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)
-                if self._stale_controller(body.controller_epoch):  # a newer one came meanwhile
-                    return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-                if body.broker_epoch != self.link.broker_epoch:
-                    return StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-                self._accept_controller(body.controller_epoch)
-                return StopReplicaResponse(
-                    error_code=ErrorCode.NONE,
-                    partitions=await self.replica_manager.apply_stop_replica(body.partitions),
-                )
-            case CreateTopicsRequest():
-                if not internal:
-                    return await self._create_topics(body)
-                return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
-            case DeleteTopicsRequest():
-                return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
-            case CreatePartitionsRequest():
-                return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
-            case InitProducerIdRequest():
-                return await self.producer_ids.handle(body)
-            case IncrementalAlterConfigsRequest():
-                return await self._forward(body, IncrementalAlterConfigsResponse)
-            case DescribeConfigsRequest():
-                return await self._forward(body, DescribeConfigsResponse)
-            case AlterPartitionReassignmentsRequest():
-                return await self._forward(body, AlterPartitionReassignmentsResponse)
-            case ListPartitionReassignmentsRequest():
-                return await self._forward(body, ListPartitionReassignmentsResponse)
-        return NotImplemented
+        carries the client-quota throttle), or NotImplemented if this is not one (server/routes.py
+        `Call` names the keywords)."""
+        handler = self.routes.get(type(body))
+        if handler is None:
+            return NotImplemented
+        return await handler(body, Call(client_id=client_id, internal=internal, order=order))
 
-    async def _forward(self, body: object, response_type: type) -> object:
+    async def _produce(self, body: ProduceRequest, call: Call) -> object:
+        return await handle_produce(
+            self.replica_manager, body, self.cache.topics, call.client_id, order=call.order
+        )
+
+    async def _fetch(self, body: FetchRequest, call: Call) -> object:
+        return await handle_fetch(self.replica_manager, body, self.cache.topics, call.client_id)
+
+    async def _list_offsets(self, body: ListOffsetsRequest, call: Call) -> object:
+        return await handle_list_offsets(self.replica_manager, body, self.cache.topics)
+
+    async def _metadata(self, body: MetadataRequest, call: Call) -> object:
+        return self.cache.response(body.topics)
+
+    async def _update_metadata(
+        self, body: UpdateMetadataRequest, call: Call
+    ) -> UpdateMetadataResponse:
+        if self._stale_controller(body.controller_epoch):
+            return UpdateMetadataResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+        self._accept_controller(body.controller_epoch)
+        self.cache.controller_id = body.controller_id
+        self.cache.update(
+            brokers=body.brokers,
+            partitions=body.partitions,
+            replace=body.replace,
+            deleted_topics=body.deleted_topics,
+        )
+        self.replica_manager.apply_metadata(body.partitions)
+        self._apply_configs(body)
+        return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+
+    async def _stop_replica(self, body: StopReplicaRequest, call: Call) -> StopReplicaResponse:
+        if self._stale_controller(body.controller_epoch):
+            return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+        await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)
+        if self._stale_controller(body.controller_epoch):  # a newer one came meanwhile
+            return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
+        if body.broker_epoch != self.link.broker_epoch:
+            return StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
+        self._accept_controller(body.controller_epoch)
+        return StopReplicaResponse(
+            error_code=ErrorCode.NONE,
+            partitions=await self.replica_manager.apply_stop_replica(body.partitions),
+        )
+
+    async def _to_controller(
+        self, body: CreateTopicsRequest | DeleteTopicsRequest | CreatePartitionsRequest, call: Call
+    ) -> object:
+        return await self.link.request(body, timeout_s=forward_timeout_s(body.timeout_ms))
+
+    async def _init_producer_id(self, body: InitProducerIdRequest, call: Call) -> object:
+        return await self.producer_ids.handle(body)
+
+    async def _forward(self, body: object, call: Call) -> object:
         """Forward an admin request to the controller; if it cannot be reached, say so with a
         retriable top-level error code instead of dropping the client's connection."""
+        response_type = _FORWARDED[type(body)]
         try:
             return await self.link.request(body, timeout_s=30)
         except BrokerError as exc:
@@ -345,7 +374,7 @@ class Broker:
                 "configs_applied", version=body.configs_version, entities=len(body.configs)
             )
 
-    async def _leader_and_isr(self, body: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+    async def _leader_and_isr(self, body: LeaderAndIsrRequest, call: Call) -> LeaderAndIsrResponse:
         if self._stale_controller(body.controller_epoch):
             return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
         await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)

@@ -41,6 +41,7 @@ from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
 from minikafka.server.config import FRAME_HEADROOM_BYTES, NodeConfig
 from minikafka.server.eventlog import EventLog
 from minikafka.server.metadata_cache import metadata_response
+from minikafka.server.routes import Call, Handler
 from minikafka.storage import MetadataStore
 from minikafka.wire.messages import (
     AllocateProducerIdsRequest,
@@ -95,6 +96,7 @@ class ControllerService:
         self.events = events
         self.rng = rng
         self.state: ControllerState | None = None
+        self.routes = self._routes()  # built once (server/routes.py)
         self._lock = trio.Lock()
         self._channels: dict[int, BrokerChannel] = {}
         self._nursery: trio.Nursery | None = None
@@ -287,112 +289,164 @@ class ControllerService:
 
     async def dispatch(self, body: object) -> object:
         """The response to a controller API request, or NotImplemented if this is not one."""
-        state = self.state
-        assert state is not None
-        match body:
-            case BrokerRegistrationRequest():
-                async with self._lock:
-                    code, epoch, effects = state.register_broker(
-                        broker_id=body.broker_id,
-                        incarnation_id=body.incarnation_id,
-                        host=body.host,
-                        port=body.port,
-                        kafka_host=body.kafka_host,
-                        kafka_port=body.kafka_port,
-                        now_ms=now_ms(),
-                    )
-                    if code == 0:
-                        # A newcomer learns the whole cluster, configs included, BEFORE its
-                        # LeaderAndIsr: its first fetch must already be under the throttles.
-                        newcomer = SendUpdateMetadata(
-                            broker_ids=(body.broker_id,),
-                            partitions=tuple(state.partition_states()),
-                            configs=state.pushed_configs(),
-                        )
-                        effects = [newcomer, *effects]
-                    await self._commit(effects)
-                return BrokerRegistrationResponse(error_code=code, broker_epoch=epoch)
-            case BrokerHeartbeatRequest():
-                async with self._lock:
-                    code, fenced, effects = state.heartbeat(
-                        broker_id=body.broker_id,
-                        broker_epoch=body.broker_epoch,
-                        now_ms=now_ms(),
-                        offline=[
-                            TopicPartition(r.topic, r.partition) for r in body.offline_replicas
-                        ],
-                    )
-                    await self._commit(effects)
-                return BrokerHeartbeatResponse(error_code=code, is_fenced=fenced)
-            case CreateTopicsRequest():
-                async with self._lock:
-                    results, effects = state.create_topics(
-                        body.topics, now_ms(), validate_only=body.validate_only
-                    )
-                    await self._commit(effects)
-                return CreateTopicsResponse(topics=results)
-            case CreatePartitionsRequest():
-                async with self._lock:
-                    results, effects = state.create_partitions(
-                        body.topics, now_ms(), validate_only=body.validate_only
-                    )
-                    await self._commit(effects)
-                return CreatePartitionsResponse(results=results)
-            case DeleteTopicsRequest():
-                async with self._lock:
-                    results, effects = state.delete_topics(body.topics, now_ms())
-                    await self._commit(effects)
-                return DeleteTopicsResponse(results=results)
-            case AlterPartitionRequest():
-                async with self._lock:
-                    code, items, effects = state.alter_partition(
-                        broker_id=body.broker_id,
-                        broker_epoch=body.broker_epoch,
-                        items=body.partitions,
-                    )
-                    await self._commit(effects)
-                return AlterPartitionResponse(error_code=code, partitions=items)
-            case IncrementalAlterConfigsRequest():
-                async with self._lock:
-                    responses, effects = state.alter_configs(
-                        body.resources, validate_only=body.validate_only
-                    )
-                    await self._commit(effects)
-                return IncrementalAlterConfigsResponse(responses=responses)
-            case DescribeConfigsRequest():
-                return DescribeConfigsResponse(results=state.describe_configs(body.resources))
-            case AlterPartitionReassignmentsRequest():
-                async with self._lock:
-                    code, message, responses, effects = state.alter_partition_reassignments(
-                        body.partitions, body.throttle_configs
-                    )
-                    await self._commit(effects)
-                return AlterPartitionReassignmentsResponse(
-                    responses=responses, error_code=code, error_message=message
+        handler = self.routes.get(type(body))
+        if handler is None:
+            return NotImplemented
+        return await handler(body, Call())
+
+    def _routes(self) -> dict[type, Handler]:
+        """What the controller serves (server/routes.py): its brokers' registrations,
+        heartbeats and AlterPartition, and the admin APIs (on a combined node it answers them
+        before the broker could forward them)."""
+        return {
+            BrokerRegistrationRequest: self._register_broker,
+            BrokerHeartbeatRequest: self._heartbeat,
+            CreateTopicsRequest: self._create_topics,
+            CreatePartitionsRequest: self._create_partitions,
+            DeleteTopicsRequest: self._delete_topics,
+            AlterPartitionRequest: self._alter_partition,
+            IncrementalAlterConfigsRequest: self._alter_configs,
+            DescribeConfigsRequest: self._describe_configs,
+            AlterPartitionReassignmentsRequest: self._alter_reassignments,
+            ListPartitionReassignmentsRequest: self._list_reassignments,
+            AllocateProducerIdsRequest: self._allocate_producer_ids,
+            MetadataRequest: self._metadata,
+        }
+
+    def _state(self) -> ControllerState:
+        assert self.state is not None, "the controller answers once its state is restored"
+        return self.state
+
+    async def _register_broker(
+        self, body: BrokerRegistrationRequest, call: Call
+    ) -> BrokerRegistrationResponse:
+        state = self._state()
+        async with self._lock:
+            code, epoch, effects = state.register_broker(
+                broker_id=body.broker_id,
+                incarnation_id=body.incarnation_id,
+                host=body.host,
+                port=body.port,
+                kafka_host=body.kafka_host,
+                kafka_port=body.kafka_port,
+                now_ms=now_ms(),
+            )
+            if code == 0:
+                # A newcomer learns the whole cluster, configs included, BEFORE its
+                # LeaderAndIsr: its first fetch must already be under the throttles.
+                newcomer = SendUpdateMetadata(
+                    broker_ids=(body.broker_id,),
+                    partitions=tuple(state.partition_states()),
+                    configs=state.pushed_configs(),
                 )
-            case ListPartitionReassignmentsRequest():
-                return ListPartitionReassignmentsResponse(
-                    reassignments=state.list_partition_reassignments(body.topics)
-                )
-            case AllocateProducerIdsRequest():  # KIP-730: persisted before it is answered
-                async with self._lock:
-                    code, block, effects = state.allocate_producer_ids(
-                        broker_id=body.broker_id, broker_epoch=body.broker_epoch
-                    )
-                    await self._commit(effects)
-                if block is None:
-                    return AllocateProducerIdsResponse(error_code=code)
-                return AllocateProducerIdsResponse(
-                    error_code=code, producer_id_start=block.first_id, producer_id_len=block.size
-                )
-            case MetadataRequest():
-                return metadata_response(
-                    state.live_brokers(),
-                    state.partition_states(body.topics),
-                    self.config.node_id,
-                    body.topics,
-                )
-        return NotImplemented
+                effects = [newcomer, *effects]
+            await self._commit(effects)
+        return BrokerRegistrationResponse(error_code=code, broker_epoch=epoch)
+
+    async def _heartbeat(self, body: BrokerHeartbeatRequest, call: Call) -> BrokerHeartbeatResponse:
+        async with self._lock:
+            code, fenced, effects = self._state().heartbeat(
+                broker_id=body.broker_id,
+                broker_epoch=body.broker_epoch,
+                now_ms=now_ms(),
+                offline=[TopicPartition(r.topic, r.partition) for r in body.offline_replicas],
+            )
+            await self._commit(effects)
+        return BrokerHeartbeatResponse(error_code=code, is_fenced=fenced)
+
+    async def _create_topics(self, body: CreateTopicsRequest, call: Call) -> CreateTopicsResponse:
+        async with self._lock:
+            results, effects = self._state().create_topics(
+                body.topics, now_ms(), validate_only=body.validate_only
+            )
+            await self._commit(effects)
+        return CreateTopicsResponse(topics=results)
+
+    async def _create_partitions(
+        self, body: CreatePartitionsRequest, call: Call
+    ) -> CreatePartitionsResponse:
+        async with self._lock:
+            results, effects = self._state().create_partitions(
+                body.topics, now_ms(), validate_only=body.validate_only
+            )
+            await self._commit(effects)
+        return CreatePartitionsResponse(results=results)
+
+    async def _delete_topics(self, body: DeleteTopicsRequest, call: Call) -> DeleteTopicsResponse:
+        async with self._lock:
+            results, effects = self._state().delete_topics(body.topics, now_ms())
+            await self._commit(effects)
+        return DeleteTopicsResponse(results=results)
+
+    async def _alter_partition(
+        self, body: AlterPartitionRequest, call: Call
+    ) -> AlterPartitionResponse:
+        async with self._lock:
+            code, items, effects = self._state().alter_partition(
+                broker_id=body.broker_id,
+                broker_epoch=body.broker_epoch,
+                items=body.partitions,
+            )
+            await self._commit(effects)
+        return AlterPartitionResponse(error_code=code, partitions=items)
+
+    async def _alter_configs(
+        self, body: IncrementalAlterConfigsRequest, call: Call
+    ) -> IncrementalAlterConfigsResponse:
+        async with self._lock:
+            responses, effects = self._state().alter_configs(
+                body.resources, validate_only=body.validate_only
+            )
+            await self._commit(effects)
+        return IncrementalAlterConfigsResponse(responses=responses)
+
+    async def _describe_configs(
+        self, body: DescribeConfigsRequest, call: Call
+    ) -> DescribeConfigsResponse:
+        return DescribeConfigsResponse(results=self._state().describe_configs(body.resources))
+
+    async def _alter_reassignments(
+        self, body: AlterPartitionReassignmentsRequest, call: Call
+    ) -> AlterPartitionReassignmentsResponse:
+        async with self._lock:
+            code, message, responses, effects = self._state().alter_partition_reassignments(
+                body.partitions, body.throttle_configs
+            )
+            await self._commit(effects)
+        return AlterPartitionReassignmentsResponse(
+            responses=responses, error_code=code, error_message=message
+        )
+
+    async def _list_reassignments(
+        self, body: ListPartitionReassignmentsRequest, call: Call
+    ) -> ListPartitionReassignmentsResponse:
+        return ListPartitionReassignmentsResponse(
+            reassignments=self._state().list_partition_reassignments(body.topics)
+        )
+
+    async def _allocate_producer_ids(
+        self, body: AllocateProducerIdsRequest, call: Call
+    ) -> AllocateProducerIdsResponse:
+        """KIP-730: the block is persisted before it is answered."""
+        async with self._lock:
+            code, block, effects = self._state().allocate_producer_ids(
+                broker_id=body.broker_id, broker_epoch=body.broker_epoch
+            )
+            await self._commit(effects)
+        if block is None:
+            return AllocateProducerIdsResponse(error_code=code)
+        return AllocateProducerIdsResponse(
+            error_code=code, producer_id_start=block.first_id, producer_id_len=block.size
+        )
+
+    async def _metadata(self, body: MetadataRequest, call: Call) -> object:
+        state = self._state()
+        return metadata_response(
+            state.live_brokers(),
+            state.partition_states(body.topics),
+            self.config.node_id,
+            body.topics,
+        )
 
 
 def chunk_states(states: Sequence[PartitionState], budget_bytes: int) -> list[list[PartitionState]]:

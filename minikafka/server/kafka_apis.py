@@ -22,7 +22,7 @@ else by closing the connection (Kafka cannot parse it either).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -197,6 +197,10 @@ class NativeDispatch(Protocol):
     ) -> object: ...
 
 
+# A Kafka API's handler: the request's header and body, and its place on the connection.
+KafkaHandler = Callable[[KafkaRequest, Any, Ordering | None], Awaitable[Any]]
+
+
 class KafkaApis:
     """The handlers of the Kafka listener (Kafka's KafkaApis), over the broker's own state."""
 
@@ -222,6 +226,24 @@ class KafkaApis:
         self.groups = groups
         self.topic_defaults = topic_defaults or {}
         self.run_sync = run_sync  # worker threads; inline under a MockClock (tests)
+        # Each API key's handler (Kafka's KafkaApis.handle), built once.
+        self.handlers: dict[int, KafkaHandler] = {
+            API_VERSIONS: self.api_versions,
+            METADATA: self.metadata,
+            PRODUCE: self.produce,
+            FETCH: self.fetch,
+            LIST_OFFSETS: self.list_offsets,
+            INIT_PRODUCER_ID: self.init_producer_id,
+            CREATE_TOPICS: self.create_topics,
+            DELETE_TOPICS: self.delete_topics,
+            CREATE_PARTITIONS: self.create_partitions,
+            DESCRIBE_CONFIGS: self.describe_configs,
+            INCREMENTAL_ALTER_CONFIGS: self.incremental_alter_configs,
+            ALTER_PARTITION_REASSIGNMENTS: self.alter_partition_reassignments,
+            LIST_PARTITION_REASSIGNMENTS: self.list_partition_reassignments,
+            DESCRIBE_CLUSTER: self.describe_cluster,
+            **dict.fromkeys(_GROUP_APIS, self.group_api),
+        }
 
     async def dispatch(
         self, header: KafkaRequest, body: object, *, order: Ordering | None = None
@@ -230,49 +252,35 @@ class KafkaApis:
         `Ordering`): a produce releases it once its batches are queued for the log."""
         if isinstance(body, UnsupportedApiVersions):
             return api_versions_response(0, error_code=KafkaErrorCode.unsupported_version)
-        if header.api_key == API_VERSIONS:
-            return api_versions_response(header.api_version)
-        if header.api_key == METADATA:
-            return self.metadata(header.api_version, body)
-        client_id = header.client_id or ""
-        if header.api_key == PRODUCE:
-            return await self.produce(header, body, client_id, order=order)
-        if header.api_key == FETCH:
-            return await self.fetch(header, body, client_id)
-        if header.api_key == LIST_OFFSETS:
-            native = await self._native(list_offsets.to_native(body))
-            assert isinstance(native, messages.ListOffsetsResponse), native
-            return list_offsets.to_kafka(header.api_version, native)
-        if header.api_key == INIT_PRODUCER_ID:
-            native = await self._native(produce.init_producer_id_to_native(body))
-            assert isinstance(native, InitProducerIdResponse), native
-            return produce.init_producer_id_to_kafka(header.api_version, native)
-        if header.api_key == CREATE_TOPICS:
-            return await self.create_topics(header.api_version, body)
-        if header.api_key == DELETE_TOPICS:
-            return await self.delete_topics(header.api_version, body)
-        if header.api_key == CREATE_PARTITIONS:
-            return await self.create_partitions(header.api_version, body)
-        if header.api_key == DESCRIBE_CONFIGS:
-            return await self.describe_configs(header.api_version, body)
-        if header.api_key == INCREMENTAL_ALTER_CONFIGS:
-            return await self.incremental_alter_configs(header.api_version, body)
-        if header.api_key == ALTER_PARTITION_REASSIGNMENTS:
-            return await self.alter_partition_reassignments(header.api_version, body)
-        if header.api_key == LIST_PARTITION_REASSIGNMENTS:
-            return await self.list_partition_reassignments(header.api_version, body)
-        if header.api_key == DESCRIBE_CLUSTER:
-            endpoints = self.endpoints()
-            return describe_cluster_response(
-                header.api_version,
-                cluster_id=self.cluster_id,
-                controller_id=min(endpoints, default=-1),
-                endpoints=endpoints,
-            )
-        if header.api_key in _GROUP_APIS:
-            return await self.group_api(header, body, client_id)
-        # decode_request only lets SUPPORTED keys through, and each has a handler above.
-        raise AssertionError(f"no handler for Kafka API {header.api_key}")
+        # decode_request lets only SUPPORTED keys through, and each has a handler (a test
+        # holds the table's keys equal to SUPPORTED's).
+        return await self.handlers[header.api_key](header, body, order)
+
+    async def api_versions(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Any:
+        return api_versions_response(header.api_version)
+
+    async def list_offsets(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Any:
+        native = await self._native(list_offsets.to_native(body))
+        assert isinstance(native, messages.ListOffsetsResponse), native
+        return list_offsets.to_kafka(header.api_version, native)
+
+    async def init_producer_id(
+        self, header: KafkaRequest, body: Any, order: Ordering | None
+    ) -> Any:
+        native = await self._native(produce.init_producer_id_to_native(body))
+        assert isinstance(native, InitProducerIdResponse), native
+        return produce.init_producer_id_to_kafka(header.api_version, native)
+
+    async def describe_cluster(
+        self, header: KafkaRequest, body: Any, order: Ordering | None
+    ) -> Any:
+        endpoints = self.endpoints()
+        return describe_cluster_response(
+            header.api_version,
+            cluster_id=self.cluster_id,
+            controller_id=min(endpoints, default=-1),
+            endpoints=endpoints,
+        )
 
     def endpoints(self) -> dict[int, tuple[str, int]]:
         """The live brokers' Kafka listeners, by broker id."""
@@ -282,7 +290,8 @@ class KafkaApis:
             if b.kafka_port > 0
         }
 
-    def metadata(self, version: int, body: object) -> Any:
+    async def metadata(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Any:
+        version = header.api_version
         endpoints = self.endpoints()
         native = self.cache.response(requested_topics(body))
         # Admin requests go to the controller the response names. In KRaft mode the controller
@@ -310,12 +319,10 @@ class KafkaApis:
             return response
         return Encoded(encode_response(header.correlation_id, response))
 
-    async def produce(
-        self, header: KafkaRequest, body: Any, client_id: str, *, order: Ordering | None = None
-    ) -> Reply:
+    async def produce(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Reply:
         """The broker's answer (and its KIP-219 throttle) in Kafka's terms; with acks=0 none,
         as Kafka sends none."""
-        version = header.api_version
+        version, client_id = header.api_version, header.client_id or ""
         large = partition_count(body) > LARGE_REQUEST_PARTITIONS
         translated = await self.off_loop(large, produce.to_native, body)
         result: object = None
@@ -332,8 +339,8 @@ class KafkaApis:
         )
         return Reply(response=response, throttle_ms=reply.throttle_ms)
 
-    async def fetch(self, header: KafkaRequest, body: Any, client_id: str) -> Reply:
-        version = header.api_version
+    async def fetch(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Reply:
+        version, client_id = header.api_version, header.client_id or ""
         large = partition_count(body) > LARGE_REQUEST_PARTITIONS
         if fetch.is_follower_fetch(body):
             return Reply(response=fetch.refuse_follower(version, body))
@@ -359,7 +366,8 @@ class KafkaApis:
             raise BrokerError(ErrorCode.NETWORK_EXCEPTION, "no broker dispatch on this listener")
         return await self.broker(request, client_id=client_id, order=order)
 
-    async def create_topics(self, version: int, body: Any) -> Any:
+    async def create_topics(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Any:
+        version = header.api_version
         translated = admin.create_topics_request(body)
         native = None
         if translated.native is not None:
@@ -367,13 +375,17 @@ class KafkaApis:
             assert isinstance(native, messages.CreateTopicsResponse), native
         return admin.create_topics_response(version, body, translated, native)
 
-    async def delete_topics(self, version: int, body: Any) -> Any:
+    async def delete_topics(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Any:
+        version = header.api_version
         native = admin.delete_topics_request(body)
         answer = await self._per_topic(native, admin.delete_topics_failed)
         assert isinstance(answer, messages.DeleteTopicsResponse), answer
         return admin.delete_topics_response(version, answer)
 
-    async def create_partitions(self, version: int, body: Any) -> Any:
+    async def create_partitions(
+        self, header: KafkaRequest, body: Any, order: Ordering | None
+    ) -> Any:
+        version = header.api_version
         native = admin.create_partitions_request(body)
         answer = await self._per_topic(native, admin.create_partitions_failed)
         assert isinstance(answer, messages.CreatePartitionsResponse), answer
@@ -389,24 +401,36 @@ class KafkaApis:
         except MiniKafkaError as exc:
             return failed(native, ErrorCode.NETWORK_EXCEPTION, str(exc))
 
-    async def describe_configs(self, version: int, body: Any) -> Any:
+    async def describe_configs(
+        self, header: KafkaRequest, body: Any, order: Ordering | None
+    ) -> Any:
+        version = header.api_version
         translated = admin.describe_configs_request(body)
         native = await self._forwarded(translated, am.DescribeConfigsResponse)
         return admin.describe_configs_response(
             version, body, translated, native, self.topic_defaults
         )
 
-    async def incremental_alter_configs(self, version: int, body: Any) -> Any:
+    async def incremental_alter_configs(
+        self, header: KafkaRequest, body: Any, order: Ordering | None
+    ) -> Any:
+        version = header.api_version
         translated = admin.incremental_alter_configs_request(body)
         native = await self._forwarded(translated, am.IncrementalAlterConfigsResponse)
         return admin.incremental_alter_configs_response(version, body, translated, native)
 
-    async def alter_partition_reassignments(self, version: int, body: Any) -> Any:
+    async def alter_partition_reassignments(
+        self, header: KafkaRequest, body: Any, order: Ordering | None
+    ) -> Any:
+        version = header.api_version
         translated = reassignments.alter_partition_reassignments_request(body)
         native = await self._forwarded(translated, am.AlterPartitionReassignmentsResponse)
         return reassignments.alter_partition_reassignments_response(version, body, native)
 
-    async def list_partition_reassignments(self, version: int, body: Any) -> Any:
+    async def list_partition_reassignments(
+        self, header: KafkaRequest, body: Any, order: Ordering | None
+    ) -> Any:
+        version = header.api_version
         translated = reassignments.list_partition_reassignments_request(body)
         native = await self._forwarded(translated, am.ListPartitionReassignmentsResponse)
         return reassignments.list_partition_reassignments_response(version, body, native)
@@ -427,9 +451,10 @@ class KafkaApis:
 
     # ------------------------------------------------------------------------ group APIs
 
-    async def group_api(self, header: KafkaRequest, body: Any, client_id: str) -> Any:
+    async def group_api(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Any:
         """The classic consumer-group protocol, served by the broker's GroupService."""
         v, key, svc = header.api_version, header.api_key, self.groups
+        client_id = header.client_id or ""
         if key == FIND_COORDINATOR:
             key_type, group_id = groups.find_coordinator_request(body)
             if key_type != _GROUP_KEY:

@@ -33,7 +33,7 @@ from minikafka.server.controller_service import ControllerService
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.edges import MACHINE, Edges
 from minikafka.server.eventlog import EventLog
-from minikafka.server.group_offsets_api import dispatch_group_offsets
+from minikafka.server.group_offsets_api import GroupOffsetsApi
 from minikafka.server.groups import GroupService
 from minikafka.server.jsonl import Rotation
 from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis, topic_config_defaults
@@ -43,6 +43,7 @@ from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.prometheus import serve_metrics
 from minikafka.server.replica_state_log import run_replica_state_log
 from minikafka.server.request_memory import RequestMemory
+from minikafka.server.routes import Call, RouteTable
 from minikafka.storage import LogStore, MetadataStore, StoreConfig, lock_data_dir
 from minikafka.wire.codec import RequestHeader
 from minikafka.wire.messages import (
@@ -107,6 +108,10 @@ class Node:
         self.port = config.port
         self.metrics_port = -1
         self.groups: GroupService | None = None  # the group coordinator (with a Kafka listener)
+        self.group_offsets = GroupOffsetsApi()  # its native APIs, served once it runs
+        # The native listener's handlers (server/routes.py): each component's are registered
+        # as it starts, the controller's first (it answers the admin APIs on a combined node).
+        self.routes = RouteTable({ApiVersionsRequest: _api_versions}, self.group_offsets.routes)
         self.kafka_port = -1  # the Kafka-protocol listener's, once bound (kafka.listen)
         # Both listeners' door: client connection counts and the request memory they share.
         self.quotas = ConnectionQuotas(
@@ -139,6 +144,7 @@ class Node:
                         run_sync=self.edges.run_sync,
                     )
                     await nursery.start(self.controller.run)
+                    self.routes.register(self.controller.routes)
                 self.port = await nursery.start(self._listen)
                 if c.is_broker:
                     await self._start_broker(nursery)
@@ -226,6 +232,7 @@ class Node:
             connect=self.edges.connect,
             run_sync=self.edges.run_sync,
         )
+        self.routes.register(self.broker.routes)
         rm = self.broker.replica_manager
         await nursery.start(rm.run)
         nursery.start_soon(
@@ -253,7 +260,7 @@ class Node:
                 member_ids=self.edges.uuid4,
             )
             await nursery.start(group_service.run)
-            self.groups = group_service
+            self.groups = self.group_offsets.svc = group_service
             kafka = KafkaApis(
                 cache=self.broker.cache,
                 cluster_id=c.cluster_id,
@@ -290,25 +297,10 @@ class Node:
         await link.registered.wait()
 
     async def dispatch(self, header: RequestHeader, body: object) -> object | None:
-        if isinstance(body, ApiVersionsRequest):
-            return ApiVersionsResponse(
-                api_keys=[
-                    ApiVersionRange(api_key=k, min_version=lo, max_version=hi)
-                    for k, (lo, hi) in SUPPORTED_VERSIONS.items()
-                ]
-            )
-        if self.controller is not None:
-            response = await self.controller.dispatch(body)
-            if response is not NotImplemented:
-                return response
-        if self.broker is not None:
-            response = await self.broker.dispatch(body, client_id=header.client_id or "")
-            if response is not NotImplemented:
-                return response
-        response = await dispatch_group_offsets(self.groups, body)
-        if response is not NotImplemented:
-            return response
-        return refusal(body)
+        handler = self.routes.handler(body)
+        if handler is None:
+            return refusal(body)
+        return await handler(body, Call(client_id=header.client_id or ""))
 
     def _write_node_file(self) -> None:
         c = self.config
@@ -327,6 +319,15 @@ class Node:
         tmp = c.data_dir / "node.json.tmp"
         tmp.write_text(json.dumps(doc))
         os.replace(tmp, c.data_dir / "node.json")
+
+
+async def _api_versions(body: ApiVersionsRequest, call: Call) -> ApiVersionsResponse:
+    return ApiVersionsResponse(
+        api_keys=[
+            ApiVersionRange(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in SUPPORTED_VERSIONS.items()
+        ]
+    )
 
 
 def refusal(body: object) -> object:

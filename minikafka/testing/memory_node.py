@@ -59,6 +59,7 @@ from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
 from minikafka.server.produce import handle_produce
 from minikafka.server.producer_ids import ProducerIdManager
+from minikafka.server.routes import Call, RouteTable
 from minikafka.storage import LogStore, ReadSpec, StoreConfig
 from minikafka.wire.codec import RequestHeader
 from minikafka.wire.framing import DEFAULT_MAX_FRAME_BYTES
@@ -256,6 +257,21 @@ class MemoryBroker:
         self.fetchers = self.replica_manager.fetchers
         self._blocks = 0
         self.producer_ids = ProducerIdManager(self._next_block)
+        # The broker's handlers, over this node's own topic set, producer ids and
+        # LeaderAndIsr (which also learns the topics); no admin API (server/routes.py).
+        self.routes = RouteTable(
+            {
+                ProduceRequest: self._produce,
+                FetchRequest: self._fetch,
+                ListOffsetsRequest: self._list_offsets,
+                LeaderAndIsrRequest: self._leader_and_isr,
+                InitProducerIdRequest: self._init_producer_id,
+            },
+            {
+                kind: self.broker.routes[kind]
+                for kind in (UpdateMetadataRequest, StopReplicaRequest)
+            },
+        )
         if network is not None:
             network.add(self.address, self.dispatch, network.gate(self.events))
 
@@ -316,21 +332,27 @@ class MemoryBroker:
         return self.dynamic.apply(wire, self.dynamic.version + 1 if version is None else version)
 
     async def dispatch(self, header: RequestHeader, body: object) -> object | None:
-        client_id = header.client_id or ""  # as Node.dispatch: client quotas are per client id
-        match body:
-            case ProduceRequest():
-                return await handle_produce(self.replica_manager, body, self.topics, client_id)
-            case FetchRequest():
-                return await handle_fetch(self.replica_manager, body, self.topics, client_id)
-            case ListOffsetsRequest():
-                return await handle_list_offsets(self.replica_manager, body, self.topics)
-            case LeaderAndIsrRequest() | UpdateMetadataRequest() | StopReplicaRequest():
-                if isinstance(body, LeaderAndIsrRequest):
-                    self.topics.update(st.topic for st in body.partitions)
-                return await self.broker.dispatch(body, client_id=client_id)
-            case InitProducerIdRequest():
-                return await self.producer_ids.handle(body)
-        raise BrokerError(ErrorCode.INVALID_REQUEST, f"not served here: {type(body).__name__}")
+        handler = self.routes.handler(body)
+        if handler is None:
+            raise BrokerError(ErrorCode.INVALID_REQUEST, f"not served here: {type(body).__name__}")
+        # As Node.dispatch: client quotas are per client id.
+        return await handler(body, Call(client_id=header.client_id or ""))
+
+    async def _produce(self, body: ProduceRequest, call: Call) -> object:
+        return await handle_produce(self.replica_manager, body, self.topics, call.client_id)
+
+    async def _fetch(self, body: FetchRequest, call: Call) -> object:
+        return await handle_fetch(self.replica_manager, body, self.topics, call.client_id)
+
+    async def _list_offsets(self, body: ListOffsetsRequest, call: Call) -> object:
+        return await handle_list_offsets(self.replica_manager, body, self.topics)
+
+    async def _leader_and_isr(self, body: LeaderAndIsrRequest, call: Call) -> object:
+        self.topics.update(st.topic for st in body.partitions)
+        return await self.broker.routes[LeaderAndIsrRequest](body, call)
+
+    async def _init_producer_id(self, body: InitProducerIdRequest, call: Call) -> object:
+        return await self.producer_ids.handle(body)
 
     async def apply(
         self, states: Sequence[PartitionState], brokers: Sequence[BrokerInfo] = ()
