@@ -50,15 +50,14 @@ def test_moves_at_the_quota_rate(case, case_result):
 # follower quota falls below T while acks=all waits for it (measured: p99 3.8-4.1 s when
 # decommissioning under load; 0.5-0.8 s in KIP-542 mode, where the completed partition is no
 # longer throttled).
-LATENCY_P99_MS = 500.0
 LOADED = [c for c in THREE_NODES if c.load and c.quota == "precise"]
 
 
 @pytest.mark.parametrize("case", LOADED, ids=[c.name for c in LOADED])
 def test_in_sync_followers_are_not_held_back_so_producers_do_not_wait(case, case_result):
-    if busy := case_result["not_judged"].get("in-sync-latency"):
-        pytest.skip(f"{case_result['run_dir']}: {busy}")
     during = (case_result["analysis"] or {}).get("produce_latency_during_move") or {}
     assert during.get("batches"), f"no acknowledged batch during the move: {case_result['run_dir']}"
     cpu = case_result.get("cpu_during_move")  # a shared machine shows here (harness/machine.py)
-    assert during["p99_ms"] < LATENCY_P99_MS, (case_result["run_dir"], during, cpu)
+    # 500 ms on a quiet machine, more on a saturated one (harness/verdicts.py latency_bound_ms)
+    bound = case_result["latency_bound_ms"]
+    assert during["p99_ms"] < bound, (case_result["run_dir"], during, cpu, case_result["saturated"])

@@ -19,7 +19,6 @@ from __future__ import annotations
 import pytest
 
 from systemtests.harness.matrix import KAFKA_CLIENT
-from systemtests.test_kip73_3_nodes import LATENCY_P99_MS
 
 pytestmark = pytest.mark.system
 
@@ -35,10 +34,9 @@ def test_moves_at_the_quota_rate_under_a_kafka_clients_load(case, case_result):
 def test_in_sync_followers_are_not_held_back_so_the_kafka_client_does_not_wait(case, case_result):
     """KAFKA-4313 as systemtests/test_kip73_3_nodes.py asserts it for the native load; here a
     record's latency is librdkafka's own (produce() to delivery report)."""
-    if busy := case_result["not_judged"].get("in-sync-latency"):
-        pytest.skip(f"{case_result['run_dir']}: {busy}")
     during = (case_result["analysis"] or {}).get("produce_latency_during_move") or {}
     run_dir = case_result["run_dir"]
     assert during.get("batches"), f"no acknowledged record during the move: {run_dir}"
     cpu = case_result.get("cpu_during_move")  # a shared machine shows here (harness/machine.py)
-    assert during["p99_ms"] < LATENCY_P99_MS, (run_dir, during, cpu)
+    bound = case_result["latency_bound_ms"]  # quiet or saturated (harness/verdicts.py)
+    assert during["p99_ms"] < bound, (run_dir, during, cpu, case_result["saturated"])

@@ -201,8 +201,10 @@ def results(
             "produce_latency_in_sync": case["produce_latency"].get("in_sync_during_move"),
             "catch_up": case.get("catch_up"),
         }
-    busy = saturated(run) if run.spec.load else None
-    out["not_judged"] = {} if busy is None else {"in-sync-latency": busy}
+    out["not_judged"] = {}
+    if run.spec.load:
+        out["latency_bound_ms"] = latency_bound_ms(run)
+        out["saturated"] = saturated(run)
     if (why := PREDICTION_UNDER_REVIEW.get(run.spec.name)) is not None:
         out["not_judged"]["duration"] = why
     found = failures(out, run)
@@ -250,6 +252,18 @@ MIN_CATCH_UPS = 20
 # (3n-one-to-two-reassign-lists-load-kafka, 2026-11-27). A throttled in-sync follower waits
 # for the quota itself: seconds.
 IN_SYNC_P99_MS = {"precise": 500.0, "kafka": 1000.0}
+# The same verdict on a saturated machine (harness/machine.py `saturated`): the run queue then
+# adds to every acknowledgement, the throttle's hold still dwarfs it. Measured 2026-11-28 beside
+# two busy loops, an fsync loop or a second case (72-100 % busy): the real code's p99 90-173 ms
+# (lists, precise), 326 ms (lists, Kafka's mode); the worst seen under two test workers 1,289 ms
+# (kip542, precise); kafka-4313-off's 3,339-3,583 ms (precise) and 10,466 ms (Kafka's mode).
+CONTENDED_IN_SYNC_P99_MS = {"precise": 2500.0, "kafka": 5000.0}
+
+
+def latency_bound_ms(run: CaseRun) -> float:
+    """The in-sync p99 a loaded case must stay under: quiet, or on a saturated machine."""
+    bounds = IN_SYNC_P99_MS if saturated(run) is None else CONTENDED_IN_SYNC_P99_MS
+    return bounds[run.spec.quota]
 
 
 def failures(res: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
@@ -296,7 +310,7 @@ def _move_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
             f"binding side {sorted(binding)}: the move was too short to judge the throttle",
         ))  # fmt: skip
     out += _order_failures(a)
-    if run.spec.load and saturated(run) is None:  # else not judged: results.json not_judged
+    if run.spec.load:
         out += _latency_failures(a, run)
     return out
 
@@ -365,14 +379,16 @@ def _latency_failures(a: dict[str, Any], run: CaseRun) -> list[tuple[str, str]]:
     lat = a.get("produce_latency_in_sync") or {}
     if not lat.get("batches"):
         return [("in-sync-latency", "no batch of a partition not catching up was acked")]
-    bound = IN_SYNC_P99_MS[run.spec.quota]
+    bound = latency_bound_ms(run)
     if lat["p99_ms"] < bound:
         return []
+    busy = saturated(run)
     return [(
         "in-sync-latency",
         f"acks=all p99 {lat['p99_ms']:.0f} ms (max {lat['max_ms']:.0f} ms) over "
         f"{lat['batches']} batches of partitions not catching up, expected under "
-        f"{bound:.0f} ms: in-sync followers were held back{shared_machine(run)}",
+        f"{bound:.0f} ms{' (a saturated machine: ' + busy + ')' if busy else ''}: in-sync "
+        f"followers were held back{shared_machine(run)}",
     )]  # fmt: skip
 
 
@@ -381,7 +397,7 @@ def _cpu(run: CaseRun) -> dict[str, Any] | None:
 
 
 def saturated(run: CaseRun) -> str | None:
-    """Why the case's latency cannot be judged (harness/machine.py `saturated`), or None."""
+    """Why the case needs the contended latency bound (harness/machine.py `saturated`), or None."""
     return machine.saturated(_cpu(run))
 
 
