@@ -261,6 +261,21 @@ class Broker:
     def _accept_controller(self, epoch: int) -> None:
         self.controller_epoch = max(self.controller_epoch, epoch)
 
+    async def _refused(self, controller_epoch: int, broker_epoch: int) -> ErrorCode | None:
+        """Why a controller's LeaderAndIsr or StopReplica is refused (an older controller, or
+        meant for an older incarnation of this broker), or None, its controller epoch then
+        accepted. A request may overtake this broker's registration answer: it waits up to 5 s
+        for `broker_epoch` to be known."""
+        if self._stale_controller(controller_epoch):
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        await self.link.wait_for_epoch(broker_epoch, timeout_s=5)
+        if self._stale_controller(controller_epoch):  # a newer one came meanwhile
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if broker_epoch != self.link.broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH
+        self._accept_controller(controller_epoch)
+        return None
+
     async def _create_topics(self, body: CreateTopicsRequest, call: Call) -> object:
         """A client's CreateTopics: internal names refused here, the others created; the
         broker's own (`call.internal`: the group coordinator's `__consumer_offsets`) goes to
@@ -334,14 +349,8 @@ class Broker:
         return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 
     async def _stop_replica(self, body: StopReplicaRequest, call: Call) -> StopReplicaResponse:
-        if self._stale_controller(body.controller_epoch):
-            return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-        await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)
-        if self._stale_controller(body.controller_epoch):  # a newer one came meanwhile
-            return StopReplicaResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-        if body.broker_epoch != self.link.broker_epoch:
-            return StopReplicaResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-        self._accept_controller(body.controller_epoch)
+        if code := await self._refused(body.controller_epoch, body.broker_epoch):
+            return StopReplicaResponse(error_code=code)
         return StopReplicaResponse(
             error_code=ErrorCode.NONE,
             partitions=await self.replica_manager.apply_stop_replica(body.partitions),
@@ -375,14 +384,8 @@ class Broker:
             )
 
     async def _leader_and_isr(self, body: LeaderAndIsrRequest, call: Call) -> LeaderAndIsrResponse:
-        if self._stale_controller(body.controller_epoch):
-            return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-        await self.link.wait_for_epoch(body.broker_epoch, timeout_s=5)
-        if self._stale_controller(body.controller_epoch):  # a newer one came meanwhile
-            return LeaderAndIsrResponse(error_code=ErrorCode.STALE_CONTROLLER_EPOCH)
-        if body.broker_epoch != self.link.broker_epoch:
-            return LeaderAndIsrResponse(error_code=ErrorCode.STALE_BROKER_EPOCH)
-        self._accept_controller(body.controller_epoch)
+        if code := await self._refused(body.controller_epoch, body.broker_epoch):
+            return LeaderAndIsrResponse(error_code=code)
         self.cache.controller_id = body.controller_id
         self.cache.update(brokers=None, partitions=body.partitions)
         for b in body.live_leaders:
