@@ -30,7 +30,7 @@ Per case, two phases on the same setup:
 Quota windows: the nodes run quota.window.num=2 (quota.window.size.seconds=1) unless `--set`
 says otherwise. With Kafka's 11 x 1 s, a client that always has data bursts 10 s of quota
 whenever an old sample expires, about every 11 s, so any 30-s rate swings between ~0.76 and
-~1.13 x the quota even with one request in flight (tests/test_shell_client_quota_pipelining.py);
+~1.13 x the quota even with one request in flight (tests/server/test_client_quota_pipelining.py);
 2 x 1 s keeps that burst to 1 s of quota, and the figure shows what pipelining does.
 
 Progress goes to stderr; the table, or with `--json` one JSON object, to stdout. Every loop is

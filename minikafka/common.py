@@ -1,7 +1,7 @@
 """The vocabulary every layer shares, on the lowest floor with `minikafka.errors`: a topic's
 partition and Kafka's sentinels (as Kafka keeps TopicPartition in org.apache.kafka.common).
 The wire, the core, the shell and the clients all name partitions and sentinels the same way,
-and none of them has to import another to do so (tests/test_layering.py, the floor table)."""
+and none of them has to import another to do so (tests/repo/test_layering.py, the floor table)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,8 @@ import pytest
 @pytest.fixture(scope="session")
 def analysis_ready() -> None:
     """Skips the test unless the analysis can run here (Java 17+, the [analysis] extra): what
-    `minikafka analyze` checks before anything else (tests/test_java_check.py tests the check)."""
+    `minikafka analyze` checks before anything else (tests/tools/test_java_check.py tests the
+    check)."""
     from minikafka.tools.analysis.environment import AnalysisUnavailable, require_analysis
 
     try:

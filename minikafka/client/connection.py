@@ -86,7 +86,7 @@ class Connection:
         if waiter.error is not None:
             raise waiter.error
         # The reader decodes each response by its request's API key (wire/correlation.py), so
-        # it is of the type the request names (tests/test_wire_request_types.py).
+        # it is of the type the request names (tests/wire/test_request_types.py).
         return cast(R, waiter.response)
 
     async def send_oneway(self, body: object) -> None:

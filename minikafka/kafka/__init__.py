@@ -17,7 +17,7 @@ is not changed. A process that wants kio's strategies (the fuzzer, property test
 on a kio schema) imports hypothesis first: minikafka/testing/fuzz.py does, and under pytest the
 pytest-trio plugin and tests/conftest.py do before any test module. Modules outside this
 package take kio's names from here, never from kio directly, so that this runs first
-(tests/test_node_startup.py holds a node's start free of hypothesis).
+(tests/repo/test_node_startup.py holds a node's start free of hypothesis).
 """
 
 import sys

@@ -51,7 +51,7 @@ DESCRIBE_CLUSTER = 60
 # The API versions this listener serves (Kafka's ApiVersionsResponse.api_keys), key -> (min, max).
 # Metadata stops at v8, the last non-flexible version: librdkafka, kafka-python and aiokafka all
 # accept it (negotiated live by librdkafka 2.16, kafka-python 3.0.12 and aiokafka 0.14 while
-# designing the listener; tests/test_integration_kafka_clients.py runs the first two).
+# designing the listener; tests/integration/test_kafka_clients.py runs the first two).
 SUPPORTED: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 3),
     METADATA: (0, 8),
@@ -96,7 +96,7 @@ _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 # package per message version (kio.schema.fetch.v11 holds request.py and response.py, each with
 # its nested dataclasses), and importing one costs 7-18 ms; the listener serves 90 versions of
 # 23 APIs, and a client uses one version of the few APIs it needs. So no schema of an API is
-# imported when a node starts (tests/test_node_startup.py holds it): kio's index (module paths
+# imported when a node starts (tests/repo/test_node_startup.py holds it): kio's index (module paths
 # only) names the module the first time a request of that API and version is decoded or
 # answered, and the class is kept here. kio's index (it imports the four header schemas) and
 # its readers and writers (kio.serial, which imports asyncio for a type alias) wait for the

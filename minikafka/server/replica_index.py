@@ -9,7 +9,7 @@ partition). So the work follows the changes:
 - `ReplicaIndex` keeps, from those changes, what the gauges and the isr-expiration task read:
   the partitions led here, those under-replicated, the leader side of SumReplicaLag. A led
   partition's lag changes only through its machine (an append committed, a follower's fetch),
-  so the sum kept from the changes equals the scan it replaces (tests/test_replica_index.py
+  so the sum kept from the changes equals the scan it replaces (tests/server/test_replica_index.py
   checks it against the scan).
 """
 

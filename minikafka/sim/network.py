@@ -17,7 +17,7 @@ SOCKET_BUFFER_BYTES waiting, one scheduling step per send and per receive. With 
 (`splice(proxy)`, sim/cluster.py) the proxy's control port and fault table are the real ones,
 but a connection made to one of its link ports is joined straight to its target by two Pipes
 that obey the link's faults as the proxy's pumps do (`SplicedConnection`): the proxy's own
-tests run against both (tests/test_faults_proxy.py), and no pump task stands in between.
+tests run against both (tests/faults/test_proxy.py), and no pump task stands in between.
 
 Each end of a connection belongs to the
 node that opened or accepted it (`owner`), and `freeze(owner)` stands for SIGSTOP: until

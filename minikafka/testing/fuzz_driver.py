@@ -11,7 +11,7 @@ its RSS is read from /proc/<pid>/status. A node that stops answering is a death:
 there and keeps the batch's requests for the reproduction.
 
 `python -m minikafka.testing.fuzz_driver --native HOST:PORT --kafka HOST:PORT --pid PID -n N`
-runs it against any node; tests/test_fuzz_node.py starts one.
+runs it against any node; tests/integration/test_fuzz_node.py starts one.
 """
 
 from __future__ import annotations

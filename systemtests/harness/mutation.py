@@ -56,13 +56,13 @@ assert set(CATCHERS) == set(MUTANTS), "every mutant has its cases"
 # MockClock): each mutant is also run against them, in a process of its own, and the first test
 # that fails is its row's second column. The control must pass them all.
 FAST_TESTS = (
-    "tests/test_core_stats_rates.py",
-    "tests/test_core_stats_throttle.py",
-    "tests/test_core_replication_quota.py",
-    "tests/test_core_fetcher.py",
-    "tests/test_shell_leader_charge.py",
-    "tests/test_shell_throttle.py",
-    "tests/test_shell_follower.py",
+    "tests/core/test_stats_rates.py",
+    "tests/core/test_stats_throttle.py",
+    "tests/core/test_replication_quota.py",
+    "tests/core/test_fetcher.py",
+    "tests/server/test_leader_charge.py",
+    "tests/server/test_throttle.py",
+    "tests/server/test_follower.py",
 )
 FAST_TIMEOUT_S = 300.0
 # A bug the system verdicts cannot see, and why; it must be caught by a fast test instead.

@@ -10,8 +10,8 @@ the frame's size prefix. Counted here for version 12 (Kafka 2.7+, the first flex
 flexible encodings (compact string / array / records: an unsigned varint of length + 1, null as
 0; every struct ends with its tagged-field count, one byte 0 when it has none). A partition of a
 follower's fetch carries no aborted transactions (null: read uncommitted) and no tagged field.
-tests/test_kafka_rate.py checks the sum against the bytes `kio` serializes for the same
-partitions.
+tests/tools/test_reassign_kafka_rate.py checks the sum against the bytes `kio` serializes for the
+same partitions.
 
 Kafka groups a response's partitions into topics as they come (`FetchResponse.toMessage`: a new
 topic entry whenever the topic differs from the previous partition's), so here: `runs` are

@@ -126,7 +126,7 @@ def overshoot_bound(*, throttle: float, fetchers: int, settings: KafkaSettings) 
     sensor's own window ends at the check; a window of ours that starts a little earlier also
     holds the sample the sensor forgot when it expired, which held at most one such round plus
     a window's worth (T * W). And a fresh sensor counts its first window as full. Measured on
-    the simulation (tests/test_reassign_model.py): a leader serving two destinations at 8 MB/s
+    the simulation (tests/tools/test_reassign_model.py): a leader serving two destinations at 8 MB/s
     with 10 MiB responses reaches 10.5 MB/s over 12 s, under this bound of 12.8 MB/s."""
     burst = 2 * fetchers * settings.response_max_bytes + 2 * throttle * settings.window_s
     return throttle + burst / settings.span_s
@@ -407,9 +407,7 @@ def _follower_rate(f: _Fetcher, mode: str, copying: Mapping[int, set[int]]) -> f
     fetched from (`listed_done`); KIP-542: an adding replica stays adding until its partition's
     whole move completes."""
     listed = [
-        m
-        for m in f.in_sync
-        if f.follower in m.destinations and (mode == "lists" or copying[id(m)])
+        m for m in f.in_sync if f.follower in m.destinations and (mode == "lists" or copying[id(m)])
     ]
     if mode == "lists":
         listed += f.listed_done

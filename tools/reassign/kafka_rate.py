@@ -5,7 +5,7 @@ The simulation is the prediction a Kafka-mode move is judged against, so it must
 arithmetic with the brokers it judges (minikafka/core/quota/stats.py): a bug there would move the
 run and the prediction together. This module is a second, independent transcription of
 `org.apache.kafka.common.metrics` (Kafka 3.9 / trunk of 2024-10), tested against the numbers of
-Kafka's own unit tests (tests/test_kafka_rate.py):
+Kafka's own unit tests (tests/tools/test_reassign_kafka_rate.py):
 
 - `SampledStat` (stats/SampledStat.java) over a `WindowedSum` (stats/WindowedSum.java): a ring
   of `samples + 1` samples ("keep one extra placeholder for overlapping sample"). `record`

@@ -1,0 +1,1 @@
+"""minikafka/checker: the experiment checker, its history format and the cluster invariants."""

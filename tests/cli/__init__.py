@@ -1,0 +1,1 @@
+"""minikafka/cli: the command line, in process (click's CliRunner) or on a simulated cluster."""

@@ -1,0 +1,1 @@
+"""minikafka/client: the library's connection, cluster client, consumer offsets."""

@@ -1,0 +1,1 @@
+"""minikafka.cluster (cluster/): the local-cluster launcher, its files, ports and identity."""

@@ -1,0 +1,1 @@
+"""minikafka/core: the sans-IO rules (log, replicas, controller, groups, quotas, records)."""

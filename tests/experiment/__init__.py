@@ -1,0 +1,1 @@
+"""minikafka/experiment: specs, schedules, nemesis, the run store and the verdicts."""

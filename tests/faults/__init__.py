@@ -1,0 +1,1 @@
+"""minikafka/faults: the fault model and the fault proxy."""

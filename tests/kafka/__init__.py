@@ -1,0 +1,1 @@
+"""minikafka/kafka: the Kafka listener's codec and its API handlers."""

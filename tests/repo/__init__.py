@@ -1,0 +1,1 @@
+"""The repository as a whole: docs links, the layering rule, installs, a node's imports."""

@@ -1,0 +1,1 @@
+"""minikafka/server: the node's shell, in process on memory streams (minikafka/testing)."""

@@ -1,0 +1,1 @@
+"""minikafka/sim: the whole cluster in simulated time."""

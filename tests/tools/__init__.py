@@ -1,0 +1,1 @@
+"""minikafka.tools (tools/): the analysis, the reassignment tool, perf and the demo."""

@@ -1,0 +1,1 @@
+"""minikafka/wire: the native protocol's framing and codec."""
