@@ -22,6 +22,8 @@
   the whole snapshot, validated and normalised as the controller would, with a newer version.
 - `wait_until`: poll a condition on the (mock) clock; `run_sync_inline`: what a MemoryBroker
   runs its storage calls with (its `run_sync`), so that they take no simulated time.
+- `broker_config(node_id, ...)`: broker N's NodeConfig as the shell tests name it;
+  `replicating_config(node_id)` adds QUICK_REPLICATION, replication timings of a test's scale.
 
 Nothing here sleeps for real: with the autojump clock, a replication test covering seconds of
 long polls runs in milliseconds.
@@ -36,6 +38,7 @@ from contextlib import asynccontextmanager
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import trio
 import trio.testing
@@ -373,6 +376,27 @@ class MemoryBroker:
             partition_max_bytes=1 << 30,
         )
         return self.store.read([spec], 1 << 30)[0]
+
+
+def broker_config(node_id: int, **settings: Any) -> NodeConfig:
+    """Broker `node_id` as the shell tests name it on a MemoryNetwork (host `broker-<id>`, port
+    9000 + id), with `settings` (NodeConfig's fields) over the defaults."""
+    return NodeConfig(node_id=node_id, host=f"broker-{node_id}", port=9000 + node_id, **settings)
+
+
+# Replication on a test's time scale: a leader holds a follower's fetch 500 ms at most (Kafka's
+# default too), a follower fetches again 100 ms after a failed fetch (Kafka: 1 s), and a replica
+# 1 s behind leaves the ISR (Kafka: 30 s).
+QUICK_REPLICATION: Mapping[str, int] = {
+    "replica_lag_time_max_ms": 1000,
+    "replica_fetch_wait_max_ms": 500,
+    "replica_fetch_backoff_ms": 100,
+}
+
+
+def replicating_config(node_id: int) -> NodeConfig:
+    """`broker_config` with QUICK_REPLICATION: a broker of the shell tests that replicate."""
+    return broker_config(node_id, **QUICK_REPLICATION)
 
 
 def with_cluster_identity(config: NodeConfig, *, cluster_id: str = "test-cluster") -> NodeConfig:

@@ -15,8 +15,9 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.consumer import Consumer
 from minikafka.client.producer import Producer, ProducerConfig
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
+from minikafka.testing.clusters import cluster_up
 
 GARBAGE = [
     b"\x00\x00\x00\x05\xc1\xc1\xc1\xc1\xc1",  # not msgpack
@@ -51,8 +52,7 @@ MALFORMED_REQUESTS = [
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = plan_cluster(base_dir=tmp_path / "c", brokers=1, seed=5)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path / "c", brokers=1, seed=5) as lc:
         yield lc
 
 

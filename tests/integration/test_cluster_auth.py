@@ -24,11 +24,12 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.connection import open_connection
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
 from minikafka.cluster.secret import write_cluster_secret
 from minikafka.common import TopicPartition
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 from minikafka.wire.messages import (
     FetchPartition,
     FetchRequest,
@@ -40,8 +41,7 @@ from minikafka.wire.messages import (
 )
 
 FAST = {
-    "broker.heartbeat.interval.ms": "200",
-    "broker.session.timeout.ms": "1500",
+    **QUICK_FENCING,
     "replica.fetch.wait.max.ms": "100",
     "metrics.interval.ms": "500",
 }
@@ -50,10 +50,9 @@ DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    spec = plan_cluster(
-        base_dir=tmp_path_factory.mktemp("auth") / "c", brokers=2, seed=11, node_configs=FAST
-    )
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(
+        tmp_path_factory.mktemp("auth") / "c", brokers=2, seed=11, node_configs=FAST
+    ) as lc:
         yield lc
 
 

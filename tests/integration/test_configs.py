@@ -19,11 +19,11 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 
 FAST = {
-    "broker.heartbeat.interval.ms": "200",
-    "broker.session.timeout.ms": "1500",
+    **QUICK_FENCING,
     "metrics.interval.ms": "500",
 }
 BROKERS = (1, 2)
@@ -36,8 +36,7 @@ FREP = "follower.replication.throttled.replicas"
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     base = tmp_path_factory.mktemp("configs") / "c"
-    spec = plan_cluster(base_dir=base, brokers=2, seed=4242, node_configs=FAST)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(base, brokers=2, seed=4242, node_configs=FAST) as lc:
         topic = run(lc, "topics", "create", "t", "-p", "2", "-r", "2", configs=False)
         assert topic.returncode == 0, topic.stderr
         yield lc

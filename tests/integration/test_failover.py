@@ -19,14 +19,14 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.testing.checker import check_acknowledged
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 from minikafka.testing.load import Bounds, batch_of, load_producer, read_to_end, run_senders
 
 FAST = {
-    "broker.heartbeat.interval.ms": "200",
-    "broker.session.timeout.ms": "1500",
+    **QUICK_FENCING,
     "replica.lag.time.max.ms": "2000",
     "replica.fetch.wait.max.ms": "100",
     "replica.fetch.backoff.ms": "100",
@@ -36,8 +36,7 @@ FAST = {
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = plan_cluster(base_dir=tmp_path / "c", brokers=3, seed=1234, node_configs=FAST)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path / "c", brokers=3, seed=1234, node_configs=FAST) as lc:
         yield lc
 
 

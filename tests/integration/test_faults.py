@@ -20,12 +20,12 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.producer import Producer, ProducerConfig
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 
 FAST = {
-    "broker.heartbeat.interval.ms": "200",
-    "broker.session.timeout.ms": "1500",
+    **QUICK_FENCING,
     "replica.lag.time.max.ms": "2000",
     "replica.fetch.wait.max.ms": "100",
     "replica.fetch.backoff.ms": "100",
@@ -36,10 +36,9 @@ TP = TopicPartition(TOPIC, 0)
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = plan_cluster(
-        base_dir=tmp_path / "c", brokers=3, seed=4321, node_configs=FAST, fault_proxy=True
-    )
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(
+        tmp_path / "c", brokers=3, seed=4321, node_configs=FAST, fault_proxy=True
+    ) as lc:
         yield lc
     assert lc.last_proxy_stop == "stopped"
 

@@ -29,7 +29,8 @@ from kio.static.primitive import Records, i16, i32
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
+from minikafka.testing.clusters import cluster_up
 from minikafka.testing.fuzz import encode_kafka
 from minikafka.testing.fuzz_batches import bomb
 from minikafka.testing.fuzz_driver import _kafka_probe, alive, exchange, fuzz_node, rss_kib
@@ -44,14 +45,14 @@ RSS_GROWTH_MAX_KIB = 256 * 1024
 def node(tmp_path):
     """One node (broker and controller in one process), with a topic to produce to; connection
     limits raised so that the fuzzer's concurrent connections are not what is refused."""
-    spec = plan_cluster(
-        base_dir=tmp_path / "c",
+    with cluster_up(
+        tmp_path / "c",
         brokers=1,
         seed=5,
         combined_controller=True,
         node_configs={"max.connections.per.ip": "100000"},
-    )
-    with LocalCluster.up(spec, ready_timeout_s=60) as lc:
+        ready_timeout_s=60,
+    ) as lc:
 
         async def create() -> None:
             async with open_client(lc.bootstrap(), client_id="setup") as client:
@@ -205,11 +206,13 @@ HANDLER_REGRESSIONS = [
 
 @pytest.fixture(scope="module")
 def shared_node(tmp_path_factory):
-    spec = plan_cluster(
-        base_dir=tmp_path_factory.mktemp("shared") / "c", brokers=1, seed=5,
+    with cluster_up(
+        tmp_path_factory.mktemp("shared") / "c",
+        brokers=1,
+        seed=5,
         combined_controller=True,
-    )  # fmt: skip
-    with LocalCluster.up(spec, ready_timeout_s=60) as lc:
+        ready_timeout_s=60,
+    ) as lc:
         yield lc
 
 

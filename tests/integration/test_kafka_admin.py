@@ -16,7 +16,8 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
+from minikafka.testing.clusters import cluster_up
 
 pytestmark = [
     # kafka-python 3.0 loads its schemas with importlib.resources' legacy calls.
@@ -33,8 +34,7 @@ KP_TOPIC = "admin-kafka-python"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    spec = plan_cluster(base_dir=tmp_path_factory.mktemp("ka") / "c", brokers=3, seed=44)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path_factory.mktemp("ka") / "c", brokers=3, seed=44) as lc:
         yield lc
 
 

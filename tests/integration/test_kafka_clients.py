@@ -21,7 +21,8 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
+from minikafka.testing.clusters import cluster_up
 
 TOPIC = "kafka-clients"
 PARTITIONS = 6
@@ -29,8 +30,7 @@ PARTITIONS = 6
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    spec = plan_cluster(base_dir=tmp_path_factory.mktemp("kc") / "c", brokers=3, seed=14)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path_factory.mktemp("kc") / "c", brokers=3, seed=14) as lc:
 
         async def create() -> dict:
             async with open_client(lc.bootstrap()) as client:

@@ -10,8 +10,8 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
-from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.common import TopicPartition
+from minikafka.testing.clusters import cluster_up
 from minikafka.testing.load import read_to_end
 
 CODECS = ["gzip", "snappy", "lz4", "zstd"]
@@ -20,8 +20,7 @@ N = 500
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    spec = plan_cluster(base_dir=tmp_path_factory.mktemp("kc") / "c", brokers=1, seed=25)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path_factory.mktemp("kc") / "c", brokers=1, seed=25) as lc:
         trio.run(_create_topics, lc.bootstrap())
         yield lc
 

@@ -26,24 +26,22 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.group.offsets_log import OFFSETS_TOPIC, partition_for
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 
 TOPIC = "kg"
 GROUP = "kg-readers"
 PARTITIONS = 6
 PER_CLIENT = 100_000
 TOTAL = 2 * PER_CLIENT
-FAST = {"broker.heartbeat.interval.ms": "200", "broker.session.timeout.ms": "1500"}
 LIMIT_S = 180  # every wait below is bounded by this
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    spec = plan_cluster(
-        base_dir=tmp_path_factory.mktemp("kg") / "c", brokers=3, seed=1515, node_configs=FAST
-    )
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(
+        tmp_path_factory.mktemp("kg") / "c", brokers=3, seed=1515, node_configs=QUICK_FENCING
+    ) as lc:
         yield lc
 
 

@@ -20,12 +20,12 @@ from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.common import TopicPartition
+from minikafka.testing.clusters import QUICK_FENCING
 from minikafka.testing.load import read_to_end
 
 TOPIC = "kc-kill"
 PARTITIONS = 3
 MESSAGES = 6000
-FAST = {"broker.heartbeat.interval.ms": "200", "broker.session.timeout.ms": "1500"}
 
 
 async def _create(bootstrap: str) -> int:
@@ -38,7 +38,7 @@ async def _create(bootstrap: str) -> int:
 def test_every_delivered_message_survives_a_leader_kill(tmp_path) -> None:
     from confluent_kafka import Producer
 
-    spec = plan_cluster(base_dir=tmp_path / "c", brokers=3, seed=1415, node_configs=FAST)
+    spec = plan_cluster(base_dir=tmp_path / "c", brokers=3, seed=1415, node_configs=QUICK_FENCING)
     with LocalCluster.up(spec, ready_timeout_s=30) as lc:
         victim = trio.run(_create, lc.bootstrap())
         delivered: dict[tuple[int, int], bytes] = {}

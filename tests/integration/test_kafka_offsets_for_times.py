@@ -14,7 +14,7 @@ import asyncio
 
 import pytest
 
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.testing.clusters import cluster_up
 
 TOPIC = "times"
 T = 1_700_000_000_000
@@ -25,8 +25,7 @@ EXPECTED = {T: (0, T + 500), T + 150: (0, T + 500), T + 501: (4, T + 900), T + 9
 
 @pytest.fixture(scope="module")
 def bootstrap(tmp_path_factory: pytest.TempPathFactory):
-    spec = plan_cluster(base_dir=tmp_path_factory.mktemp("oft") / "c", brokers=2, seed=79)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path_factory.mktemp("oft") / "c", brokers=2, seed=79) as lc:
         from kafka import KafkaProducer
         from kafka.admin import KafkaAdminClient, NewTopic
 

@@ -20,23 +20,21 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.producer import Producer
-from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.common import TopicPartition
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 from minikafka.testing.load import read_to_end
 
 TOPIC = "kc-data"
 PARTITIONS = 3
 NATIVE = 100  # records per partition from minikafka's producer
 KAFKA = 6000  # records from confluent-kafka
-FAST = {"broker.heartbeat.interval.ms": "200", "broker.session.timeout.ms": "1500"}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory):
-    spec = plan_cluster(
-        base_dir=tmp_path_factory.mktemp("kpf") / "c", brokers=3, seed=1414, node_configs=FAST
-    )
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(
+        tmp_path_factory.mktemp("kpf") / "c", brokers=3, seed=1414, node_configs=QUICK_FENCING
+    ) as lc:
         trio.run(_create_and_fill_natively, lc.bootstrap())
         yield lc
 

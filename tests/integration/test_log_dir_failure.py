@@ -18,10 +18,11 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
 from minikafka.client.producer import Producer, ProducerConfig
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
+from minikafka.testing.clusters import cluster_up
 from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
 
 CONFIGS = {
@@ -35,8 +36,7 @@ CONFIGS = {
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = plan_cluster(base_dir=tmp_path / "c", brokers=2, seed=7, node_configs=CONFIGS)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path / "c", brokers=2, seed=7, node_configs=CONFIGS) as lc:
         yield lc
 
 

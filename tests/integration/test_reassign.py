@@ -19,17 +19,17 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.errors import ErrorCode
 from minikafka.storage import LogStore, StoreConfig
 from minikafka.testing.checker import check_acknowledged
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 from minikafka.testing.load import Bounds, batch_of, load_producer, read_to_end, run_senders
 from minikafka.wire.messages import ConfigEntity
 
 FAST = {
-    "broker.heartbeat.interval.ms": "200",
-    "broker.session.timeout.ms": "1500",
+    **QUICK_FENCING,
     "replica.lag.time.max.ms": "2000",
     "replica.fetch.wait.max.ms": "100",
     "replica.fetch.backoff.ms": "100",
@@ -46,8 +46,7 @@ FREP = "follower.replication.throttled.replicas"
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = plan_cluster(base_dir=tmp_path / "c", brokers=3, seed=455, node_configs=FAST)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path / "c", brokers=3, seed=455, node_configs=FAST) as lc:
         yield lc
 
 

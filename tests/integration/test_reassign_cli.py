@@ -38,9 +38,10 @@ import trio
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import ClusterClient, open_client
 from minikafka.client.consumer import Consumer
-from minikafka.cluster import LocalCluster, plan_cluster
+from minikafka.cluster import LocalCluster
 from minikafka.common import TopicPartition
 from minikafka.core.records import iter_batches
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 from minikafka.testing.seeds import derive_rng
 from minikafka.tools.reassign.assignment_files import (
     format_reassignment_json,
@@ -52,8 +53,7 @@ from minikafka.tools.reassign.moves import (
 from minikafka.wire.messages import CONSUMER_REPLICA_ID, FetchPartition, FetchRequest
 
 FAST = {
-    "broker.heartbeat.interval.ms": "200",
-    "broker.session.timeout.ms": "1500",
+    **QUICK_FENCING,
     "replica.fetch.wait.max.ms": "100",
     "replica.fetch.backoff.ms": "100",
     "replica.fetch.max.bytes": str(64 * 1024),
@@ -78,8 +78,7 @@ THROTTLE_NAMES = {
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = plan_cluster(base_dir=tmp_path / "c", brokers=3, seed=542, node_configs=FAST)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path / "c", brokers=3, seed=542, node_configs=FAST) as lc:
         yield lc
 
 

@@ -37,14 +37,13 @@ import trio
 
 from minikafka.client.admin import Admin
 from minikafka.client.cluster_client import open_client
-from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.core.records import make_batch
+from minikafka.testing.clusters import QUICK_FENCING, cluster_up
 from minikafka.tools.perf import PerfSpec, run_produce_perf
 
 RESPONSE_MAX = 256 * 1024
 FAST = {
-    "broker.heartbeat.interval.ms": "200",
-    "broker.session.timeout.ms": "1500",
+    **QUICK_FENCING,
     "replica.fetch.wait.max.ms": "100",
     "replica.fetch.backoff.ms": "100",
     "replica.fetch.max.bytes": str(64 * 1024),
@@ -70,8 +69,7 @@ FR = "follower.replication.throttled.rate"
 
 @pytest.fixture
 def cluster(tmp_path):
-    spec = plan_cluster(base_dir=tmp_path / "c", brokers=2, seed=7373, node_configs=FAST)
-    with LocalCluster.up(spec, ready_timeout_s=30) as lc:
+    with cluster_up(tmp_path / "c", brokers=2, seed=7373, node_configs=FAST) as lc:
         yield lc
 
 

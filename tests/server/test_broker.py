@@ -21,10 +21,12 @@ from minikafka.server.fetch_serve import handle_fetch
 from minikafka.server.produce import handle_produce
 from minikafka.storage import StorageError
 from minikafka.testing.memory_node import (
+    QUICK_REPLICATION,
     FakeControllerLink,
     MemoryBroker,
     MemoryNetwork,
     partition_state,
+    replicating_config,
     wait_until,
 )
 from minikafka.wire.messages import (
@@ -36,21 +38,10 @@ from minikafka.wire.messages import (
     ProduceResponse,
 )
 
-LAG_MAX_MS = 1000
+LAG_MAX_MS = QUICK_REPLICATION["replica_lag_time_max_ms"]  # 1 s
 
 
 # LMDB calls run inline (tests/conftest.py).
-
-
-def config(node_id: int) -> NodeConfig:
-    return NodeConfig(
-        node_id=node_id,
-        host=f"broker-{node_id}",
-        port=9000 + node_id,
-        replica_lag_time_max_ms=LAG_MAX_MS,
-        replica_fetch_wait_max_ms=500,
-        replica_fetch_backoff_ms=100,
-    )
 
 
 def records(n: int, tag: str = "v") -> bytes:
@@ -109,7 +100,7 @@ def offsets(blob: bytes) -> list[int]:
 @pytest.fixture
 async def leader(tmp_path):
     """Broker 1, leader of t-0 with replicas {1, 2} and ISR {1}; t-1 led too."""
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     async with broker.running():
         await broker.apply(
             [
@@ -165,7 +156,7 @@ async def test_one_request_naming_a_partition_twice_answers_each_entry_its_own_o
 async def test_produce_to_follower_partition_is_refused_and_writes_nothing(
     autojump_clock, tmp_path
 ):
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     async with broker.running():
         # Broker 2 leads; no live leader given, so no fetcher is started.
         await broker.apply([partition_state("t", 0, leader=2, isr=[2, 1], replicas=[2, 1])])
@@ -230,7 +221,7 @@ async def test_storage_failure_does_not_wedge_the_partition(autojump_clock, lead
 @pytest.fixture
 async def leader_isr2(tmp_path):
     """Broker 1 leading t-0 with ISR {1, 2}: the HW waits for broker 2's fetches."""
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])])
         yield broker
@@ -336,7 +327,7 @@ async def test_long_poll_returns_empty_after_max_wait(autojump_clock, leader):
 
 async def test_lagging_follower_is_proposed_out_of_the_isr(autojump_clock, tmp_path):
     link = FakeControllerLink()
-    broker = MemoryBroker(config(1), tmp_path / "b1", controller=link)
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1", controller=link)
     async with broker.running(isr_expiration=True):
         await broker.apply(
             [partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2], partition_epoch=4)]
@@ -364,7 +355,7 @@ async def test_lagging_follower_is_proposed_out_of_the_isr(autojump_clock, tmp_p
 
 async def test_fetching_follower_stays_in_the_isr(autojump_clock, tmp_path):
     link = FakeControllerLink()
-    broker = MemoryBroker(config(1), tmp_path / "b1", controller=link)
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1", controller=link)
     async with broker.running(isr_expiration=True):
         await broker.apply([partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])])
         for _ in range(10):  # 5 s of produce + follower fetches every 500 ms
@@ -390,15 +381,6 @@ async def test_caught_up_follower_is_proposed_into_the_isr(autojump_clock, leade
 
 
 # ---------------------------------------------------------------------------- two brokers
-
-
-@pytest.fixture
-async def pair(tmp_path):
-    network = MemoryNetwork()
-    a = MemoryBroker(config(1), tmp_path / "a", network=network)
-    b = MemoryBroker(config(2), tmp_path / "b", network=network)
-    async with a.running(), b.running():
-        yield a, b
 
 
 async def test_follower_replicates_byte_for_byte_over_memory_streams(autojump_clock, pair):
@@ -489,7 +471,7 @@ CAP = len(big_batch(4000))  # message.max.bytes in these tests: this batch exact
 def capped(node_id: int) -> NodeConfig:
     """Every fetch cap well below one batch: KIP-74 must still move it whole."""
     return replace(
-        config(node_id),
+        replicating_config(node_id),
         message_max_bytes=CAP,
         replica_fetch_max_bytes=512,
         replica_fetch_response_max_bytes=1024,
@@ -521,7 +503,7 @@ async def test_a_batch_of_exactly_message_max_bytes_is_stored_replicated_and_con
 
 
 async def test_fetch_max_bytes_caps_a_consumer_but_not_a_follower(autojump_clock, tmp_path):
-    broker = MemoryBroker(replace(config(1), fetch_max_bytes=1024), tmp_path / "b1")
+    broker = MemoryBroker(replace(replicating_config(1), fetch_max_bytes=1024), tmp_path / "b1")
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])])
         for _ in range(3):
@@ -547,7 +529,7 @@ async def test_a_topic_max_message_bytes_is_honoured_only_up_to_what_a_fetch_can
     above socket.max.frame.bytes less the 1 MiB of header room: a batch larger than a fetch
     response can carry would be stored and never read."""
     frame = 2 * 1024 * 1024
-    cfg = replace(config(1), socket_max_frame_bytes=frame, message_max_bytes=1000)
+    cfg = replace(replicating_config(1), socket_max_frame_bytes=frame, message_max_bytes=1000)
     broker = MemoryBroker(cfg, tmp_path / "b1")
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])

@@ -14,28 +14,16 @@ import trio
 
 from minikafka.core.records import iter_batches, make_batch
 from minikafka.errors import ErrorCode
-from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce
 from minikafka.testing.memory_node import (
     MemoryBroker,
-    MemoryNetwork,
     partition_state,
+    replicating_config,
     wait_until,
 )
 from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
 
 PID = 1000
-
-
-def config(node_id: int) -> NodeConfig:
-    return NodeConfig(
-        node_id=node_id,
-        host=f"broker-{node_id}",
-        port=9000 + node_id,
-        replica_lag_time_max_ms=1000,
-        replica_fetch_wait_max_ms=500,
-        replica_fetch_backoff_ms=100,
-    )
 
 
 def entry(n: int, seq: int, *, tag: str = "v", pid: int = PID, epoch: int = 0) -> ProducePartition:
@@ -64,7 +52,7 @@ def values(broker: MemoryBroker) -> int:
 
 @pytest.fixture
 async def leader(tmp_path):
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])
         yield broker
@@ -124,21 +112,12 @@ async def test_acks_all_duplicate_waits_for_the_original_to_be_replicated(autoju
     """A retry of a batch that is written but not yet replicated is answered only once the HW
     covers the original (Kafka's DelayedProduce on the duplicate's offsets): here never, since
     the follower does not fetch, so it times out as the first attempt would."""
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])])
         assert await produce(broker, entry(2, 0), acks=-1) == [(ErrorCode.REQUEST_TIMED_OUT, -1)]
         assert await produce(broker, entry(2, 0), acks=-1) == [(ErrorCode.REQUEST_TIMED_OUT, -1)]
         assert values(broker) == 2
-
-
-@pytest.fixture
-async def pair(tmp_path):
-    network = MemoryNetwork()
-    a = MemoryBroker(config(1), tmp_path / "a", network=network)
-    b = MemoryBroker(config(2), tmp_path / "b", network=network)
-    async with a.running(), b.running():
-        yield a, b
 
 
 async def test_a_new_leader_dedupes_a_retry_of_a_batch_written_under_the_old_one(
@@ -212,7 +191,7 @@ async def test_a_restarted_broker_keeps_the_producer_state(autojump_clock, tmp_p
     plus the batches after it (here some before and some after the snapshot)."""
     data = tmp_path / "b1"
     state = partition_state("t", 0, leader=1, isr=[1], replicas=[1])
-    broker = MemoryBroker(config(1), data)
+    broker = MemoryBroker(replicating_config(1), data)
     async with broker.running():
         await broker.apply([state])
         assert await produce(broker, entry(2, 0)) == [(0, 0)]
@@ -223,7 +202,7 @@ async def test_a_restarted_broker_keeps_the_producer_state(autojump_clock, tmp_p
         assert await produce(broker, entry(3, 2)) == [(0, 4)]  # after the snapshot
         before = dict(broker.partition("t").producers.entries)
 
-    broker = MemoryBroker(config(1), data)
+    broker = MemoryBroker(replicating_config(1), data)
     async with broker.running():
         await broker.apply(
             [partition_state("t", 0, leader=1, isr=[1], replicas=[1], leader_epoch=2)]

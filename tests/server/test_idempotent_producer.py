@@ -22,25 +22,18 @@ from minikafka.common import TopicPartition
 from minikafka.core.records import iter_batches, make_batch
 from minikafka.errors import MiniKafkaError
 from minikafka.experiment.workload import History, WorkloadSpec, _Values, final_read, run_producer
-from minikafka.server.config import NodeConfig
 from minikafka.testing.memory_client import open_memory_client
-from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork, partition_state
+from minikafka.testing.memory_node import (
+    MemoryBroker,
+    MemoryNetwork,
+    partition_state,
+    replicating_config,
+)
 from minikafka.wire.messages import ProduceRequest
 
 TP = TopicPartition("t", 0)
 # A request unanswered for request_timeout_ms + 5 s is retried; every send ends within 60 s.
 FAST = dict(request_timeout_ms=1000, delivery_timeout_s=60)
-
-
-def config(node_id: int) -> NodeConfig:
-    return NodeConfig(
-        node_id=node_id,
-        host=f"broker-{node_id}",
-        port=9000 + node_id,
-        replica_lag_time_max_ms=1000,
-        replica_fetch_wait_max_ms=500,
-        replica_fetch_backoff_ms=100,
-    )
 
 
 class DropAnswers:
@@ -64,7 +57,7 @@ class DropAnswers:
 @pytest.fixture
 async def single(tmp_path):
     network = MemoryNetwork()
-    broker = MemoryBroker(config(1), tmp_path / "b1", network=network)
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1", network=network)
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])
         yield network, broker
@@ -220,7 +213,9 @@ async def test_a_producer_idle_past_its_expiry_writes_again(autojump_clock, tmp_
     partition's epoch and renumbers from 0 (KIP-360), as Kafka's client does: stored once."""
     network = MemoryNetwork()
     cfg = replace(
-        config(1), producer_id_expiration_ms=60_000, producer_id_expiration_check_interval_ms=10_000
+        replicating_config(1),
+        producer_id_expiration_ms=60_000,
+        producer_id_expiration_check_interval_ms=10_000,
     )
     broker = MemoryBroker(cfg, tmp_path / "b1", network=network)
     async with broker.running():

@@ -13,23 +13,17 @@ import pytest
 from minikafka.core import record_batch_v2 as v2
 from minikafka.core.records import decode_records, iter_batches, make_batch
 from minikafka.errors import ErrorCode
-from minikafka.server.config import NodeConfig
 from minikafka.server.produce import handle_produce
-from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork, partition_state, wait_until
+from minikafka.testing.memory_node import (
+    MemoryBroker,
+    MemoryNetwork,
+    partition_state,
+    replicating_config,
+    wait_until,
+)
 from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
 
 TS = 1_700_000_000_000
-
-
-def config(node_id: int) -> NodeConfig:
-    return NodeConfig(
-        node_id=node_id,
-        host=f"broker-{node_id}",
-        port=9000 + node_id,
-        replica_lag_time_max_ms=1000,
-        replica_fetch_wait_max_ms=500,
-        replica_fetch_backoff_ms=100,
-    )
 
 
 def kafka_batch(n: int, tag: str = "k", **producer) -> bytes:
@@ -50,8 +44,8 @@ def entry(records: bytes, **producer) -> ProducePartition:
 @pytest.fixture
 async def pair(tmp_path):
     network = MemoryNetwork()
-    a = MemoryBroker(config(1), tmp_path / "a", network=network)
-    b = MemoryBroker(config(2), tmp_path / "b", network=network)
+    a = MemoryBroker(replicating_config(1), tmp_path / "a", network=network)
+    b = MemoryBroker(replicating_config(2), tmp_path / "b", network=network)
     async with a.running(), b.running():
         state = partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])
         await a.apply([state], [a.info, b.info])

@@ -13,18 +13,18 @@ from minikafka.core import compression as codecs
 from minikafka.core import record_batch_v2 as v2
 from minikafka.core.records import decode_records, iter_batches, make_batch
 from minikafka.errors import ErrorCode
-from minikafka.server.config import NodeConfig
 from minikafka.server.listener import Ordering
 from minikafka.server.produce import handle_produce
-from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork, partition_state
+from minikafka.testing.memory_node import (
+    MemoryBroker,
+    MemoryNetwork,
+    broker_config,
+    partition_state,
+)
 from minikafka.wire.messages import ProducePartition, ProduceRequest, ProduceResponse
 
 TS = 1_700_000_000_000
 OFFSETS = "__consumer_offsets"
-
-
-def config(node_id: int) -> NodeConfig:
-    return NodeConfig(node_id=node_id, host=f"broker-{node_id}", port=9000 + node_id)
 
 
 async def produce(broker: MemoryBroker, *entries: ProducePartition, internal: bool = False):
@@ -39,7 +39,7 @@ def entry(records: bytes, topic: str = "t", **producer) -> ProducePartition:
 
 
 def broker_leading(tmp_path, *topics: str, run_sync=None):
-    b = MemoryBroker(config(1), tmp_path / "b", network=MemoryNetwork(), run_sync=run_sync)
+    b = MemoryBroker(broker_config(1), tmp_path / "b", network=MemoryNetwork(), run_sync=run_sync)
     states = [partition_state(t, 0, leader=1, isr=[1], replicas=[1]) for t in topics]
     return b, states
 
@@ -184,7 +184,7 @@ async def test_a_produce_releases_its_connections_order_once_queued_not_after_th
     """On a Kafka connection the next request may start once this produce's batches are queued
     for the log (server/listener.py `Ordering`): an acks=all produce that waits for a follower
     has released its order long before it is answered; the broker's own appends have none."""
-    b = MemoryBroker(config(1), tmp_path / "b", network=MemoryNetwork())
+    b = MemoryBroker(broker_config(1), tmp_path / "b", network=MemoryNetwork())
     async with b.running():
         # Replicas 1 and 2, both in the ISR, and no broker 2 to fetch: acks=all waits it out.
         await b.apply([partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])], [b.info])

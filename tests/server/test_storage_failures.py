@@ -15,7 +15,6 @@ import trio.testing
 from minikafka.common import TopicPartition
 from minikafka.core.records import iter_batches, make_batch
 from minikafka.errors import ErrorCode, is_retriable
-from minikafka.server.config import NodeConfig
 from minikafka.server.fetch_serve import handle_fetch
 from minikafka.server.produce import handle_produce
 from minikafka.storage import AppendWrite, LogDirError, StorageError, StoreConfig
@@ -23,6 +22,7 @@ from minikafka.testing.memory_node import (
     MemoryBroker,
     MemoryNetwork,
     partition_state,
+    replicating_config,
     wait_until,
 )
 from minikafka.wire.messages import (
@@ -35,17 +35,6 @@ from minikafka.wire.messages import (
 )
 
 TP = TopicPartition("t", 0)
-
-
-def config(node_id: int) -> NodeConfig:
-    return NodeConfig(
-        node_id=node_id,
-        host=f"broker-{node_id}",
-        port=9000 + node_id,
-        replica_lag_time_max_ms=1000,
-        replica_fetch_wait_max_ms=500,
-        replica_fetch_backoff_ms=100,
-    )
 
 
 def records(n: int, tag: str = "v") -> bytes:
@@ -88,7 +77,7 @@ def carries_epochs(writes: Sequence[AppendWrite]) -> bool:
 
 @pytest.fixture
 async def leader(tmp_path):
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1, 2])])
         yield broker
@@ -119,8 +108,8 @@ async def test_a_follower_append_that_fails_at_an_epoch_change_persists_the_epoc
     autojump_clock, tmp_path
 ):
     network = MemoryNetwork()
-    a = MemoryBroker(config(1), tmp_path / "a", network=network)
-    b = MemoryBroker(config(2), tmp_path / "b", network=network)
+    a = MemoryBroker(replicating_config(1), tmp_path / "a", network=network)
+    b = MemoryBroker(replicating_config(2), tmp_path / "b", network=network)
     async with a.running(), b.running():
         brokers = [a.info, b.info]
         epoch1 = partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2], leader_epoch=1)
@@ -193,7 +182,7 @@ async def test_a_new_epoch_for_a_partition_already_led_here_stops_stamping_first
 async def test_a_partition_whose_log_cannot_be_written_fails_alone_with_kafka_storage_error(
     autojump_clock, tmp_path
 ):
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     async with broker.running():
         await broker.apply(
             [
@@ -231,7 +220,9 @@ async def test_a_full_lmdb_map_is_a_storage_error_and_the_broker_keeps_serving(
 ):
     """A real MDB_MAP_FULL: a 1 MiB map, filled by produce."""
     broker = MemoryBroker(
-        config(1), tmp_path / "b1", store_config=StoreConfig(map_size_bytes=1 << 20, sync=False)
+        replicating_config(1),
+        tmp_path / "b1",
+        store_config=StoreConfig(map_size_bytes=1 << 20, sync=False),
     )
     async with broker.running():
         await broker.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])
@@ -286,7 +277,7 @@ async def test_a_log_dir_error_takes_the_replica_offline_and_only_that_one(
 ):
     """Kafka answers KAFKA_STORAGE_ERROR for an offline partition, to produce, fetch and
     LeaderAndIsr alike, and keeps serving the others (ReplicaManager, HostedPartition.Offline)."""
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     async with broker.running():
         both = [
             partition_state("t", 0, leader=1, isr=[1], replicas=[1]),
@@ -331,7 +322,9 @@ async def test_a_leader_and_isr_the_store_cannot_hold_gets_per_partition_errors(
     controller used to resend the whole request every 0.2 s forever, as the broker closed the
     connection on the exception)."""
     broker = MemoryBroker(
-        config(1), tmp_path / "b1", store_config=StoreConfig(sync=False, max_partitions=1)
+        replicating_config(1),
+        tmp_path / "b1",
+        store_config=StoreConfig(sync=False, max_partitions=1),
     )
     async with broker.running():
         errors = await broker.apply(
@@ -351,7 +344,7 @@ async def test_leader_and_isr_creates_its_new_partitions_in_one_store_call(
 ):
     """One create (one transaction, one sync) per new partition used to make a big topic's
     creation grow with its partition count; a LeaderAndIsr now creates them in one call."""
-    broker = MemoryBroker(config(1), tmp_path / "b1")
+    broker = MemoryBroker(replicating_config(1), tmp_path / "b1")
     calls: list[list[TopicPartition]] = []
     create_partitions = broker.store.create_partitions
 
@@ -374,8 +367,8 @@ async def test_a_follower_whose_append_fails_goes_offline_and_its_fetcher_goes_o
     autojump_clock, tmp_path
 ):
     network = MemoryNetwork()
-    a = MemoryBroker(config(1), tmp_path / "a", network=network)
-    b = MemoryBroker(config(2), tmp_path / "b", network=network)
+    a = MemoryBroker(replicating_config(1), tmp_path / "a", network=network)
+    b = MemoryBroker(replicating_config(2), tmp_path / "b", network=network)
     async with a.running(), b.running():
         brokers = [a.info, b.info]
         states = [partition_state("t", p, leader=1, isr=[1, 2], replicas=[1, 2]) for p in (0, 1)]

@@ -9,7 +9,6 @@ import trio
 from minikafka.client.producer import DeliveryError
 from minikafka.common import TopicPartition
 from minikafka.errors import ErrorCode
-from minikafka.server.config import NodeConfig
 from minikafka.testing.load import (
     Bounds,
     Rate,
@@ -20,7 +19,12 @@ from minikafka.testing.load import (
     run_senders,
 )
 from minikafka.testing.memory_client import open_memory_client
-from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork, partition_state
+from minikafka.testing.memory_node import (
+    MemoryBroker,
+    MemoryNetwork,
+    broker_config,
+    partition_state,
+)
 from minikafka.wire.messages import ProduceRequest
 
 TP = TopicPartition("t", 0)
@@ -103,10 +107,6 @@ def test_one_attempt_means_no_idempotence_and_a_bounded_send():
 # ------------------------------------------------------------------ one attempt's outcome
 
 
-def config(node_id: int) -> NodeConfig:
-    return NodeConfig(node_id=node_id, host=f"broker-{node_id}", port=9000 + node_id)
-
-
 class SilentOnce:
     """Writes the first produce request, then never answers it (the answer was lost)."""
 
@@ -125,7 +125,7 @@ class SilentOnce:
 @pytest.fixture
 async def broker(tmp_path):
     network = MemoryNetwork()
-    b = MemoryBroker(config(1), tmp_path / "b1", network=network)
+    b = MemoryBroker(broker_config(1), tmp_path / "b1", network=network)
     async with b.running():
         await b.apply([partition_state("t", 0, leader=1, isr=[1], replicas=[1])])
         yield network, b
