@@ -1,26 +1,28 @@
-"""One experiment, end to end: cluster, workload, faults, heal, settle, final read, check.
+"""One experiment, end to end: the run template (experiment/phases.py) filled by `Drive`.
 
-1. A fresh cluster (or a running one, `cluster_dir`), the topic, the dynamic configs.
-2. For `duration_s`: paced producers of unique values (acks=all by default; until `produce_s`
-   if set), consumers polling every partition, the nemesis running its schedule, and the
-   reassignment if there is one.
-3. Heal: every fault undone, and `broker_configs` deleted if the spec lifts them. Settle: every
-   partition has a leader, every replica is in its ISR and no reassignment is left (bounded by
-   `settle_timeout_s`; not settling is itself reported).
-4. The consumers get a last moment to catch up; the final read takes every partition from its
-   start to its high watermark.
-5. The cluster is stopped (if this run started it), the node logs are copied, the PySpark
-   analysis reports on the folder (unless `report` is false), each replica's log is read from
-   disk, and the verdict (minikafka/experiment/verdict.py: the checker, and the throttle bound
-   as the analysis judged it) decides.
+1. cluster: a fresh cluster (`LocalProcesses`), or a running one (`cluster_dir`), or a
+   simulated one (sim/experiment.py `run_sim_experiment`, under a virtual clock).
+2. prepare: the topic, the dynamic configs, case.json, the history and the nemesis.
+3. load: for `duration_s`, paced producers of unique values (acks=all by default; until
+   `produce_s` if set); consumers polling every partition until the act is over and they had
+   `CATCH_UP_S` more.
+4. act: the reassignment if there is one, beside the load; the nemesis running its schedule
+   within the load's window; then heal: every fault undone, and `broker_configs` deleted if the
+   spec lifts them; and settle: every partition has a leader, every replica is in its ISR and no
+   reassignment is left (bounded by `settle_timeout_s`; not settling is itself reported). A run
+   cut short (a crash, Ctrl-C) is healed all the same, as `prepare` closes.
+5. read back: the final read takes every partition from its start to its high watermark.
+6. check (`Drive.check`): the cluster stopped (if this run started it) and the node logs
+   copied, each replica's log is read from disk, the PySpark analysis reports on the folder
+   (unless `report` is false), and the verdict (minikafka/experiment/verdict.py: the checker,
+   and the throttle bound as the analysis judged it) decides.
 
 The cluster is reached, faulted and timed through a `Target` (experiment/target.py): a local
-cluster's processes here, or a simulated cluster in the same Trio run (sim/experiment.py
-`run_sim_experiment`, which runs this `Drive` and `finish_run` under a virtual clock).
+cluster's processes, or a simulated cluster in the same Trio run.
 
 Everything lands in one run folder, `OUT/NAME/TIMESTAMP/` (minikafka/experiment/store.py says
 what it holds), including what `minikafka experiment check` needs to judge the run again without
-a cluster: the history with its start time, the node logs, the replicas' logs read in step 5
+a cluster: the history with its start time, the node logs, the replicas' logs read in step 6
 (replica_dumps.jsonl) and the report. Exit codes follow the verdict: 0 valid, 1 invalid,
 2 unknown (a cluster that does not start, or a run cut short by the cluster, is unknown). A
 failure of the harness itself (a bug: anything but our errors, a timeout or an OS error) is kept
@@ -34,7 +36,8 @@ import json
 import shutil
 import time
 import traceback
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -56,14 +59,14 @@ from minikafka.errors import (
 )
 from minikafka.experiment.analysis import case_info, spark_report
 from minikafka.experiment.nemesis import Nemesis
+from minikafka.experiment.phases import LocalProcesses, run_phases
 from minikafka.experiment.replica_dump import dump_replicas
 from minikafka.experiment.spec import ExperimentSpec
 from minikafka.experiment.store import create_run_dir
-from minikafka.experiment.target import LocalTarget, Target, reassign_args
+from minikafka.experiment.target import Target, reassign_args
 from minikafka.experiment.verdict import judge
 from minikafka.experiment.workload import (
     History,
-    WorkloadSpec,
     _Values,
     decode_value,
     final_read,
@@ -159,77 +162,9 @@ def _run_in(
         base_dir=folder.path / "cluster", brokers=spec.brokers, seed=spec.seed,
         node_configs=spec.all_node_configs(), fault_proxy=spec.fault_proxy,
     )  # fmt: skip
-    drive = Drive(spec, folder, progress)
-    try:
-        if lc is None:
-            try:
-                lc = LocalCluster.up(plan, progress=progress)
-            except MiniKafkaError as exc:  # no run: unknown, with the nodes' logs kept
-                drive.errors.append(f"the cluster did not start: {describe(exc)}")
-                progress(drive.errors[-1])
-        if lc is not None:
-            target = LocalTarget(lc)
-            drive.run(lambda: drive.main(target))
-    finally:
-        if started_here and lc is not None:
-            progress("stopping the cluster")
-            lc.down()
-        folder.collect_node_logs({n.node_id: n.data_dir for n in plan.nodes})
-        folder.close()
-    return finish_run(
-        folder, spec, plan, drive, own_cluster=started_here, keep_data=keep_data, report=report,
-        progress=progress,
-    )  # fmt: skip
-
-
-def finish_run(
-    folder: RunFolder,
-    spec: ExperimentSpec,
-    plan: ClusterSpec,
-    drive: Drive,
-    *,
-    own_cluster: bool,
-    keep_data: bool,
-    report: bool,
-    progress: Progress,
-    extra: Mapping[str, Any] | None = None,
-) -> Outcome:
-    """Step 5 of the module docstring from the analysis on, once the node logs are in the
-    folder and the cluster is stopped if it was the run's own (`own_cluster`: its replicas'
-    logs are then read, and its data removed unless `keep_data`). `extra` goes into results.json
-    (a simulated run's `simulated` and `simulated_s`)."""
-    dumps = None
-    if own_cluster and drive.settled:  # the stopped brokers' logs, kept for `experiment check`
-        dumps = dump_replicas({n.node_id: n.data_dir for n in plan.brokers}, spec.topic,
-                              decode_value)  # fmt: skip
-        _write_jsonl(folder.path / "replica_dumps.jsonl", dumps)
-    analysis, report_doc = spark_report(folder.path, progress) if report else (None, None)
-    if (folder.path / "history.jsonl").exists():
-        results = judge(
-            spec, folder.path, t0=drive.started_at, dumps=dumps, driver_errors=drive.errors,
-            settled=drive.settled, analysis=analysis,
-            analysis_error=report_doc["error"] if report_doc else "skipped (--no-report)",
-        )  # fmt: skip
-    else:  # it never got to the workload: nothing to check
-        results = {"experiment": spec.name, "seed": spec.seed, "valid": "unknown",
-                   "exit_code": 2, "problems": drive.errors,
-                   "summary": "UNKNOWN (exit 2): " + "; ".join(drive.errors)}  # fmt: skip
-    results.update(
-        started_at=drive.started_at,
-        harness_problems=drive.errors,
-        move_s=drive.move_s,
-        simulated=False,
-    )
-    results.update(extra or {})
-    if drive.crash is not None:
-        results["crash"] = drive.crash.name
-    if report_doc is not None:
-        results["report"] = report_doc
-    folder.write_results(results)
-    if own_cluster and not keep_data:
-        shutil.rmtree(folder.path / "cluster", ignore_errors=True)
-    return Outcome(path=folder.path, results=results, exit_code=results["exit_code"],
-                   crash=drive.crash)  # fmt: skip
+    drive = Drive(spec, folder, progress, plan=plan, own_cluster=started_here,
+                  keep_data=keep_data, report=report)  # fmt: skip
+    return run_phases(drive, LocalProcesses(plan=plan, running=lc, progress=progress))
 
 
 def _write_jsonl(path: Path, docs: list[dict[str, Any]]) -> None:
@@ -252,13 +187,45 @@ def _is_crash(exc: BaseException) -> bool:
     return not isinstance(exc, MiniKafkaError | trio.TooSlowError | OSError)
 
 
-class Drive:
-    """The async part of one run (inside trio.run), against a `Target` (experiment/target.py)."""
+@dataclass(slots=True)
+class _Load:
+    """The load while it runs (`Drive.load`): consumers from `t0` until it ends; the producers
+    run for its window, which the act opens (`Drive._window`) to run the nemesis within it."""
 
-    def __init__(self, spec: ExperimentSpec, folder: RunFolder, progress: Progress) -> None:
+    t0: float  # on Trio's clock, as the producers', the nemesis' and the reassignment's times
+    beside: trio.Nursery  # the consumers': what may outlast the producers (a reassignment)
+    values: _Values
+
+
+class Drive:
+    """An experiment's filling of the run template (experiment/phases.py `Phases`), against a
+    `Target` (experiment/target.py); the module docstring says what each phase does."""
+
+    client_id = "experiment"
+
+    def __init__(
+        self,
+        spec: ExperimentSpec,
+        folder: RunFolder,
+        progress: Progress,
+        *,
+        plan: ClusterSpec,
+        own_cluster: bool,
+        keep_data: bool,
+        report: bool,
+        extra: Callable[[], Mapping[str, Any]] = dict,
+    ) -> None:
         self.spec = spec
         self.folder = folder
         self.progress = progress
+        self.plan = plan
+        # The check's: whether the run started its cluster (its replicas' logs are then read,
+        # and its data removed unless `keep_data`), the report, and what results.json adds
+        # once the run is over (a simulated run's `simulated` and `simulated_s`).
+        self.own_cluster = own_cluster
+        self.keep_data = keep_data
+        self.report = report
+        self.extra = extra
         self.clock = folder.clock  # the run's wall clock: time.time, or the simulation's
         self.started_at = self.clock()
         self.errors: list[str] = []
@@ -266,114 +233,174 @@ class Drive:
         self.move_s: float | None = None  # how long the reassignment took, if there was one
         self.healed = False
         self.crash: Path | None = None
-        self.cluster: Target  # set by main()
+        self.cluster: Target  # set by prepare()
 
-    def run(self, main: Callable[[], Awaitable[None]], **trio_run: object) -> None:
-        """`trio.run(main, **trio_run)`, where `main` calls `self.main(target)`; cut short by an
-        error, the run is judged as far as it got (a harness crash is kept in crash.txt as
-        well)."""
-        try:
-            trio.run(main, **trio_run)  # type: ignore[arg-type]
-        except Exception as exc:  # noqa: BLE001 - the run is cut short: judged as far as it got
-            if _is_crash(exc):
-                self.crash = _save_crash(self.folder.path, exc)
-                self.errors.append(f"the harness crashed: {describe(exc)} ({CRASH_FILE})")
-            else:
-                self.errors.append(f"the run stopped early: {describe(exc)}")
-            self.progress(self.errors[-1])
+    # -- the phases -----------------------------------------------------------------------
 
-    async def main(self, target: Target) -> None:
+    @asynccontextmanager
+    async def prepare(self, target: Target, client: ClusterClient) -> AsyncIterator[None]:
+        """The topic and its configs, case.json, then the history and the nemesis for the
+        phases after it; on the way out, a run cut short (a crash, Ctrl-C) healed all the same
+        and the history closed."""
         spec = self.spec
         self.cluster = target
-        async with target.client("experiment") as client:
-            self.client = client
-            await self._create_topic(client)
-            if spec.broker_configs:
-                await Admin(client).alter_configs("brokers", "", set_configs=spec.broker_configs)
-                self.folder.event(
-                    "configs_set", entity="brokers", configs=dict(spec.broker_configs)
-                )
-            if spec.throttle_bytes_per_s is not None and spec.reassign is None:
-                # In force from here on (node or broker configs): judged from 2 s after this.
-                self.folder.event("throttle_set", bytes_per_s=spec.throttle_bytes_per_s)
-            self.folder.write_case(
-                case_info(spec, [n.node_id for n in self.cluster.spec.nodes],
-                          [n.node_id for n in self.cluster.spec.brokers],
-                          simulated=target.simulated)
-            )  # fmt: skip
-            self.started_at = self.clock()
-            history = History(self.folder.path / "history.jsonl", self.started_at, clock=self.clock)
-            nemesis_log = JsonLines(self.folder.path / "nemesis.jsonl")
-            history.op(
-                "nemesis", "info", "schedule", seed=spec.seed, started_at=self.started_at,
-                faults=[f.to_json() for f in spec.faults],
-            )  # fmt: skip
-            try:
-                await self._run(client, history, nemesis_log)
-            finally:
-                history.close()
-                nemesis_log.close()
-
-    async def _run(self, client: ClusterClient, history: History, nemesis_log: JsonLines) -> None:
-        spec = self.spec
-        nemesis = Nemesis(
-            cluster=self.cluster, client=client, topic=spec.topic, history=history, log=nemesis_log,
-            proxy=self.cluster.fault_proxy() if spec.fault_proxy else None,
-            seed=spec.seed, progress=self.progress,
+        self.client = client
+        await self._create_topic(client)
+        if spec.broker_configs:
+            await Admin(client).alter_configs("brokers", "", set_configs=spec.broker_configs)
+            self.folder.event("configs_set", entity="brokers", configs=dict(spec.broker_configs))
+        if spec.throttle_bytes_per_s is not None and spec.reassign is None:
+            # In force from here on (node or broker configs): judged from 2 s after this.
+            self.folder.event("throttle_set", bytes_per_s=spec.throttle_bytes_per_s)
+        self.folder.write_case(
+            case_info(spec, [n.node_id for n in target.spec.nodes],
+                      [n.node_id for n in target.spec.brokers], simulated=target.simulated)
         )  # fmt: skip
-        workload = spec.workload()
+        self.started_at = self.clock()
+        self.history = History(
+            self.folder.path / "history.jsonl", self.started_at, clock=self.clock
+        )
+        nemesis_log = JsonLines(self.folder.path / "nemesis.jsonl")
+        self.history.op(
+            "nemesis", "info", "schedule", seed=spec.seed, started_at=self.started_at,
+            faults=[f.to_json() for f in spec.faults],
+        )  # fmt: skip
+        try:
+            self.nemesis = Nemesis(
+                cluster=target, client=client, topic=spec.topic, history=self.history,
+                log=nemesis_log, proxy=target.fault_proxy() if spec.fault_proxy else None,
+                seed=spec.seed, progress=self.progress,
+            )  # fmt: skip
+            self.workload = spec.workload()
+            try:
+                yield
+            finally:
+                if not self.healed:  # cut short (a crash, Ctrl-C): undo the faults all the same
+                    with trio.CancelScope(shield=True):
+                        await self.nemesis.heal()
+        finally:
+            self.history.close()
+            nemesis_log.close()
+
+    @asynccontextmanager
+    async def load(self, client: ClusterClient) -> AsyncIterator[_Load]:
+        """Consumers polling every partition for the block, then `CATCH_UP_S` more; the
+        producers run in the window the act opens (`_window`)."""
+        spec = self.spec
         t0_trio = trio.current_time()  # producers, nemesis and reassignment run on Trio's clock
         self.folder.event("load_start")
         self.progress(f"workload for {spec.duration_s:.0f} s, {len(spec.faults)} faults")
-        try:
-            await self._load_and_heal(client, history, nemesis, workload, t0_trio)
-        finally:
-            if not self.healed:  # cut short (a crash, Ctrl-C): undo the faults all the same
-                with trio.CancelScope(shield=True):
-                    await nemesis.heal()
-        self.progress("final read")
-        await final_read(client, workload, history, FINAL_READ_S)
-        self.folder.event("final_read_end")
-
-    async def _load_and_heal(
-        self,
-        client: ClusterClient,
-        history: History,
-        nemesis: Nemesis,
-        workload: WorkloadSpec,
-        t0_trio: float,
-    ) -> None:
-        spec = self.spec
-        values = _Values()
         stop_consumers = trio.Event()
-        deadline = t0_trio + spec.duration_s
-        produce_until = t0_trio + (
-            spec.produce_s if spec.produce_s is not None else spec.duration_s
-        )
         async with trio.open_nursery() as background:
             for i in range(spec.consumers):
-                background.start_soon(run_consumer, client, workload, history, i, stop_consumers)
-            if spec.reassign is not None:  # it ends with the move, which may outlast the load
-                background.start_soon(self._reassign, t0_trio)
-            async with trio.open_nursery() as nursery:
-                for i in range(spec.producers):
-                    nursery.start_soon(
-                        run_producer, client, workload, history, values, i, produce_until,
-                        self._acked,
-                    )  # fmt: skip
-                if produce_until < deadline:  # the load phase lasts duration_s all the same
-                    nursery.start_soon(trio.sleep_until, deadline)
-                nursery.start_soon(self._nemesis, nemesis, t0_trio)
-            self.folder.event("load_end")
-            self.progress("healing")
-            await nemesis.heal()
-            self.healed = True
-            self.errors.extend(nemesis.errors)
-            if spec.lift_broker_configs:
-                await self._lift_configs(client)
-            self.settled = await self._settle(client)
+                background.start_soon(
+                    run_consumer, client, self.workload, self.history, i, stop_consumers
+                )
+            yield _Load(t0=t0_trio, beside=background, values=_Values())
             await trio.sleep(CATCH_UP_S)
             stop_consumers.set()
+
+    async def act(self, client: ClusterClient, load: _Load) -> None:
+        """The reassignment beside the load (it ends with the move, which may outlast the
+        load), the nemesis within the load's window; then heal, lift the configs, settle."""
+        spec = self.spec
+        if spec.reassign is not None:
+            load.beside.start_soon(self._reassign, load.t0)
+        await self._window(client, load)
+        self.progress("healing")
+        await self.nemesis.heal()
+        self.healed = True
+        self.errors.extend(self.nemesis.errors)
+        if spec.lift_broker_configs:
+            await self._lift_configs(client)
+        self.settled = await self._settle(client)
+
+    async def read_back(self, client: ClusterClient) -> None:
+        self.progress("final read")
+        await final_read(client, self.workload, self.history, FINAL_READ_S)
+        self.folder.event("final_read_end")
+
+    def not_started(self, exc: BaseException) -> bool:
+        """No run: unknown, with the nodes' logs kept (anything but our error: a crash)."""
+        if not isinstance(exc, MiniKafkaError):
+            return False
+        self.errors.append(f"the cluster did not start: {describe(exc)}")
+        self.progress(self.errors[-1])
+        return True
+
+    def failed(self, exc: BaseException) -> bool:
+        """Cut short by an error, the run is judged as far as it got (a harness crash is kept in
+        crash.txt as well); Ctrl-C is raised."""
+        if not isinstance(exc, Exception):
+            return False
+        if _is_crash(exc):
+            self.crash = _save_crash(self.folder.path, exc)
+            self.errors.append(f"the harness crashed: {describe(exc)} ({CRASH_FILE})")
+        else:
+            self.errors.append(f"the run stopped early: {describe(exc)}")
+        self.progress(self.errors[-1])
+        return True
+
+    def left(self) -> None:
+        pass  # an experiment's timeline ends with the final read (the analysis' span)
+
+    def check(self) -> Outcome:
+        """The replicas' logs (of a cluster of this run's own, once it settled), the analysis,
+        the verdict in results.json, the cluster's data removed unless `keep_data`."""
+        spec, folder, progress = self.spec, self.folder, self.progress
+        dumps = None
+        if self.own_cluster and self.settled:  # the stopped brokers' logs, for `experiment check`
+            dumps = dump_replicas({n.node_id: n.data_dir for n in self.plan.brokers}, spec.topic,
+                                  decode_value)  # fmt: skip
+            _write_jsonl(folder.path / "replica_dumps.jsonl", dumps)
+        analysis, report_doc = spark_report(folder.path, progress) if self.report else (None, None)
+        if (folder.path / "history.jsonl").exists():
+            results = judge(
+                spec, folder.path, t0=self.started_at, dumps=dumps, driver_errors=self.errors,
+                settled=self.settled, analysis=analysis,
+                analysis_error=report_doc["error"] if report_doc else "skipped (--no-report)",
+            )  # fmt: skip
+        else:  # it never got to the workload: nothing to check
+            results = {"experiment": spec.name, "seed": spec.seed, "valid": "unknown",
+                       "exit_code": 2, "problems": self.errors,
+                       "summary": "UNKNOWN (exit 2): " + "; ".join(self.errors)}  # fmt: skip
+        results.update(
+            started_at=self.started_at,
+            harness_problems=self.errors,
+            move_s=self.move_s,
+            simulated=False,
+        )
+        results.update(self.extra())
+        if self.crash is not None:
+            results["crash"] = self.crash.name
+        if report_doc is not None:
+            results["report"] = report_doc
+        folder.write_results(results)
+        if self.own_cluster and not self.keep_data:
+            shutil.rmtree(folder.path / "cluster", ignore_errors=True)
+        return Outcome(path=folder.path, results=results, exit_code=results["exit_code"],
+                       crash=self.crash)  # fmt: skip
+
+    # -- the act's steps ------------------------------------------------------------------
+
+    async def _window(self, client: ClusterClient, load: _Load) -> None:
+        """The load's window: the producers for `duration_s` (until `produce_s` if set, the
+        window lasting `duration_s` all the same), the nemesis's schedule within it."""
+        spec = self.spec
+        deadline = load.t0 + spec.duration_s
+        produce_until = load.t0 + (
+            spec.produce_s if spec.produce_s is not None else spec.duration_s
+        )
+        async with trio.open_nursery() as nursery:
+            for i in range(spec.producers):
+                nursery.start_soon(
+                    run_producer, client, self.workload, self.history, load.values, i,
+                    produce_until, self._acked,
+                )  # fmt: skip
+            if produce_until < deadline:
+                nursery.start_soon(trio.sleep_until, deadline)
+            nursery.start_soon(self._nemesis, self.nemesis, load.t0)
+        self.folder.event("load_end")
 
     async def _lift_configs(self, client: ClusterClient) -> None:
         """Delete the experiment's broker configs (its throttle), as an operator would for a

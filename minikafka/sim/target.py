@@ -1,7 +1,7 @@
 """A simulated cluster as what experiments and system tests drive: `SimTarget` (the `Target` of
 experiment/target.py over a `SimCluster`), `simulated_cluster` (one started for a block, stopped
-after it) and `run_simulated` (trio.run under the virtual clock, Trio's scheduler pinned to the
-seed).
+after it), `run_simulated` (trio.run under the virtual clock, Trio's scheduler pinned to the
+seed) and `Simulated` (all three as the run template's cluster, experiment/phases.py).
 
 What stands in for what, behind the Target's methods:
 
@@ -19,15 +19,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import TypeVar
 
 import trio
 import trio.testing
 
 from minikafka.client.cluster_client import ClusterClient, open_client
+from minikafka.client.connection import sole_exception
 from minikafka.cluster.spec import ClusterSpec
-from minikafka.errors import ClusterError, MiniKafkaError, describe
-from minikafka.experiment.target import wipe_data
+from minikafka.experiment.phases import Phases, handed_to
+from minikafka.experiment.target import Target, wipe_data
 from minikafka.faults.control import FaultProxyClient
 from minikafka.sim.cluster import SimCluster, wall_clock
 from minikafka.sim.determinism import pinned_scheduler
@@ -41,10 +43,6 @@ from minikafka.testing.cli_tools import (
 from minikafka.testing.run_folder import RunFolder
 
 T = TypeVar("T")
-
-
-class ClusterStartError(ClusterError):
-    """The simulated cluster did not start (so there is no run to judge)."""
 
 
 class SimTarget:
@@ -141,15 +139,12 @@ async def simulated_cluster(
     tools: InProcessTool | None = None,
 ) -> AsyncIterator[SimTarget]:
     """The plan's cluster started (controller first, each node once ready) for the block, then
-    stopped, shielded from the block's cancellation; ClusterStartError if it does not start.
+    stopped, shielded from the block's cancellation; a node's error if it does not start.
     `writeback_s`: what a power loss leaves (SimCluster); `tools`: how the target runs admin
     commands (cli/tool_runner.py run_command; the CLI sits above the simulation)."""
     async with trio.open_nursery() as nursery:
         cluster = SimCluster(plan, writeback_s=writeback_s)
-        try:
-            await cluster.start(nursery)
-        except MiniKafkaError as exc:
-            raise ClusterStartError(f"the cluster did not start: {describe(exc)}") from exc
+        await cluster.start(nursery)
         try:
             yield SimTarget(cluster, tools)
         finally:
@@ -164,3 +159,51 @@ def run_simulated(main: Callable[[], Awaitable[T]], seed: int) -> T:
     and its scheduler's choices drawn from `seed` (sim/determinism.py)."""
     with pinned_scheduler(seed):
         return trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+@dataclass(slots=True, kw_only=True)
+class Simulated:
+    """The run template's cluster (experiment/phases.py `Cluster`) in simulated time: the plan's
+    cluster started and stopped inside the run's one Trio run (`simulated_cluster`), under the
+    virtual clock and Trio's scheduler pinned to `seed` (`run_simulated`). A run that fails
+    before every node is ready goes to `Phases.not_started`, as a local cluster's start does."""
+
+    plan: ClusterSpec
+    seed: int
+    # A wait on nothing would hang in wall time: past this many simulated seconds the clock
+    # jumps to the deadline and the run is cut short, judged as far as it got.
+    deadline_s: float
+    tools: InProcessTool | None = None  # SimTarget's: cli/tool_runner.py run_command
+    writeback_s: float | None = None  # SimCluster's: what a power loss leaves
+    progress: Callable[[str], None] = lambda _m: None
+    simulated_s: float = 0.0  # once run: the cluster's time from its start to its stop
+
+    def run(self, phases: Callable[[Target], Awaitable[None]], filling: Phases) -> None:
+        started = left = False
+
+        async def main() -> None:
+            nonlocal started, left
+            try:
+                async with simulated_cluster(
+                    self.plan, self.progress, writeback_s=self.writeback_s, tools=self.tools
+                ) as target:
+                    started = True
+                    with trio.fail_after(self.deadline_s):
+                        await phases(target)
+            finally:
+                self.simulated_s = trio.current_time()
+                left = True
+                filling.left()  # while the simulated clock still runs: its stamps repeat
+
+        def failed(exc: BaseException) -> bool:
+            if started:
+                return filling.failed(exc)
+            alone = sole_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
+            return filling.not_started(alone)
+
+        try:
+            with handed_to(failed):
+                run_simulated(main, self.seed)
+        finally:
+            if not left:  # the run ended before its first step
+                filling.left()

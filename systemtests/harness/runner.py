@@ -1,25 +1,28 @@
-"""One system-test case, end to end: cluster up, fill, throttle, move (with or without load),
-read back, cluster down; everything recorded in a run folder (minikafka/testing/run_folder.py).
+"""One system-test case, end to end: the run template (minikafka/experiment/phases.py) filled by
+`Scenario`; everything recorded in a run folder (minikafka/testing/run_folder.py).
 
 The run, as kafkatest's produce -> act -> consume -> validate:
 
-1. A fresh cluster (controller node 0 + the layout's brokers; the node configs of the case's
-   quota mode, systemtests/harness/quota_modes.py) and one topic created with the layout's explicit assignment (systemtests/harness/layout.py).
-2. Fill: `rounds` whole batches per partition, acks=all; wait until every replica is in sync.
-3. Throttle and move, as an operator would:
-   - `wipe` (the CONFIGS tool, KIP-73 Q&A 2): broker 2 is killed, fenced, its logs wiped; the
-     throttle is set through `minikafka configs` (rates on every broker, the leader list
-     `p:1` and follower list `p:2` for every partition); load starts; broker 2 restarts empty
-     and re-replicates under the throttle. The move ends when it is in every ISR; the throttle
-     is then removed with `configs --delete-config`.
-   - reassignments (the REASSIGN tool): load starts; the reassignment JSON is written,
-     `minikafka reassign plan` records the tool's own estimate, `reassign --execute --throttle
-     T [--throttle-mode reassignment]` starts the move; it ends when no partition of the topic
-     is moving and every replica set is the target; `reassign --verify` is run after.
-   With load, the producer has run `LOAD_SETTLE_S` before the move starts, so the inbound rate
-   is steady through the move, and it stops after the move ends.
-4. Read every partition back and run the acknowledged-writes checker; read the final ISRs.
-5. Cluster down; node logs copied into the run folder; case.json written.
+1. cluster: a fresh cluster (controller node 0 + the layout's brokers; the node configs of the
+   case's quota mode, systemtests/harness/quota_modes.py), of processes or simulated.
+2. prepare: one topic created with the layout's explicit assignment (systemtests/harness/
+   layout.py); fill: `rounds` whole batches per partition, acks=all; wait until every replica is
+   in sync. For `wipe` (the CONFIGS tool, KIP-73 Q&A 2): broker 2 is killed, fenced, its logs
+   wiped; the throttle is set through `minikafka configs` (rates on every broker, the leader
+   list `p:1` and follower list `p:2` for every partition).
+3. load: with load, the producer runs `LOAD_SETTLE_S` before the move starts, so the inbound
+   rate is steady through the move, and it stops after the move ends.
+4. act: the move, as an operator makes it:
+   - `wipe`: broker 2 restarts empty and re-replicates under the throttle. The move ends when
+     it is in every ISR; the throttle is then removed with `configs --delete-config`.
+   - reassignments (the REASSIGN tool): the reassignment JSON is written, `minikafka reassign
+     plan` records the tool's own estimate, `reassign --execute --throttle T [--throttle-mode
+     reassignment]` starts the move; it ends when no partition of the topic is moving and every
+     replica set is the target; `reassign --verify` is run after.
+5. read back: every partition, and the acknowledged-writes checker; the final ISRs.
+6. check (after the cluster is down and the node logs are copied): the error, if any, on the
+   timeline; case.json written with the measured figures. The analysis judges the folder later
+   (systemtests/harness/verdicts.py, one Spark job per test module).
 
 The case's prediction is computed at the move's start, from the bytes acknowledged by then
 (per partition) and the planned inbound rate, as its quota mode predicts and judges it
@@ -33,7 +36,8 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,10 +49,11 @@ from minikafka.client.cluster_client import ClusterClient
 from minikafka.client.connection import sole_exception
 from minikafka.cluster import LocalCluster, plan_cluster
 from minikafka.errors import describe
+from minikafka.experiment.phases import Cluster, LocalProcesses, run_phases
 from minikafka.experiment.target import LocalTarget, Target
 from minikafka.sim.cluster import plan_sim_cluster
 from minikafka.sim.cluster import wall_clock as sim_clock
-from minikafka.sim.target import run_simulated, simulated_cluster
+from minikafka.sim.target import Simulated
 from minikafka.testing.run_folder import CaseInfo, RunFolder
 from systemtests.harness.case import CaseRun, CaseSpec
 from systemtests.harness.clients import HarnessError, LoadStats, Workload, fill, read_back, run_load
@@ -80,22 +85,15 @@ SIM_DEADLINE_S = 3600.0
 
 
 class Scenario:
-    """The case's steps against a `Target` (minikafka/experiment/target.py): a cluster of
-    processes (`local` is then its LocalCluster: the processes' CPU, librdkafka's listeners) or
-    a simulated one."""
+    """A case's filling of the run template (minikafka/experiment/phases.py `Phases`), against a
+    `Target` (minikafka/experiment/target.py): a cluster of processes (`local` is then its
+    LocalCluster: the processes' CPU, librdkafka's listeners) or a simulated one."""
 
-    def __init__(
-        self,
-        run: CaseRun,
-        target: Target,
-        layout: Layout,
-        profile: Profile,
-        local: LocalCluster | None = None,
-    ) -> None:
+    client_id = "systemtest"
+
+    def __init__(self, run: CaseRun, layout: Layout, profile: Profile) -> None:
         self.run = run
         self.folder = run.folder
-        self.target = target
-        self.local = local
         self.layout = layout
         self.profile = profile
         self.throttle = profile.throttle_bytes_per_s
@@ -110,9 +108,9 @@ class Scenario:
         self.load_stats = LoadStats()
         self.sizes_at_start: dict[int, int] = {}
         self.move_s: tuple[float, float] | None = None
-        # who used the machine during the move (harness/machine.py); nothing to measure when
-        # the whole cluster is one simulated process
-        self.cpu = CpuShare() if local is not None else None
+        self.target: Target  # set by prepare(), as the rest
+        self.local: LocalCluster | None = None
+        self.cpu: CpuShare | None = None
         self.up_since = 0.0  # when the leaders' quota sensors start recording (topic created)
 
     def pids(self) -> list[int | None]:
@@ -131,44 +129,90 @@ class Scenario:
     ) -> float:
         return await wait_until(client, done, what, timeout_s, clock=self.folder.clock)
 
-    async def main(self) -> None:
+    # -- the phases -----------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def prepare(self, target: Target, client: ClusterClient) -> AsyncIterator[None]:
+        """The topic, filled and in sync, the quota sensors warmed up; for `wipe`, broker 2
+        wiped and the throttle set (`wipe`)."""
         spec = self.run.spec
-        async with self.target.client("systemtest") as client:
-            await create_topic(client, self.layout)
-            self.up_since = trio.current_time()  # followers fetch, leaders record, from here on
-            self.folder.event("topic_created", topic=TOPIC, partitions=PARTITIONS)
-            rounds = max(1, round(self.profile.data_bytes / self.workload.batch_bytes / PARTITIONS))
-            await fill(client, self.workload, self.folder, rounds=rounds, timeout_s=WAIT_S)
-            await self.wait_until(
-                client, all_in_sync(self.layout.initial), "replicas in sync after the fill", WAIT_S
-            )
-            up_s = trio.current_time() - self.up_since
-            await trio.sleep(max(0.0, sensor_warmup_s(spec.quota, spec.mode) - up_s))
-            if self.layout.wiped is not None:
-                await self.wipe(client)
-            stop = trio.Event()
-            async with self.target.client("systemtest-load") as load_c:
-                async with trio.open_nursery() as nursery:
-                    if spec.load:
-                        await nursery.start(self._load, load_c, stop)
-                        await trio.sleep(LOAD_SETTLE_S)
-                    try:
-                        await self.move(client)
-                    finally:
-                        stop.set()
-            verdict = await read_back(client, self.workload, self.folder, timeout_s=WAIT_S)
-            self.run.verdict = verdict
-            state = await replica_state(client)
-            self.run.final_isr_problems = final_problems(state, self.final_replicas)
-            self.run.final_isr_ok = not self.run.final_isr_problems
-            self.folder.event(
-                "final_isr",
-                ok=self.run.final_isr_ok,
-                partitions={
-                    str(p): {"leader": s[0], "replicas": s[1], "isr": s[2]}
-                    for p, s in state.items()
-                },
-            )
+        self.target = target
+        self.local = target.cluster if isinstance(target, LocalTarget) else None
+        # who used the machine during the move (harness/machine.py); nothing to measure when
+        # the whole cluster is one simulated process
+        self.cpu = CpuShare() if self.local is not None else None
+        await create_topic(client, self.layout)
+        self.up_since = trio.current_time()  # followers fetch, leaders record, from here on
+        self.folder.event("topic_created", topic=TOPIC, partitions=PARTITIONS)
+        rounds = max(1, round(self.profile.data_bytes / self.workload.batch_bytes / PARTITIONS))
+        await fill(client, self.workload, self.folder, rounds=rounds, timeout_s=WAIT_S)
+        await self.wait_until(
+            client, all_in_sync(self.layout.initial), "replicas in sync after the fill", WAIT_S
+        )
+        up_s = trio.current_time() - self.up_since
+        await trio.sleep(max(0.0, sensor_warmup_s(spec.quota, spec.mode) - up_s))
+        if self.layout.wiped is not None:
+            await self.wipe(client)
+        yield
+
+    @asynccontextmanager
+    async def load(self, _client: ClusterClient) -> AsyncIterator[None]:
+        """With load, its own client's producer, started `LOAD_SETTLE_S` before the block so
+        the inbound rate is steady through the move, and stopped after it."""
+        stop = trio.Event()
+        async with self.target.client("systemtest-load") as load_c:
+            async with trio.open_nursery() as nursery:
+                if self.run.spec.load:
+                    await nursery.start(self._load, load_c, stop)
+                    await trio.sleep(LOAD_SETTLE_S)
+                try:
+                    yield
+                finally:
+                    stop.set()
+
+    async def act(self, client: ClusterClient, _load: None) -> None:
+        """The move, under the load if the case has one; its prediction made as it starts."""
+        await self.move(client)
+
+    async def read_back(self, client: ClusterClient) -> None:
+        """Every partition read back and checked; the final ISRs."""
+        verdict = await read_back(client, self.workload, self.folder, timeout_s=WAIT_S)
+        self.run.verdict = verdict
+        state = await replica_state(client)
+        self.run.final_isr_problems = final_problems(state, self.final_replicas)
+        self.run.final_isr_ok = not self.run.final_isr_problems
+        self.folder.event(
+            "final_isr",
+            ok=self.run.final_isr_ok,
+            partitions={
+                str(p): {"leader": s[0], "replicas": s[1], "isr": s[2]} for p, s in state.items()
+            },
+        )
+
+    def not_started(self, exc: BaseException) -> bool:
+        return self.failed(exc)
+
+    def failed(self, exc: BaseException) -> bool:
+        """Any failure is the case's, in `CaseRun.error` (the test reports it); Ctrl-C is
+        raised."""
+        if isinstance(exc, KeyboardInterrupt):
+            return False
+        self.run.error = describe(
+            sole_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        )
+        return True
+
+    def left(self) -> None:
+        self.folder.event("cluster_down")
+
+    def check(self) -> None:
+        """The error on the timeline; case.json with the measured figures."""
+        if self.run.error is not None:
+            self.folder.event("error", error=self.run.error)
+        if self.run.prediction is not None:
+            self.write_case()
+
+    # -- the load -------------------------------------------------------------------------
 
     async def _load(self, client: ClusterClient, stop: trio.Event, task_status) -> None:
         if self.run.spec.load_client == "librdkafka":
@@ -428,60 +472,31 @@ def run_case(
     `node_command`: how its nodes start (default `minikafka node`; a mutant's,
     minikafka/testing/mutants.py). `simulated`: the whole cluster in this process under a
     virtual clock, from `seed` (minikafka/sim/target.py); the same seed writes the same folder."""
+    if simulated and node_command is not None:
+        raise HarnessError("a mutant's node command cannot run in a simulation")
     t0 = time.monotonic()
     folder = RunFolder.create(runs_dir, spec.name, clock=sim_clock if simulated else time.time)
     run = CaseRun(spec=spec, folder=folder)
     layout = make_layout(spec.layout, PARTITIONS)
-    plan = plan_sim_cluster if simulated else plan_cluster
-    cspec = plan(
+    plan = (plan_sim_cluster if simulated else plan_cluster)(
         base_dir=cluster_dir,
         brokers=len(layout.brokers),
         seed=seed,
         node_configs=NODE_CONFIGS[spec.quota],
     )
+    cluster: Cluster = (
+        Simulated(plan=plan, seed=seed, deadline_s=SIM_DEADLINE_S, tools=run_command)
+        if simulated
+        else LocalProcesses(plan=plan, node_command=node_command, ready_timeout_s=WAIT_S)
+    )
     folder.event("cluster_up", seed=seed, brokers=list(layout.brokers))
-    scenario = None
+    scenario = Scenario(run, layout, profile)
     try:
-        if simulated:
-            if node_command is not None:
-                raise HarnessError("a mutant's node command cannot run in a simulation")
-
-            down = False
-
-            async def main() -> None:
-                nonlocal scenario, down
-                try:
-                    async with simulated_cluster(cspec, tools=run_command) as target:
-                        scenario = Scenario(run, target, layout, profile)
-                        with trio.fail_after(SIM_DEADLINE_S):
-                            await scenario.main()
-                finally:
-                    folder.event("cluster_down")  # stamped while the simulated clock runs
-                    down = True
-
-            try:
-                run_simulated(main, seed)
-            finally:
-                if not down:
-                    folder.event("cluster_down")
-                folder.collect_node_logs({n.node_id: n.data_dir for n in cspec.nodes})
-        else:
-            with LocalCluster.up(cspec, node_command=node_command, ready_timeout_s=WAIT_S) as lc:
-                scenario = Scenario(run, LocalTarget(lc), layout, profile, local=lc)
-                try:
-                    trio.run(scenario.main)
-                finally:
-                    lc.down()
-                    folder.event("cluster_down")
-                    folder.collect_node_logs({n.node_id: n.data_dir for n in cspec.nodes})
-    except BaseException as exc:  # noqa: BLE001 - recorded, the test reports it
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        run.error = describe(sole_exception(exc) if isinstance(exc, BaseExceptionGroup) else exc)
-        folder.event("error", error=run.error)
+        run_phases(scenario, cluster)
+    except KeyboardInterrupt:
+        if run.prediction is not None:
+            scenario.write_case()  # stopped by hand: the figures measured so far, all the same
+        raise
     finally:
-        if scenario is not None and scenario.run.prediction is not None:
-            scenario.write_case()  # with the measured figures
         run.wall_s = time.monotonic() - t0
-        folder.close()
     return run
