@@ -470,6 +470,17 @@ class LocalReplica:
         )
         return offset, truncate_epochs_from_end(self._epochs, offset)
 
+    def on_log_start_offset_moved(self, log_start_offset: int) -> list[Effect]:
+        """The log start offset moved on disk (retention, DeleteRecords, the leader's log start
+        taken by a follower): forward only, as UnifiedLog.maybeIncrementLogStartOffset moves
+        it; fetches below it are out of range from now on. Waiters wake: a DeleteRecords waits
+        on the low watermark, which this replica's log start is part of."""
+        if log_start_offset <= self._log_start_offset:
+            return []
+        self._log_start_offset = log_start_offset
+        self._on_change()
+        return [WakeWaiters()]
+
     def on_truncated(
         self,
         new_log_end_offset: int,
@@ -487,3 +498,13 @@ class LocalReplica:
         else:
             self.producers.rollback(new_log_end_offset)
         self._hw = min(self._hw, new_log_end_offset)
+
+    def on_truncated_fully(self, new_start_offset: int) -> None:
+        """The log was emptied and starts again at `new_start_offset` (a follower behind the
+        leader's log start: UnifiedLog.truncateFullyAndStartAt): log start, end and high
+        watermark all there, no epochs, no producers' state."""
+        self._on_change()
+        self._log_start_offset = self._leo = self._next_offset = new_start_offset
+        self._hw = new_start_offset
+        self._epochs = ()
+        self.producers = ProducerStateManager()

@@ -30,9 +30,8 @@ from minikafka.clock import now_ms
 from minikafka.common import TopicPartition
 from minikafka.core.fetch_session_handler import FetchSessionHandler, SessionRequest
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
-from minikafka.core.log import (
-    latest_epoch,
-)
+from minikafka.core.log import latest_epoch, truncate_epochs_from_end
+from minikafka.core.log_retention import follower_out_of_range_reset
 from minikafka.core.quota.planner import (
     NOT_THROTTLED,
     FollowerFetchPlan,
@@ -43,7 +42,7 @@ from minikafka.core.quota.planner import (
 )
 from minikafka.core.quota.sensors import ReplicationQuotas
 from minikafka.core.records import iter_batches
-from minikafka.errors import CorruptRecordError, ErrorCode, MiniKafkaError
+from minikafka.errors import BrokerError, CorruptRecordError, ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
@@ -52,11 +51,15 @@ from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.storage import AppendWrite
 from minikafka.wire.messages import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
     BrokerInfo,
     FetchPartition,
     FetchPartitionResponse,
     FetchRequest,
     FetchResponse,
+    ListOffsetsPartition,
+    ListOffsetsRequest,
 )
 
 REQUEST_TIMEOUT_S = 30.0  # replica.socket.timeout.ms
@@ -219,7 +222,7 @@ class ReplicaFetcher:
             # decided before the response moves the lags.
             got = [TopicPartition(r.topic, r.partition) for r in response.partitions if r.records]
             exempt_now = frozenset(tp for tp in got if exempt(self._view(tp), self.settings))
-            await self._process(sent.get, response, exempt=exempt_now)
+            await self._process(conn, sent.get, response, exempt=exempt_now)
 
     def _view(self, tp: TopicPartition) -> ThrottleView:
         """`tp` as the follower's throttle plan sees it (core/quota/planner.py)."""
@@ -295,6 +298,7 @@ class ReplicaFetcher:
 
     async def _process(
         self,
+        conn: Connection,
         asked: Callable[[TopicPartition], FetchPartition | None],
         response: FetchResponse,
         *,
@@ -315,7 +319,9 @@ class ReplicaFetcher:
                 continue  # removed or moved on while the fetch was in flight
             if p.is_leader:
                 continue  # removed or moved on while the fetch was in flight
-            if pr.error_code != ErrorCode.NONE:
+            if pr.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                await self._reset_out_of_range(conn, p, t)
+            elif pr.error_code != ErrorCode.NONE:
                 self._on_partition_error(tp, pr, t)
             elif pr.diverging_epoch is not None:
                 await self._truncate(p, pr)
@@ -412,6 +418,66 @@ class ReplicaFetcher:
             diverging_epoch=div.epoch,
             leader_end_offset=div.end_offset,
         )
+
+    async def _reset_out_of_range(self, conn: Connection, p: LocalPartition, t: int) -> None:
+        """OFFSET_OUT_OF_RANGE: ask the leader where its log ends and starts, then truncate or
+        start again from its log start (AbstractFetcherThread.fetchOffsetAndTruncate, decided
+        by core/log_retention.py `follower_out_of_range_reset`)."""
+        tp = p.tp
+        try:
+            ends = [
+                await self._leader_offset(conn, tp, ts)
+                for ts in (LATEST_TIMESTAMP, EARLIEST_TIMESTAMP)
+            ]
+        except BrokerError as exc:
+            self._on_partition_error(tp, FetchPartitionResponse(
+                topic=tp.topic, partition=tp.partition, error_code=exc.code), t)  # fmt: skip
+            return
+        leader_end, leader_start = ends
+        old_end = p.log_end_offset
+        reset = follower_out_of_range_reset(
+            log_end_offset=old_end,
+            leader_log_start_offset=leader_start,
+            leader_log_end_offset=leader_end,
+        )
+        if reset.truncate_fully_and_start_at is not None:
+            await self.manager.writer.truncate_fully(tp, reset.truncate_fully_and_start_at)
+            p.replica.on_truncated_fully(reset.truncate_fully_and_start_at)
+        elif reset.truncate_to is not None:
+            epochs = truncate_epochs_from_end(p.epochs, reset.truncate_to)
+            new_leo = await self.manager.writer.truncate(tp, reset.truncate_to, epochs)
+            reloaded = None
+            if not p.producers.can_roll_back_to(new_leo):
+                reloaded = await self.manager.writer.load_producers(tp)
+            p.replica.on_truncated(new_leo, epochs, reloaded)
+        self.planner.advance(
+            tp, fetch_offset=reset.fetch_offset, last_fetched_epoch=latest_epoch(p.epochs)
+        )
+        self.manager.metrics.inc("fetch_offset_out_of_range")
+        self.manager.events.emit(
+            "fetch_offset_out_of_range",
+            topic=tp.topic,
+            partition=tp.partition,
+            leader=self.leader.node_id,
+            log_end_offset=old_end,
+            leader_log_start_offset=leader_start,
+            leader_log_end_offset=leader_end,
+            truncated_fully=reset.truncate_fully_and_start_at is not None,
+            fetch_offset=reset.fetch_offset,
+        )
+
+    async def _leader_offset(self, conn: Connection, tp: TopicPartition, timestamp: int) -> int:
+        """The leader's log end (LATEST, asked as a replica) or start (EARLIEST)."""
+        request = ListOffsetsRequest(
+            replica_id=self.manager.config.node_id,
+            partitions=[
+                ListOffsetsPartition(topic=tp.topic, partition=tp.partition, timestamp=timestamp)
+            ],
+        )
+        (answer,) = (await conn.request(request, timeout_s=REQUEST_TIMEOUT_S)).partitions
+        if answer.error_code != ErrorCode.NONE:
+            raise BrokerError(answer.error_code, f"ListOffsets {tp} on the leader")
+        return answer.offset
 
     def _on_partition_error(self, tp: TopicPartition, pr: FetchPartitionResponse, t: int) -> None:
         self.manager.events.emit(

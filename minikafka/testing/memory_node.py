@@ -368,10 +368,12 @@ class MemoryBroker:
         return self.replica_manager.partitions[TopicPartition(topic, partition)]
 
     def log_bytes(self, topic: str, partition: int = 0) -> bytes:
-        """Every durable batch of the partition, as stored (for byte-for-byte comparisons)."""
+        """Every durable batch of the partition from its log start, as stored (for
+        byte-for-byte comparisons)."""
+        tp = TopicPartition(topic, partition)
         spec = ReadSpec(
-            tp=TopicPartition(topic, partition),
-            fetch_offset=0,
+            tp=tp,
+            fetch_offset=self.store.load_partition(tp).log_start_offset,
             max_offset=1 << 62,
             partition_max_bytes=1 << 30,
         )

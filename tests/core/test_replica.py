@@ -359,3 +359,19 @@ def test_a_divergence_truncates_the_log_the_epochs_and_the_hw() -> None:
     reloaded = ProducerStateManager()
     r.on_truncated(3, [(0, 0)], reloaded)
     assert r.producers is reloaded
+
+
+# ---------------------------------------------------------------------------- the log start
+
+
+def test_the_log_start_offset_only_moves_forward_and_wakes_the_waiters():
+    changes = []
+    r = LocalReplica(
+        tp=TP, local_id=1, lag_max_ms=LAG_MAX, log_start_offset=5, log_end_offset=20,
+        high_watermark=20, epochs=[], producers=ProducerStateManager(),
+        on_change=lambda: changes.append(r.log_start_offset),
+    )  # fmt: skip
+    assert r.on_log_start_offset_moved(12) == [WakeWaiters()]
+    assert r.log_start_offset == 12 and changes == [12]
+    assert r.on_log_start_offset_moved(12) == [] and r.on_log_start_offset_moved(7) == []
+    assert r.log_start_offset == 12 and changes == [12]

@@ -443,6 +443,35 @@ async def test_follower_truncates_divergent_uncommitted_data(autojump_clock, pai
     assert (resp.partitions[0].error_code, resp.partitions[0].base_offset) == (0, 7)
 
 
+async def test_a_follower_behind_the_leaders_log_start_starts_again_from_it(
+    autojump_clock, pair
+):
+    """Retention (or DeleteRecords) moved the leader's log start past the follower's end: the
+    follower's fetch is OFFSET_OUT_OF_RANGE, it asks the leader's ListOffsets, drops its log and
+    starts empty at the leader's log start (AbstractFetcherThread.fetchOffsetAndTruncate)."""
+    a, b = pair
+    brokers = [a.info, b.info]
+    only_a = partition_state("t", 0, leader=1, isr=[1], replicas=[1, 2])
+    await a.apply([only_a], brokers)
+    for i in range(3):
+        resp = await produce(a, produce_req({("t", 0): records(3, tag=f"r{i}")}))
+        assert resp.partitions[0].error_code == ErrorCode.NONE
+    lp = a.partition("t")
+    assert lp.log_end_offset == 9
+    # The leader's log start moves to the second batch (what its retention will do on disk).
+    a.replica_manager.execute(lp, lp.replica.on_log_start_offset_moved(3))
+    follows = partition_state("t", 0, leader=1, isr=[1], replicas=[1, 2], partition_epoch=2)
+    await b.apply([follows], brokers)
+    await wait_until(lambda: b.partition("t").log_end_offset == 9)
+    fp = b.partition("t")
+    assert (fp.log_start_offset, fp.log_end_offset, fp.high_watermark) == (3, 9, 9)
+    assert offsets(b.log_bytes("t")) == [3, 6]  # from the leader's log start on
+    assert b.events.counts["fetch_offset_out_of_range"] == 1
+    assert b.metrics.counters["fetch_offset_out_of_range"] == 1
+    # B's log starts at 3 on disk too: a restart loads it there.
+    assert b.replica_manager.store.load_partition(fp.tp).log_start_offset == 3
+
+
 async def test_fetcher_retries_after_the_leader_is_unreachable(autojump_clock, pair):
     a, b = pair
     state = partition_state("t", 0, leader=1, isr=[1, 2], replicas=[1, 2])
