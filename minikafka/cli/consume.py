@@ -4,7 +4,11 @@ fast it reads with `--perf` (kafka-consumer-perf-test's summary).
 Where to start, as Kafka's console consumer takes it: the end by default, `--from-beginning`,
 or `--partition P --offset earliest|latest|N` for one partition; with `--group G`, where G
 committed (then the rest as above), committing every 5 s and at the end as Kafka's simple
-consumers do (client/group_offsets.py). `--json` prints one object
+consumers do (client/group_offsets.py). A position that falls out of the log (below its log
+start, once retention or DeleteRecords removed it) moves as `auto.offset.reset` says: earliest
+with `--from-beginning`, else latest, as kafka-console-consumer sets it, or what
+`--consumer-property auto.offset.reset=earliest|latest|none` names; each reset is reported on
+stderr. `--json` prints one object
 per record with its partition, offset, timestamp, key and value; bytes that are not UTF-8 are
 given in base64 with `"key_encoding"`/`"value_encoding": "base64"`, so nothing is lost.
 """
@@ -23,7 +27,7 @@ import trio
 
 from minikafka.cli.common import bootstrap_option, friendly_errors, json_option, resolve_bootstrap
 from minikafka.client.cluster_client import open_client
-from minikafka.client.consumer import Consumer
+from minikafka.client.consumer import AUTO_OFFSET_RESETS, Consumer
 from minikafka.client.group_offsets import GroupOffsets
 from minikafka.common import TopicPartition
 from minikafka.core.records import Record
@@ -53,6 +57,32 @@ def record_json(partition: int, r: Record) -> dict[str, Any]:
             k: None if v is None else v.decode("utf-8", "replace") for k, v in r.headers
         }
     return doc
+
+
+def parse_reset(properties: tuple[str, ...], from_beginning: bool) -> str:
+    """auto.offset.reset from `--consumer-property` items, else kafka-console-consumer's
+    default: earliest with --from-beginning, latest without."""
+    reset = "earliest" if from_beginning else "latest"
+    for item in properties:
+        name, sep, value = item.partition("=")
+        if not sep or name.strip() != "auto.offset.reset":
+            raise ConfigError(
+                f"--consumer-property {item!r}: expected auto.offset.reset=earliest|latest|none"
+            )
+        reset = value.strip().lower()
+        if reset not in AUTO_OFFSET_RESETS:
+            raise ConfigError(
+                f"--consumer-property {item!r}: expected auto.offset.reset=earliest|latest|none"
+            )
+    return reset
+
+
+def _report_reset(tp: TopicPartition, old: int, new: int) -> None:
+    click.echo(
+        f"partition {tp.partition}: offset {old} is out of range, reset to {new} "
+        "(auto.offset.reset)",
+        err=True,
+    )
 
 
 def parse_offset(text: str | None) -> str | int | None:
@@ -101,6 +131,15 @@ def parse_offset(text: str | None) -> str | int | None:
     help="Start where this consumer group committed, and commit as you go (every 5 s and at "
     "the end), as a simple consumer: the group must have no members.",
 )
+@click.option(
+    "--consumer-property",
+    "properties",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A consumer config, as kafka-console-consumer takes it: auto.offset.reset="
+    "earliest|latest|none (what a position out of the log moves to; default earliest with "
+    "--from-beginning, else latest).",
+)
 @click.option("--print-key", is_flag=True, help="Print KEY<TAB>VALUE lines (text output).")
 @click.option(
     "--perf",
@@ -118,6 +157,7 @@ def consume_cmd(
     max_records: int | None,
     timeout: float,
     group: str | None,
+    properties: tuple[str, ...],
     print_key: bool,
     perf: bool,
     bootstrap: str | None,
@@ -125,6 +165,7 @@ def consume_cmd(
     as_json: bool,
 ) -> None:
     """Print records (value per line, or JSON lines with partition, offset, key and value)."""
+    reset = parse_reset(properties, from_beginning)
     offset = parse_offset(offset_text)
     if offset is not None and partition is None:
         raise ConfigError("--offset needs --partition (as in kafka-console-consumer)")
@@ -157,6 +198,7 @@ def consume_cmd(
         timeout,
         show,
         group,
+        reset,
     )
     if perf:
         _print_perf(stats, started_ms, as_json)
@@ -172,6 +214,7 @@ async def _consume(
     timeout: float,
     show: Any,
     group: str | None = None,
+    reset: str = "latest",
 ) -> Mapping[str, int]:
     count = size = 0
     async with open_client(bootstrap, client_id="minikafka-cli") as client:
@@ -185,7 +228,9 @@ async def _consume(
                     f"--partition {partition}: topic {topic!r} has partitions 0-{len(tps) - 1}"
                 )
             tps = [TopicPartition(topic, partition)]
-        consumer = Consumer(client, max_wait_ms=200)
+        consumer = Consumer(
+            client, max_wait_ms=200, auto_offset_reset=reset, on_reset=_report_reset
+        )
         offsets = None if group is None else GroupOffsets(client, group)
         positions = await _start_positions(consumer, tps, start)
         if offsets is not None:  # committed offsets first; Kafka's auto.offset.reset for the rest

@@ -4,11 +4,17 @@ Partitions are assigned by the caller (no group coordination). `fetch_once` send
 leader concurrently and returns the decoded records in offset order per partition, skipping
 records below the requested offset (a fetch returns whole batches). Retriable errors refresh
 metadata; the partition is fetched again at the same offset next time.
+
+A position outside the partition's log (below its log start, after retention or DeleteRecords
+removed what it pointed at, or past its end) is OFFSET_OUT_OF_RANGE. As Kafka's consumer does
+with `auto.offset.reset`, the position is then moved in the caller's `positions` to the log
+start (`earliest`) or the high watermark (`latest`, Kafka's default), and `on_reset` hears of it;
+with `none` the fetch raises OffsetOutOfRange (Kafka's OffsetOutOfRangeException) instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, MutableMapping
 
 import trio
 
@@ -27,6 +33,20 @@ from minikafka.wire.messages import (
 )
 
 RETRY_BACKOFF_S = 0.1  # Kafka's retry.backoff.ms
+AUTO_OFFSET_RESETS = ("earliest", "latest", "none")  # Kafka's auto.offset.reset values
+
+OnReset = Callable[[TopicPartition, int, int], None]  # (partition, from, to)
+
+
+class OffsetOutOfRange(BrokerError):
+    """A position is outside its partition's log and auto.offset.reset is `none`."""
+
+    def __init__(self, positions: dict[TopicPartition, int]) -> None:
+        where = ", ".join(
+            f"{tp.topic}-{tp.partition} at {o}" for tp, o in sorted(positions.items())
+        )
+        super().__init__(ErrorCode.OFFSET_OUT_OF_RANGE, f"{where} (auto.offset.reset is none)")
+        self.positions = positions
 
 
 class Consumer:
@@ -37,8 +57,16 @@ class Consumer:
         max_wait_ms: int = 500,
         partition_max_bytes: int = 1 << 20,
         max_bytes: int = 50 << 20,
+        auto_offset_reset: str = "latest",
+        on_reset: OnReset | None = None,
     ) -> None:
+        if auto_offset_reset not in AUTO_OFFSET_RESETS:
+            raise ValueError(
+                f"auto.offset.reset={auto_offset_reset!r}: expected one of {AUTO_OFFSET_RESETS}"
+            )
         self.client = client
+        self.auto_offset_reset = auto_offset_reset
+        self.on_reset = on_reset
         self.max_wait_ms = max_wait_ms
         self.partition_max_bytes = partition_max_bytes
         self.max_bytes = max_bytes
@@ -95,13 +123,15 @@ class Consumer:
         raise last
 
     async def fetch_once(
-        self, positions: Mapping[TopicPartition, int]
+        self, positions: MutableMapping[TopicPartition, int]
     ) -> dict[TopicPartition, list[Record]]:
-        """One round of fetches; partitions with errors come back empty (metadata refreshed)."""
+        """One round of fetches; partitions with errors come back empty (metadata refreshed),
+        a position out of range is reset in `positions` (module docstring)."""
         if any(self.client.leader_of(tp) < 0 for tp in positions):
             await self.client.refresh_metadata(sorted({tp.topic for tp in positions}))
         out: dict[TopicPartition, list[Record]] = {tp: [] for tp in positions}
         stale = False
+        out_of_range: dict[TopicPartition, int] = {}
 
         async def one(leader: int, group: list[TopicPartition]) -> None:
             nonlocal stale
@@ -132,6 +162,9 @@ class Consumer:
             self.throttle_time_ms_total += resp.throttle_time_ms
             for pr in resp.partitions:
                 tp = TopicPartition(pr.topic, pr.partition)
+                if pr.error_code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    out_of_range[tp] = positions[tp]
+                    continue
                 if pr.error_code != ErrorCode.NONE:
                     stale = True
                     continue
@@ -148,7 +181,22 @@ class Consumer:
                 nursery.start_soon(one, leader, group)
         if stale:
             await self.client.refresh_metadata(sorted({tp.topic for tp in positions}))
+        if out_of_range:
+            await self._reset(out_of_range, positions)
         return out
+
+    async def _reset(
+        self, asked: dict[TopicPartition, int], positions: MutableMapping[TopicPartition, int]
+    ) -> None:
+        """Kafka's Fetcher on OFFSET_OUT_OF_RANGE: reset as auto.offset.reset says."""
+        if self.auto_offset_reset == "none":
+            raise OffsetOutOfRange(asked)
+        earliest = self.auto_offset_reset == "earliest"
+        for tp, to in (await self.list_offsets(sorted(asked), earliest=earliest)).items():
+            if positions.get(tp) == asked[tp]:  # not moved by the caller meanwhile
+                positions[tp] = to
+                if self.on_reset is not None:
+                    self.on_reset(tp, asked[tp], to)
 
 
 def _by_leader(client: ClusterClient, tps: list[TopicPartition]) -> dict[int, list[TopicPartition]]:

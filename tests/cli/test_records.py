@@ -9,7 +9,7 @@ import base64
 import click
 import pytest
 
-from minikafka.cli.consume import parse_offset, record_json
+from minikafka.cli.consume import parse_offset, parse_reset, record_json
 from minikafka.cli.main import main
 from minikafka.cli.produce import assign_partitions, parse_properties, split_lines
 from minikafka.core.partitioner import partition_for_key
@@ -88,6 +88,15 @@ def _commands(group: click.Group, prefix: str = ""):  # noqa: ANN202 - generator
             yield from _commands(cmd, f"{prefix}{name} ")
         else:
             yield f"{prefix}{name}", cmd
+
+
+def test_auto_offset_reset_defaults_as_the_console_consumer_sets_it() -> None:
+    assert parse_reset((), from_beginning=False) == "latest"
+    assert parse_reset((), from_beginning=True) == "earliest"
+    assert parse_reset(("auto.offset.reset=NONE",), from_beginning=True) == "none"
+    for bad in ("auto.offset.reset=smallest", "group.id=x", "auto.offset.reset"):
+        with pytest.raises(ConfigError, match="expected auto.offset.reset=earliest|latest|none"):
+            parse_reset((bad,), from_beginning=False)
 
 
 def test_every_command_with_a_bootstrap_takes_kafkas_spelling_too() -> None:
