@@ -110,6 +110,7 @@ class ApiKey(IntEnum):
     CREATE_PARTITIONS = 37
     DELETE_TOPICS = 20
     OFFSET_FOR_LEADER_EPOCH = 23
+    DELETE_RECORDS = 21
     CLUSTER_AUTHENTICATE = 36  # Kafka's SaslAuthenticate
     DESCRIBE_CONFIGS = 32
     INCREMENTAL_ALTER_CONFIGS = 44
@@ -428,6 +429,36 @@ class DeleteTopicsResponse:
     throttle_time_ms: int = 0
 
 
+# ---------------------------------------------------------------------------- DeleteRecords
+
+
+@dataclass(**MSG)
+class DeleteRecordsPartition:
+    topic: str
+    partition: int
+    offset: int  # the new log start offset; -1: the high watermark (KIP-107)
+
+
+@dataclass(**MSG)
+class DeleteRecordsRequest(Request["DeleteRecordsResponse"]):
+    partitions: list[DeleteRecordsPartition]
+    timeout_ms: int = 30_000
+
+
+@dataclass(**MSG)
+class DeleteRecordsPartitionResponse:
+    topic: str
+    partition: int
+    error_code: int
+    low_watermark: int = -1  # the smallest log start offset of the live replicas
+
+
+@dataclass(**MSG)
+class DeleteRecordsResponse:
+    partitions: list[DeleteRecordsPartitionResponse]
+    throttle_time_ms: int = 0
+
+
 # ---------------------------------------------------------------------------- the registry
 
 API: dict[ApiKey, tuple[type, type]] = {
@@ -442,6 +473,7 @@ API: dict[ApiKey, tuple[type, type]] = {
     ApiKey.CREATE_TOPICS: (CreateTopicsRequest, CreateTopicsResponse),
     ApiKey.CREATE_PARTITIONS: (CreatePartitionsRequest, CreatePartitionsResponse),
     ApiKey.DELETE_TOPICS: (DeleteTopicsRequest, DeleteTopicsResponse),
+    ApiKey.DELETE_RECORDS: (DeleteRecordsRequest, DeleteRecordsResponse),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
     ApiKey.DESCRIBE_CONFIGS: (DescribeConfigsRequest, DescribeConfigsResponse),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (
