@@ -27,7 +27,10 @@ Anomalies that make a run invalid (each its own `find_*` function, returning an 
 - the invariants of invariants.py.
 
 Informational: `unseen` (acknowledged, in the final read, never polled, in a partition some poll
-read), `unknown` (acknowledged values whose partition has no successful final read).
+read), `unknown` (acknowledged values whose partition has no successful final read), `deleted`
+(acknowledged, or polled, at an offset below the log start offset its partition's final read
+began at: retention or DeleteRecords removed it before it could be checked; neither lost nor
+checked).
 
 `valid` is False if any invalid anomaly was found, else "unknown" if acknowledged values could
 not be checked or nothing was acknowledged at all, else True. Exit codes: 0, 1, 2.
@@ -59,7 +62,7 @@ from minikafka.checker.invariants import (
 
 ANOMALIES = (
     "lost", "duplicated", "inconsistent_offsets", "nonmonotonic_reads", "skipped_reads",
-    "failed_but_present", "unexpected", "unseen", "unknown", "missing_replica_data",
+    "failed_but_present", "unexpected", "unseen", "unknown", "deleted", "missing_replica_data",
     "multiple_leaders_per_epoch", "hw_past_isr_leo",
 )  # fmt: skip
 
@@ -129,6 +132,11 @@ class Facts:
             if o.f == "final-read" and o.type == "ok":
                 self.final[o.tp] = o
         self.final_pos = {tp: _first_offsets(o.records) for tp, o in self.final.items()}
+        # Where each final read's log started: below it, nothing can be checked (`deleted`).
+        self.final_start = {
+            tp: (o.completion.log_start_offset or 0)  # type: ignore[union-attr]
+            for tp, o in self.final.items()
+        }
         self.sent: dict[int, Operation] = {}
         self.sent_to: dict[TP, set[int]] = defaultdict(set)
         for o in self.sends:
@@ -172,17 +180,33 @@ def find_lost(facts: Facts) -> Anomaly:
     found, lost = facts.found("lost"), set()
     for o, tp, base, values in facts.other_acks:
         pos = facts.final_pos.get(tp)
+        start = facts.final_start.get(tp, 0)
         for i, v in enumerate(values) if pos is not None else ():
-            if v not in pos:  # type: ignore[operator]
+            if v not in pos and base + i >= start:  # type: ignore[operator]
                 lost.add(v)
                 found.add(**_ex(tp, base + i, v, _source(o, "ack")))
     for tp, source, records in facts.other_reads:
         pos = facts.final_pos.get(tp)
         if source["source"] == "poll" and pos is not None:
+            start = facts.final_start.get(tp, 0)
             for offset, v in records:
-                if v not in pos and v not in lost:
+                if v not in pos and v not in lost and offset >= start:
                     lost.add(v)
                     found.add(**_ex(tp, offset, v, source))
+    return found.anomaly()
+
+
+def find_deleted(facts: Facts) -> Anomaly:
+    """Acknowledged or polled values below the log start offset of their partition's final
+    read, absent from it: retention or DeleteRecords took them (module docstring)."""
+    found, seen = facts.found("deleted", invalid=False), set()
+    for o, tp, base, values in facts.acks:
+        start = facts.final_start.get(tp)
+        pos = facts.final_pos.get(tp)
+        for i, v in enumerate(values) if start else ():
+            if base + i < start and v not in pos and v not in seen:  # type: ignore[operator]
+                seen.add(v)
+                found.add(**_ex(tp, base + i, v, _source(o, "ack"), log_start_offset=start))
     return found.anomaly()
 
 
@@ -364,6 +388,7 @@ FINDERS = {
     "inconsistent_offsets": find_inconsistent_offsets, "nonmonotonic_reads": find_nonmonotonic_reads,
     "skipped_reads": find_skipped_reads, "failed_but_present": find_failed_but_present,
     "unexpected": find_unexpected, "unseen": find_unseen, "unknown": find_unknown,
+    "deleted": find_deleted,
 }  # fmt: skip
 
 

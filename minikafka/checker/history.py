@@ -18,7 +18,7 @@ them they must match):
   poll        invoke: topic, partition, offset (the fetch offset asked for)
               ok: records [[offset, value], ...]                 fail/info: error
   final-read  invoke: topic, partition
-              ok: records, log_end_offset                       fail/info: error
+              ok: records, log_end_offset[, log_start_offset]  fail/info: error
   seek        info: topic, partition, offset
 
 Values are unique across the whole history (the workload never resends a value); the checker
@@ -153,6 +153,9 @@ class Op:
     offset: int | None = None  # send ok: base offset; poll invoke and seek: the fetch offset
     records: tuple[Record, ...] | None = None
     log_end_offset: int | None = None
+    # final read ok: where the partition's log started when it was read (retention and
+    # DeleteRecords remove what is below it); absent in older histories: 0
+    log_start_offset: int | None = None
     error: str | None = None
     # "history line 4 (index 3)", for messages; not part of the op's value
     where: str = field(default="", compare=False, repr=False)
@@ -248,6 +251,8 @@ def parse_op(doc: Any, where: str = "op") -> Op:
         kw["records"] = field_records(doc, "records", where)
     if type_ == "ok" and f == "final-read":
         kw["log_end_offset"] = field_int(doc, "log_end_offset", where)
+        if "log_start_offset" in doc:
+            kw["log_start_offset"] = field_int(doc, "log_start_offset", where)
     if type_ in ("fail", "info") and f != "seek":
         kw["error"] = field_str(doc, "error", where)
     return Op(**kw)

@@ -260,6 +260,7 @@ async def final_read(
     tps = [TopicPartition(spec.topic, p) for p in range(spec.partitions)]
     records: dict[TopicPartition, list[list[int]]] = {tp: [] for tp in tps}
     ends: dict[TopicPartition, int] = {}  # the high watermark each partition is read up to
+    starts: dict[TopicPartition, int] = {}  # its log start offset then (the checker's `deleted`)
     todo: dict[TopicPartition, int] = {}  # next offset of the partitions still being read
     # One process per partition: a Jepsen process has one open op at a time.
     for tp in tps:
@@ -276,7 +277,7 @@ async def final_read(
                         start = await consumer.list_offsets(led, earliest=True)
                         end = await consumer.list_offsets(led, earliest=False)
                         for tp in led:
-                            ends[tp] = end[tp]
+                            ends[tp], starts[tp] = end[tp], start[tp]
                             if start[tp] < end[tp]:
                                 todo[tp] = start[tp]
                         progress = True
@@ -297,7 +298,7 @@ async def final_read(
         if tp in ends and tp not in todo:
             history.op(
                 _reader(tp), "ok", "final-read", topic=tp.topic, partition=tp.partition,
-                records=records[tp], log_end_offset=ends[tp],
+                records=records[tp], log_end_offset=ends[tp], log_start_offset=starts[tp],
             )  # fmt: skip
             out[tp.partition] = len(records[tp])
         else:

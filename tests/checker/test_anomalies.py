@@ -54,12 +54,13 @@ class Run:
     def seek(self, offset, *, tp=T0, process="c0"):
         self.op(process, "info", "seek", tp, offset=offset)
 
-    def final(self, records, *, tp=T0, end=None, result="ok"):
+    def final(self, records, *, tp=T0, end=None, result="ok", start=None):
         process = f"final-{tp[1]}"
         self.op(process, "invoke", "final-read", tp)
         if result == "ok":
             end = records[-1][0] + 1 if end is None and records else (end or 0)
-            self.op(process, "ok", "final-read", tp, records=records, log_end_offset=end)
+            more = {} if start is None else {"log_start_offset": start}
+            self.op(process, "ok", "final-read", tp, records=records, log_end_offset=end, **more)
         else:
             self.op(process, result, "final-read", tp, error="leader not available")
 
@@ -195,6 +196,24 @@ def test_a_polled_value_missing_from_the_final_read_is_lost_too():
     run = finals(workload(), f0=F0[:3], t0={"end": 3})
     a = only(verdict(run, dumps=None), "lost")
     assert a.count == 1 and a.examples[0]["value"] == 5 and a.examples[0]["source"] == "poll"
+
+
+def test_values_below_the_final_reads_log_start_are_deleted_not_lost():
+    """Retention (or DeleteRecords) moved t/0's log start to 2 before the final read: the
+    values acknowledged and polled at offsets 0 and 1 cannot be checked, and are not lost; a
+    value missing at or above the log start still is."""
+    run = finals(workload(), f0=F0[2:], t0={"start": 2})
+    v = verdict(run, dumps=None)
+    assert v.valid is True, v.summary()
+    deleted = v.anomalies["deleted"]
+    assert not deleted.invalid and deleted.count == 2
+    assert [(e["offset"], e["value"], e["log_start_offset"]) for e in deleted.examples] == [
+        (0, 1, 2),
+        (1, 2, 2),
+    ]
+    run = finals(workload(), f0=F0[2:3], t0={"start": 2, "end": 3})  # polled 5 at 3 is gone
+    a = only(verdict(run, dumps=None), "lost")
+    assert [e["value"] for e in a.examples] == [5]
 
 
 def test_a_value_written_twice_in_the_final_read_is_duplicated():
