@@ -16,12 +16,22 @@ the environment of the node's data dir (storage/env.py, shared with `MetadataSto
   timestamp so far, base offset) of the batches that raised it, written in the transaction
   that appends them, cut by the one that truncates them, built from the log when the store
   opens a partition that has none; `find_timestamp` answers ListOffsets by time (KIP-79) and
-  MAX_TIMESTAMP (KIP-734) with one B-tree descent and, as a rule, one batch read.
+  MAX_TIMESTAMP (KIP-734) with one B-tree descent and, as a rule, one batch read;
+- the named database `log-segments` (storage/segments.py): per partition its virtual segments
+  (core/log_retention.py `Segment`: runs of whole batches, Kafka's `LogSegment` without files),
+  updated in the transaction that appends (rolling by the write's `segment.bytes` and
+  `segment.ms`), truncates or deletes, built from the log when the store opens a partition
+  that has none. Retention deletes whole segments (`apply_retention`, `run_retention`) and
+  DeleteRecords or a follower moves the log start offset (`advance_log_start`): the log start
+  offset moves in one transaction, which also deletes at most `max_keys` batch keys wholly
+  below it (with their time index entries and segment records); `purge` deletes the rest in
+  later transactions. A batch key below the log start offset is never served.
 
 Rules: every public method runs exactly ONE transaction and holds none across calls (the Trio
 shell calls them through `trio.to_thread.run_sync`). The log end offset is not stored: it is the
-last batch's base + count (or the log start offset when empty), cached in memory per partition,
-rebuilt on load and truncation, and updated only after a commit succeeded. Writers serialise on
+last batch's base + count (or the log start offset when there is no batch at or past it),
+cached in memory per partition, rebuilt on load and truncation, and updated only after a commit
+succeeded; so are the log start offset and the segments. Writers serialise on
 one lock so the cache always matches the last commit; readers run concurrently in their own
 snapshots, and only `delete_partition` (which closes a database handle, unsafe while any
 transaction may use it, see `mdb_dbi_close`) waits for them. Durability: `sync=True` survives
@@ -33,7 +43,8 @@ from __future__ import annotations
 import os
 import struct
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,10 +55,12 @@ import msgpack
 from minikafka.common import EpochEntry, TopicPartition
 from minikafka.core import time_index as ti
 from minikafka.core.fetch_limits import ResponseBudget
+from minikafka.core.log import truncate_epochs_from_start
+from minikafka.core.log_retention import RetentionPlan, Segment, delete_old_segments
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.core.records import peek_header, peek_shape
 from minikafka.errors import CorruptRecordError
-from minikafka.storage import producer_snapshots, time_index
+from minikafka.storage import producer_snapshots, segments, time_index
 from minikafka.storage.env import (  # noqa: F401 - importable from here too
     EnvLease,
     LogDirError,
@@ -61,6 +74,11 @@ _META_DB = b"partition-meta"
 _LOG_PREFIX = "log/"
 _DEFAULT_CONFIG = StoreConfig()  # frozen: one shared default is safe
 MAX_TIMESTAMP = -3  # ListOffsetsRequest.MAX_TIMESTAMP (KIP-734)
+DEFAULT_MAX_DELETE_KEYS = 1000  # batch keys (and as many index entries) one deletion txn removes
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +99,11 @@ class AppendWrite:
     batches: Sequence[bytes]  # whole batches, offsets already set, contiguous
     epochs: list[EpochEntry] | None = None  # replace the persisted epoch cache when not None
     high_watermark: int | None = None  # checkpoint when not None (clamped to the new LEO)
+    # Rolling (LogSegment.shouldRoll): the topic's segment.bytes and segment.ms, Kafka's
+    # defaults when the caller has none; `now_ms` None is the store's clock (its `clock`).
+    segment_bytes: int = segments.KAFKA_SEGMENT_BYTES
+    segment_ms: int = segments.KAFKA_SEGMENT_MS
+    now_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -140,6 +163,11 @@ def _db_name(tp: TopicPartition) -> bytes:
     return f"{_LOG_PREFIX}{tp.topic}/{tp.partition}".encode()
 
 
+def _pre(tp: TopicPartition) -> bytes:
+    """The key prefix of the partition in the shared `time-index` and `log-segments`."""
+    return time_index.prefix(_db_name(tp))
+
+
 def _parse_db_name(name: bytes) -> TopicPartition:
     topic, _, partition = name.decode()[len(_LOG_PREFIX) :].rpartition("/")
     return TopicPartition(topic, int(partition))
@@ -183,6 +211,69 @@ def _read_partition(cur: lmdb.Cursor, spec: ReadSpec, budget: ResponseBudget) ->
     return b"".join(chunks[:taken])  # copies out of the map while the txn is still open
 
 
+def _first_kept_key(cur: lmdb.Cursor, log_start_offset: int) -> bytes | None:
+    """The key of the first batch not wholly below the log start offset (the one holding it, or
+    the first after it); None when every batch is below it."""
+    return bytes(cur.key()) if _seek_ending_at_or_after(cur, log_start_offset) else None
+
+
+def _delete_keys_below(cur: lmdb.Cursor, boundary: bytes | None, max_keys: int) -> int:
+    """Delete at most `max_keys` batch keys from the first on, below `boundary` (all when None),
+    walking forward with one cursor; returns how many are left below it (counted on the keys
+    alone: the batches' pages are not read)."""
+    deleted = 0
+    found = cur.first()
+    while found and deleted < max_keys and (boundary is None or bytes(cur.key()) < boundary):
+        found = cur.delete()  # moves to the next key
+        deleted += 1
+    left = 0
+    while found and (boundary is None or bytes(cur.key()) < boundary):
+        left += 1
+        found = cur.next()
+    return left
+
+
+def _batch_maxes(pairs: Sequence[tuple[bytes, bytes]]) -> list[tuple[int, int, int, int]]:
+    """(base, next offset, size, max timestamp) of each appended batch: the inputs of the time
+    index and of the segments, each batch's timestamps decoded once."""
+    return [segments.shape(raw) for _key, raw in pairs]
+
+
+def _max_timestamp_scan(
+    cur: lmdb.Cursor, segs: Sequence[Segment], log_start: int
+) -> tuple[ti.TimestampAndOffset | None, int]:
+    """MAX_TIMESTAMP from the segments, as Kafka answers it (the segment with the largest
+    ``maxTimestampSoFar``, the first of equals): a segment's recorded largest timestamp is at
+    least that of its batches still kept (only the first kept segment counts deleted ones), so
+    the segments are scanned in decreasing order of it until none can beat the best record
+    found. -> (the first record holding the largest timestamp at or past `log_start`, batches
+    read)."""
+    best: ti.TimestampAndOffset | None = None
+    reads = 0
+    live = [s for s in segs if s.next_offset > log_start and not s.is_empty]
+    for seg in sorted(live, key=lambda s: (-s.max_timestamp_ms, s.base_offset)):
+        if seg.max_timestamp_ms <= ti.NO_TIMESTAMP:
+            break
+        if best is not None and (
+            seg.max_timestamp_ms < best.timestamp
+            or (seg.max_timestamp_ms == best.timestamp and seg.base_offset > best.offset)
+        ):
+            continue
+        found = _seek_ending_at_or_after(cur, max(seg.base_offset, log_start))
+        while found and bytes(cur.key()) < _KEY.pack(seg.next_offset):
+            raw = bytes(cur.value())
+            reads += 1
+            if best is None or ti.safe_max_timestamp(raw) >= best.timestamp:
+                for offset, ts in ti.batch_records(raw):
+                    if offset >= log_start and ts > ti.NO_TIMESTAMP:
+                        if best is None or (ts, -offset) > (best.timestamp, -best.offset):
+                            best = ti.TimestampAndOffset(
+                                timestamp=ts, offset=offset, leader_epoch=peek_header(raw)[1]
+                            )
+            found = cur.next()
+    return best, reads
+
+
 def _counted(raws: Iterator[Any], reads: list[int]) -> Iterator[bytes]:
     for raw in raws:
         reads[0] += 1
@@ -209,8 +300,28 @@ def _checked_pairs(
 class LogStore:
     """All partition logs of one node; every method is synchronous and runs one transaction."""
 
-    def __init__(self, path: str | os.PathLike[str], config: StoreConfig = _DEFAULT_CONFIG) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        config: StoreConfig = _DEFAULT_CONFIG,
+        *,
+        clock: Callable[[], int] = wall_clock_ms,
+        segment_bytes: int = segments.KAFKA_SEGMENT_BYTES,
+        segment_ms: int = segments.KAFKA_SEGMENT_MS,
+        max_delete_keys: int = DEFAULT_MAX_DELETE_KEYS,
+    ) -> None:
+        """`clock` (ms) times the segments when a call gives no `now_ms`; `segment_bytes` and
+        `segment_ms` roll the segments built for a data dir from before them (Kafka's
+        defaults: the node's `log.segment.bytes`, `log.roll.ms`); `max_delete_keys` bounds the
+        batch keys (and as many time index entries) one deletion transaction removes when the
+        call gives no `max_keys`."""
+        if max_delete_keys <= 0:
+            raise ValueError("max_delete_keys must be positive")
         self._config = config
+        self._clock = clock
+        self._segment_bytes = segment_bytes
+        self._segment_ms = segment_ms
+        self._max_delete_keys = max_delete_keys
         self._lease = EnvLease(path, config)
         self._env = self._lease.env
         self._write_lock = threading.Lock()
@@ -218,6 +329,9 @@ class LogStore:
         self._dbs: dict[TopicPartition, Any] = {}  # opened handles (lmdb._Database)
         self._leo: dict[TopicPartition, int] = {}  # log end offsets as of the last commit
         self._largest: dict[TopicPartition, int] = {}  # largest indexed timestamp, likewise
+        self._start: dict[TopicPartition, int] = {}  # log start offsets, likewise
+        self._segs: dict[TopicPartition, tuple[Segment, ...]] = {}  # segments, likewise
+        self._leftovers: set[TopicPartition] = set()  # keys below the log start at open
         try:
             with self._lease.txn(write=True) as txn:
                 self._meta_db = self._env.open_db(_META_DB, txn=txn, create=True)
@@ -225,6 +339,7 @@ class LogStore:
                     producer_snapshots.DB_NAME, txn=txn, create=True
                 )
                 self._time_db = self._env.open_db(time_index.DB_NAME, txn=txn, create=True)
+                self._seg_db = self._env.open_db(segments.DB_NAME, txn=txn, create=True)
                 names = list(txn.cursor(db=self._meta_db).iternext(keys=True, values=False))
                 for name in map(bytes, names):
                     tp = _parse_db_name(name)
@@ -232,6 +347,7 @@ class LogStore:
                     self._dbs[tp] = db
                     self._leo[tp] = self._log_end_offset(txn, tp, db)
                     self._largest[tp] = self._open_time_index(txn, tp, db)
+                    self._open_segments(txn, tp, db)
         except BaseException:
             self._lease.close()
             raise
@@ -270,6 +386,8 @@ class LogStore:
         with self._write_lock:
             out: dict[TopicPartition, LoadedPartition | StorageError] = {}
             opened: dict[TopicPartition, Any] = {}
+            new_segs: dict[TopicPartition, tuple[Segment, ...]] = {}
+            now_ms = self._clock()
             room = self._config.max_partitions - len(self._dbs)
             with self._lease.txn(write=True) as txn:
                 for tp in dict.fromkeys(tps):
@@ -283,6 +401,10 @@ class LogStore:
                     db = opened[tp] = self._env.open_db(_db_name(tp), txn=txn, create=True)
                     if txn.get(_db_name(tp), db=self._meta_db) is not None:
                         out[tp] = self._load(txn, tp, db)
+                        if tp not in self._segs:
+                            new_segs[tp] = self._read_or_build_segments(
+                                txn, tp, db, out[tp].log_start_offset, out[tp].log_end_offset
+                            )
                         continue
                     # New (a deletion drops a log, its meta and its snapshot together): empty,
                     # nothing to read back (half the cost of a creation was that reading).
@@ -294,11 +416,15 @@ class LogStore:
                     out[tp] = LoadedPartition(
                         tp=tp, log_start_offset=0, log_end_offset=0, high_watermark=0, epochs=[]
                     )
+                    new_segs[tp] = (Segment.new(base_offset=0, now_ms=now_ms),)
+                    segments.put(txn, self._seg_db, _pre(tp), new_segs[tp])
             # Handles and LEOs only once the commit succeeded (an aborted txn's handles are void).
             for tp, db in opened.items():
                 self._dbs[tp] = db
                 self._leo[tp] = out[tp].log_end_offset  # type: ignore[union-attr]
                 self._largest.setdefault(tp, ti.NO_TIMESTAMP)  # a new log; a loaded one kept
+                self._start[tp] = out[tp].log_start_offset  # type: ignore[union-attr]
+            self._segs.update(new_segs)
             return out
 
     def load_partition(self, tp: TopicPartition) -> LoadedPartition:
@@ -310,6 +436,7 @@ class LogStore:
             with self._lease.txn(write=False) as txn:
                 loaded = self._load(txn, tp, db)
             self._leo[tp] = loaded.log_end_offset
+            self._start[tp] = loaded.log_start_offset
             return loaded
 
     def load_all(self) -> dict[TopicPartition, LoadedPartition]:
@@ -317,6 +444,7 @@ class LogStore:
             with self._lease.txn(write=False) as txn:
                 loaded = {tp: self._load(txn, tp, db) for tp, db in self._dbs.items()}
             self._leo.update((tp, part.log_end_offset) for tp, part in loaded.items())
+            self._start.update((tp, part.log_start_offset) for tp, part in loaded.items())
             return loaded
 
     def delete_partition(self, tp: TopicPartition) -> None:
@@ -328,10 +456,14 @@ class LogStore:
                     txn.drop(db, delete=True)
                 txn.delete(_db_name(tp), db=self._meta_db)
                 txn.delete(_db_name(tp), db=self._producers_db)
-                time_index.drop(txn, self._time_db, time_index.prefix(_db_name(tp)))
+                time_index.drop(txn, self._time_db, _pre(tp))
+                segments.drop(txn, self._seg_db, _pre(tp))
             self._dbs.pop(tp, None)
             self._leo.pop(tp, None)
             self._largest.pop(tp, None)
+            self._start.pop(tp, None)
+            self._segs.pop(tp, None)
+            self._leftovers.discard(tp)
 
     # -- log operations --------------------------------------------------------------------------
 
@@ -339,11 +471,14 @@ class LogStore:
         """Append to several partitions in ONE transaction; on any violation nothing is written.
 
         Each write's first batch must start at the partition's log end offset and its batches must
-        be contiguous (StorageError otherwise). Epochs and the HW are persisted when given.
+        be contiguous (StorageError otherwise). Epochs and the HW are persisted when given. The
+        segments follow in the same transaction, each batch rolling a new one by the write's
+        `segment_bytes` / `segment_ms` at `now_ms` (``UnifiedLog.maybeRoll``).
         """
         with self._write_lock:
             new_leo: dict[TopicPartition, int] = {}
             largest: dict[TopicPartition, int] = {}
+            new_segs: dict[TopicPartition, list[Segment]] = {}
             with self._lease.txn(write=True) as txn:
                 for write in writes:
                     db = self._db(write.tp)
@@ -354,12 +489,23 @@ class LogStore:
                             _consumed, added = cur.putmulti(pairs, append=True)
                         if added != len(pairs):
                             raise StorageError(f"{write.tp}: append out of key order")
-                        largest[write.tp] = time_index.add(
+                        shapes = _batch_maxes(pairs)
+                        largest[write.tp] = time_index.add_maxes(
                             txn,
                             self._time_db,
-                            time_index.prefix(_db_name(write.tp)),
-                            [raw for _key, raw in pairs],
+                            _pre(write.tp),
+                            ((base, max_ts) for base, _n, _s, max_ts in shapes),
                             largest.get(write.tp, self._largest[write.tp]),
+                        )
+                        segs = new_segs.get(write.tp)
+                        if segs is None:  # the active one changes, and those rolled after it
+                            segs = new_segs[write.tp] = list(self._segs[write.tp][-1:])
+                        segments.append(
+                            segs,
+                            shapes,
+                            now_ms=self._clock() if write.now_ms is None else write.now_ms,
+                            segment_bytes=write.segment_bytes,
+                            segment_ms=write.segment_ms,
                         )
                     new_leo[write.tp] = leo
                     if write.epochs is not None or write.high_watermark is not None:
@@ -369,8 +515,12 @@ class LogStore:
                         if write.high_watermark is not None:
                             meta["high_watermark"] = min(write.high_watermark, leo)
                         self._put_meta(txn, write.tp, meta)
+                for tp, segs in new_segs.items():
+                    segments.replace(txn, self._seg_db, _pre(tp), self._segs[tp][-1:], segs)
             self._leo.update(new_leo)  # only once the commit succeeded
             self._largest.update(largest)
+            for tp, segs in new_segs.items():
+                self._segs[tp] = (*self._segs[tp][:-1], *segs)
 
     def read(self, specs: Sequence[ReadSpec], response_max_bytes: int) -> list[bytes]:
         """Whole batches per spec, in ONE read transaction, under the KIP-74 caps.
@@ -378,17 +528,27 @@ class LogStore:
         Per spec: the batches from the one containing `fetch_offset` on, each ending at or before
         `max_offset`, limited by `core.fetch_limits.ResponseBudget` across the specs in order.
         b"" when nothing: unknown partition, no batch contains `fetch_offset` (the caller checks
-        the range against its in-memory log start / LEO), or the caps allow nothing.
+        the range against its in-memory log start / LEO), a `fetch_offset` below the log start
+        offset (batch keys there, not yet purged, are never served), or the caps allow nothing.
         """
         budget = ResponseBudget(response_max_bytes)
         with self._gate.reading():
             # Handles are taken before the txn begins: a handle committed later must not be used
             # in an older snapshot (LMDB: "preexisting transactions must not use the new handle").
+            # So are the log start offsets: one only moves forward (a full truncation drops every
+            # batch below it), so the snapshot's is at least this one, and a batch served from
+            # the cached one was in the log when the caller checked the range against it.
             handles = [self._dbs.get(spec.tp) for spec in specs]
+            starts = [self._start.get(spec.tp, 0) for spec in specs]
             with self._lease.txn(write=False) as txn:
                 out = []
-                for spec, db in zip(specs, handles, strict=True):
-                    if db is None or budget.exhausted() or spec.fetch_offset >= spec.max_offset:
+                for spec, db, start in zip(specs, handles, starts, strict=True):
+                    if (
+                        db is None
+                        or budget.exhausted()
+                        or spec.fetch_offset >= spec.max_offset
+                        or spec.fetch_offset < start
+                    ):
                         out.append(b"")
                         continue
                     with txn.cursor(db=db) as cur:
@@ -401,26 +561,48 @@ class LogStore:
         `start_offset`; for MAX_TIMESTAMP (-3) the first record holding the largest timestamp;
         for another negative target a scan from the log's first batch, as Kafka searches from
         the log start. None when there is no such record. The caller bounds the answer by what
-        the asker may read (core/time_index.py `fetchable`). StorageError: no such partition."""
+        the asker may read (core/time_index.py `fetchable`). StorageError: no such partition.
+
+        Nothing below the log start offset is searched or answered (its batches may be deleted
+        or not yet purged). MAX_TIMESTAMP whose largest timestamp was in deleted batches is
+        found as Kafka finds it, from the segments' largest timestamps (scanning the segments
+        that may hold it: the first kept one, whose record counts deleted batches, and the one
+        with the largest timestamp after it)."""
         with self._gate.reading():
             db = self._db(tp)  # taken before the txn begins, as `read` does
-            pre = time_index.prefix(_db_name(tp))
+            log_start = self._start[tp]  # likewise (`read` says why that is safe)
+            segs = self._segs[tp]
+            pre = _pre(tp)
             with self._lease.txn(write=False) as txn:
                 with txn.cursor(db=self._time_db) as icur, txn.cursor(db=db) as cur:
                     reads = [0]
                     if target == MAX_TIMESTAMP:
                         entry = time_index.last(icur, pre)
-                        raw = None if entry is None else cur.get(_KEY.pack(entry.base_offset))
-                        found = None if raw is None else ti.max_timestamp_record(bytes(raw))
-                        return TimeLookup(found=found, index_entries_read=1, batches_read=1)
-                    if target < 0:  # below every indexed timestamp: from the first batch
-                        entries_read, start = 0, cur.first()
+                        at = None if entry is None else max(entry.base_offset, log_start)
+                        raw = None
+                        if at is not None and _seek_ending_at_or_after(cur, at):
+                            raw = bytes(cur.value())
+                        found = None if raw is None else ti.max_timestamp_record(raw)
+                        if entry is None or (
+                            found is not None
+                            and found.timestamp == entry.timestamp
+                            and found.offset >= log_start
+                        ):
+                            return TimeLookup(found=found, index_entries_read=1, batches_read=1)
+                        found, n = _max_timestamp_scan(cur, segs, log_start)
+                        return TimeLookup(found=found, index_entries_read=1, batches_read=1 + n)
+                    if target < 0:  # below every indexed timestamp: from the log start
+                        entries_read, start = 0, _seek_ending_at_or_after(cur, log_start)
                     else:
                         entry = time_index.first_at_or_after(icur, pre, target)
                         entries_read = 1
-                        start = entry is not None and cur.set_key(_KEY.pack(entry.base_offset))
+                        start = entry is not None and _seek_ending_at_or_after(
+                            cur, max(entry.base_offset, log_start)
+                        )
                     raws = cur.iternext(keys=False, values=True) if start else iter(())
-                    found = ti.search_batches(_counted(raws, reads), target, start_offset)
+                    found = ti.search_batches(
+                        _counted(raws, reads), target, max(start_offset, log_start)
+                    )
                     return TimeLookup(
                         found=found, index_entries_read=entries_read, batches_read=reads[0]
                     )
@@ -429,35 +611,55 @@ class LogStore:
         """Remove every batch whose last offset >= `offset`; persist `epochs`; return the new LEO.
 
         A batch containing `offset` goes whole, so the new LEO may be below `offset`. The
-        checkpointed HW is clamped to the new LEO.
+        checkpointed HW is clamped to the new LEO, and so is the log start offset (Kafka's
+        ``UnifiedLog.truncateTo``: ``min(targetOffset, logStartOffset)``). The segments starting
+        past the new LEO go and the one it cuts is recomputed from its remaining batches
+        (``LocalLog.truncateTo``, ``LogSegment.truncateTo``); a segment emptied is as new.
         """
         with self._write_lock:
             db = self._db(tp)
             leo = self._leo[tp]
+            start = self._start[tp]
+            old = self._segs[tp]
+            segs = old
+            now_ms = self._clock()
             with self._lease.txn(write=True) as txn:
                 with txn.cursor(db=db) as cur:
                     if _seek_ending_at_or_after(cur, offset):
                         leo = peek_header(cur.value())[0]
                         while cur.delete():
                             pass
+                    if leo < old[-1].next_offset:
+                        kept = [seg for seg in old if seg.base_offset <= leo]
+                        if kept:
+                            last = kept[-1]
+                            found = _seek_ending_at_or_after(cur, last.base_offset)
+                            raws = cur.iternext(keys=False, values=True) if found else ()
+                            kept[-1] = segments.recompute(last, raws, leo, now_ms)
+                        segs = tuple(kept) or (Segment.new(base_offset=leo, now_ms=now_ms),)
+                        tail = len(kept) - 1 if kept else 0
+                        segments.replace(txn, self._seg_db, _pre(tp), old[tail:], segs[tail:])
                 meta = self._get_meta(txn, tp)
                 meta["epochs"] = [list(entry) for entry in epochs]
                 meta["high_watermark"] = min(meta["high_watermark"], leo)
+                start = meta["log_start_offset"] = min(meta["log_start_offset"], leo)
                 self._put_meta(txn, tp, meta)
                 snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
                 if snapshot is not None and snapshot[0] > leo:
                     txn.delete(_db_name(tp), db=self._producers_db)
-                largest = time_index.truncate(
-                    txn, self._time_db, time_index.prefix(_db_name(tp)), leo
-                )
+                largest = time_index.truncate(txn, self._time_db, _pre(tp), leo)
             self._leo[tp] = leo
             self._largest[tp] = largest
+            self._start[tp] = start
+            self._segs[tp] = segs
             return leo
 
     def truncate_fully(self, tp: TopicPartition, new_start_offset: int) -> None:
-        """Empty the log: log start = LEO = HW = `new_start_offset`, epochs = []."""
+        """Empty the log: log start = LEO = HW = `new_start_offset`, epochs = [], one empty
+        segment at `new_start_offset` (``UnifiedLog.truncateFullyAndStartAt``)."""
         with self._write_lock:
             db = self._db(tp)
+            segs = (Segment.new(base_offset=new_start_offset, now_ms=self._clock()),)
             with self._lease.txn(write=True) as txn:
                 txn.drop(db, delete=False)
                 meta = {
@@ -468,9 +670,117 @@ class LogStore:
                 }
                 self._put_meta(txn, tp, meta)
                 producer_snapshots.put(txn, self._producers_db, _db_name(tp), new_start_offset, [])
-                time_index.drop(txn, self._time_db, time_index.prefix(_db_name(tp)))
+                time_index.drop(txn, self._time_db, _pre(tp))
+                segments.drop(txn, self._seg_db, _pre(tp))
+                segments.put(txn, self._seg_db, _pre(tp), segs)
             self._leo[tp] = new_start_offset
             self._largest[tp] = ti.NO_TIMESTAMP
+            self._start[tp] = new_start_offset
+            self._segs[tp] = segs
+            self._leftovers.discard(tp)
+
+    # -- the log's start: segments, retention, deletion ------------------------------------------
+
+    def segments(self, tp: TopicPartition) -> tuple[Segment, ...]:
+        """The partition's segments as of the last commit, oldest first (never empty): the input
+        of ``log_retention.delete_old_segments``. StorageError: no such partition."""
+        self._db(tp)
+        return self._segs[tp]
+
+    def log_start_offset(self, tp: TopicPartition) -> int:
+        """The persisted log start offset as of the last commit."""
+        self._db(tp)
+        return self._start[tp]
+
+    def log_end_offset(self, tp: TopicPartition) -> int:
+        self._db(tp)
+        return self._leo[tp]
+
+    def leftovers(self) -> list[TopicPartition]:
+        """Partitions that held batch keys below their log start offset when the store opened (a
+        deletion cut short by a crash): call `purge` on each until it returns 0."""
+        return sorted(self._leftovers & self._dbs.keys())
+
+    def advance_log_start(
+        self, tp: TopicPartition, new_log_start_offset: int, *, max_keys: int | None = None
+    ) -> int:
+        """Move the log start offset forward to `new_log_start_offset` in ONE transaction
+        (``UnifiedLog.maybeIncrementLogStartOffset``: DeleteRecords on a leader, a follower
+        taking its leader's); returns how many keys below it are left to delete (`purge`).
+
+        Never backwards (an offset at or below the current one moves nothing) and never past the
+        log end offset (clamped to it: the caller checks the high watermark, Kafka's bound). In
+        the same transaction: the leader epochs before it are cut (``LeaderEpochFileCache
+        .truncateFromStart``: the entry covering it kept, starting at it); the segments wholly
+        below it go (the next one starts at or below it: ``deleteLogStartOffsetBreachedSegments``,
+        never the last one); and at most `max_keys` (the store's `max_delete_keys` when None)
+        batch keys wholly below it are deleted, oldest first, with at most as many of their time
+        index entries. From the commit on, nothing below it is served.
+        """
+        with self._write_lock:
+            self._db(tp)
+            segs = self._segs[tp]
+            new = min(max(new_log_start_offset, self._start[tp]), self._leo[tp])
+            cut = 0
+            while cut + 1 < len(segs) and segs[cut + 1].base_offset <= new:
+                cut += 1
+            return self._delete_below(tp, segs[cut:], new, max_keys)
+
+    def apply_retention(
+        self, tp: TopicPartition, plan: RetentionPlan, *, max_keys: int | None = None
+    ) -> int:
+        """Apply a retention run planned on `segments(tp)` and `log_start_offset(tp)`
+        (``log_retention.delete_old_segments``; Kafka's ``UnifiedLog.deleteSegments``) in ONE
+        transaction: the log start offset moves to the plan's, the plan's deleted segments'
+        records go, a rolled empty segment is written, the epochs before the new log start are
+        cut, and at most `max_keys` batch keys below it are deleted (with their time index
+        entries). Returns the keys left to delete (`purge`).
+
+        Appends after the plan are kept (the active segment grown since is not deleted: a plan
+        that deletes a segment whose end has changed since, e.g. by a truncation or by an append
+        to the active segment, is refused with StorageError; plan again). A plan that deletes
+        nothing changes nothing but still purges.
+        """
+        with self._write_lock:
+            self._db(tp)
+            return self._apply_plan(tp, plan, max_keys)
+
+    def run_retention(
+        self,
+        tp: TopicPartition,
+        *,
+        high_watermark: int,
+        retention_ms: int,
+        retention_bytes: int,
+        now_ms: int | None = None,
+        delete_enabled: bool = True,
+        max_keys: int | None = None,
+    ) -> tuple[RetentionPlan, int]:
+        """One retention run (``UnifiedLog.deleteOldSegments``) planned and applied in ONE
+        transaction, under the store's write lock, so no append or truncation comes between
+        the plan and its application: -> (the plan, keys left to delete). `high_watermark` is
+        the partition's (clamped to [log start, log end]); `now_ms` None: the store's clock."""
+        with self._write_lock:
+            self._db(tp)
+            start, leo = self._start[tp], self._leo[tp]
+            plan = delete_old_segments(
+                self._segs[tp],
+                high_watermark=min(max(high_watermark, start), leo),
+                log_start_offset=start,
+                retention_ms=retention_ms,
+                retention_bytes=retention_bytes,
+                now_ms=self._clock() if now_ms is None else now_ms,
+                delete_enabled=delete_enabled,
+            )
+            return plan, self._apply_plan(tp, plan, max_keys)
+
+    def purge(self, tp: TopicPartition, *, max_keys: int | None = None) -> int:
+        """Delete at most `max_keys` batch keys left below the log start offset (and as many of
+        their time index entries) in ONE transaction; returns how many keys are still left.
+        What a deletion cut short (by its bound, or by a crash: `leftovers`) left behind."""
+        with self._write_lock:
+            self._db(tp)
+            return self._delete_below(tp, self._segs[tp], self._start[tp], max_keys)
 
     def checkpoint(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Persist high watermarks (each clamped to the LEO) in one transaction.
@@ -564,19 +874,104 @@ class LogStore:
         return time_index.largest(txn, self._time_db, pre)
 
     def _log_end_offset(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> int:
-        """The LEO alone (opening the store: no producer state rebuilt for nothing)."""
+        """The LEO alone (opening the store: no producer state rebuilt for nothing): the last
+        batch's end, or the log start offset when no batch reaches past it (a log emptied by
+        deletion keeps its end there; keys below it not yet purged do not count)."""
+        start = self._get_meta(txn, tp)["log_start_offset"]
         with txn.cursor(db=db) as cur:
-            return (
-                _next_offset(cur.value())
-                if cur.last()
-                else self._get_meta(txn, tp)["log_start_offset"]
+            return max(start, _next_offset(cur.value())) if cur.last() else start
+
+    def _open_segments(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> None:
+        """Opening the store (a write txn): the log start offset and the segments into the
+        caches, the segments first built if the partition has none; notes leftovers."""
+        start = self._get_meta(txn, tp)["log_start_offset"]
+        self._start[tp] = start
+        self._segs[tp] = self._read_or_build_segments(txn, tp, db, start, self._leo[tp])
+        with txn.cursor(db=db) as cur:
+            first_kept = _first_kept_key(cur, start)
+            if cur.first() and (first_kept is None or bytes(cur.key()) < first_kept):
+                self._leftovers.add(tp)
+
+    def _read_or_build_segments(
+        self, txn: lmdb.Transaction, tp: TopicPartition, db: Any, start: int, leo: int
+    ) -> tuple[Segment, ...]:
+        """The partition's segments; built from its kept batches (and written) when it has none
+        or they do not match its log (a data dir from before segments)."""
+        segs = segments.read(txn, self._seg_db, _pre(tp))
+        if segments.tiles(segs, start, leo):
+            return segs
+        with txn.cursor(db=db) as cur:
+            found = _seek_ending_at_or_after(cur, start)
+            base = peek_header(cur.value())[0] if found else leo
+            raws = cur.iternext(keys=False, values=True) if found else ()
+            built = segments.build(
+                raws,
+                start_offset=base,
+                now_ms=self._clock(),
+                segment_bytes=self._segment_bytes,
+                segment_ms=self._segment_ms,
             )
+        segments.drop(txn, self._seg_db, _pre(tp))
+        segments.put(txn, self._seg_db, _pre(tp), built)
+        return tuple(built)
+
+    def _apply_plan(self, tp: TopicPartition, plan: RetentionPlan, max_keys: int | None) -> int:
+        current = self._segs[tp]
+        doomed = plan.deleted
+        if len(doomed) > len(current) or any(
+            (d.base_offset, d.next_offset) != (c.base_offset, c.next_offset)
+            for d, c in zip(doomed, current, strict=False)
+        ):
+            raise StorageError(f"{tp}: a retention plan for segments that changed since")
+        kept = current[len(doomed) :]
+        if not kept:  # every segment goes: the plan rolled one at the log end
+            kept = plan.segments[:1]
+            if not kept or kept[0].base_offset != self._leo[tp] or not kept[0].is_empty:
+                raise StorageError(f"{tp}: a retention plan deleting every segment rolls one")
+        start = max(plan.log_start_offset, self._start[tp])
+        return self._delete_below(tp, kept, min(start, self._leo[tp]), max_keys)
+
+    def _delete_below(
+        self,
+        tp: TopicPartition,
+        segs: tuple[Segment, ...],
+        new_start: int,
+        max_keys: int | None,
+    ) -> int:
+        """ONE transaction: the log start offset to `new_start` (forward only, with the epochs
+        cut from it), the segments to `segs`, then at most `max_keys` batch keys wholly below
+        `new_start` and as many time index entries deleted. -> keys left below it."""
+        budget = self._max_delete_keys if max_keys is None else max_keys
+        if budget <= 0:
+            raise ValueError("max_keys must be positive")
+        db = self._db(tp)
+        old = self._segs[tp]
+        moved = new_start > self._start[tp]
+        with self._lease.txn(write=True) as txn:
+            if moved:
+                meta = self._get_meta(txn, tp)
+                meta["log_start_offset"] = new_start
+                epochs = [(e, o) for e, o in meta["epochs"]]
+                meta["epochs"] = [list(x) for x in truncate_epochs_from_start(epochs, new_start)]
+                self._put_meta(txn, tp, meta)
+            if segs != old:
+                segments.replace(txn, self._seg_db, _pre(tp), old, segs)
+            with txn.cursor(db=db) as cur:
+                boundary = _first_kept_key(cur, new_start)
+                left = _delete_keys_below(cur, boundary, budget)
+            first_kept = new_start if boundary is None else _KEY.unpack(boundary)[0]
+            left += time_index.delete_below(txn, self._time_db, _pre(tp), first_kept, budget)
+        self._start[tp] = max(new_start, self._start[tp])
+        self._segs[tp] = segs
+        if left == 0:
+            self._leftovers.discard(tp)
+        return left
 
     def _load(self, txn: lmdb.Transaction, tp: TopicPartition, db: Any) -> LoadedPartition:
         meta = self._get_meta(txn, tp)
         start = meta["log_start_offset"]
         with txn.cursor(db=db) as cur:
-            leo = _next_offset(cur.value()) if cur.last() else start
+            leo = max(start, _next_offset(cur.value())) if cur.last() else start
         return LoadedPartition(
             tp=tp,
             log_start_offset=start,

@@ -57,6 +57,13 @@ def put(txn: lmdb.Transaction, db: Any, pre: bytes, entries: Iterable[IndexEntry
 def add(txn: lmdb.Transaction, db: Any, pre: bytes, batches: Sequence[bytes], top: int) -> int:
     """Index the appended `batches` that raise the log's largest timestamp `top`; the new one."""
     maxes = ((peek_header(raw)[0], ti.safe_max_timestamp(raw)) for raw in batches)
+    return add_maxes(txn, db, pre, maxes, top)
+
+
+def add_maxes(
+    txn: lmdb.Transaction, db: Any, pre: bytes, maxes: Iterable[tuple[int, int]], top: int
+) -> int:
+    """`add` given each batch's (base offset, max timestamp), already computed by the caller."""
     entries = ti.new_entries(maxes, top)
     put(txn, db, pre, entries)
     return entries[-1].timestamp if entries else top
@@ -95,6 +102,39 @@ def truncate(txn: lmdb.Transaction, db: Any, pre: bytes, log_end_offset: int) ->
         while (entry := last(cur, pre)) is not None and entry.base_offset >= log_end_offset:
             cur.delete()
         return NO_TIMESTAMP if entry is None else entry.timestamp
+
+
+def delete_below(txn: lmdb.Transaction, db: Any, pre: bytes, boundary: int, max_keys: int) -> int:
+    """Forget the entries of the batches wholly below the log start offset (those whose base is
+    below `boundary`, the base of the first batch kept), at most `max_keys` keys; returns how
+    many are left to delete.
+
+    Kafka's time indexes go with their segments, and the index of the first segment kept knows
+    nothing of the ones before it. Here an entry is the log's largest timestamp *so far*, so the
+    last entry below `boundary` is not deleted but moved to `boundary`: (its timestamp, boundary)
+    says that the batches from `boundary` on may hold timestamps up to it, which keeps a lookup
+    right (a search from `boundary` checks each batch's own max) and keeps `largest` what the
+    appends that follow index against. Its timestamp may belong to a deleted batch:
+    `LogStore.find_timestamp` checks that before answering MAX_TIMESTAMP from the last entry.
+    """
+    with txn.cursor(db=db) as cur:
+        below: list[IndexEntry] = []
+        found = cur.set_range(pre)
+        while found and (e := _entry(cur.key(), pre)) is not None and e.base_offset < boundary:
+            below.append(e)
+            found = cur.next()
+    if not below:
+        return 0
+    doomed = below[:-1][:max_keys]
+    for e in doomed:
+        txn.delete(pre + _ENTRY.pack(e.timestamp, e.base_offset), db=db)
+    left = len(below) - len(doomed)  # the last one still to move
+    if left == 1 and len(doomed) < max_keys:
+        last = below[-1]
+        txn.delete(pre + _ENTRY.pack(last.timestamp, last.base_offset), db=db)
+        txn.put(pre + _ENTRY.pack(last.timestamp, boundary), b"", db=db)
+        left = 0
+    return left
 
 
 def drop(txn: lmdb.Transaction, db: Any, pre: bytes) -> None:

@@ -1,0 +1,212 @@
+"""The virtual segments of every partition log, in one LMDB database beside the logs.
+
+Kafka deletes a log by whole segments (``LogSegment``); the store keeps one key per batch, and
+over those keys it records *segments* (core/log_retention.py ``Segment``: ranges of whole
+batches) so that retention decides exactly as Kafka would (docs/log-life.md). One named
+database, `log-segments`, holds the segments of every partition (a database per partition
+would double the environment's named databases, which `max.broker.partitions` bounds, as for
+the time index). Key = the partition's prefix as storage/time_index.py builds it (2-byte length
++ `log/<topic>/<partition>`), then the segment's 8-byte big-endian base offset; value = the
+segment's other fields, msgpack. A partition's segments are one key range in offset order.
+
+storage/log_store.py calls these inside its own transactions: segments change in the
+transaction that appends, truncates or deletes the batches they describe. A data dir from
+before segments has none for a partition: the store builds them from the log's batches when it
+opens it (`build`, one pass, rolling by `segment.bytes`).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import lmdb
+import msgpack
+
+from minikafka.core import time_index as ti
+from minikafka.core.log_retention import Segment, roll, should_roll
+from minikafka.core.records import peek_header
+
+DB_NAME = b"log-segments"
+_BASE = struct.Struct(">Q")
+KAFKA_SEGMENT_BYTES = 1073741824  # log.segment.bytes, Kafka's default (1 GiB)
+KAFKA_SEGMENT_MS = 604800000  # log.roll.ms / log.roll.hours = 168, Kafka's default (7 days)
+
+
+def key(pre: bytes, base_offset: int) -> bytes:
+    return pre + _BASE.pack(base_offset)
+
+
+def encode(segment: Segment) -> bytes:
+    """The value of a segment's key: its fields but the base offset (which is in the key)."""
+    return msgpack.packb(
+        [
+            segment.next_offset,
+            segment.size_bytes,
+            segment.max_timestamp_ms,
+            segment.first_batch_timestamp_ms,
+            segment.created_ms,
+            segment.last_modified_ms,
+        ]
+    )
+
+
+def decode(key_bytes: Any, value: Any, pre: bytes) -> Segment:
+    (base,) = _BASE.unpack_from(bytes(key_bytes), len(pre))
+    nxt, size, max_ts, first_ts, created, modified = msgpack.unpackb(bytes(value))
+    return Segment(
+        base_offset=base,
+        next_offset=nxt,
+        size_bytes=size,
+        max_timestamp_ms=max_ts,
+        first_batch_timestamp_ms=first_ts,
+        created_ms=created,
+        last_modified_ms=modified,
+    )
+
+
+def _mine(key_bytes: Any, pre: bytes) -> bool:
+    key_bytes = bytes(key_bytes)
+    return len(key_bytes) == len(pre) + _BASE.size and key_bytes.startswith(pre)
+
+
+def _walk(cur: lmdb.Cursor, pre: bytes) -> Iterator[tuple[Any, Any]]:
+    found = cur.set_range(pre)
+    while found and _mine(cur.key(), pre):
+        yield cur.key(), cur.value()
+        found = cur.next()
+
+
+def read(txn: lmdb.Transaction, db: Any, pre: bytes) -> tuple[Segment, ...]:
+    """The partition's segments in offset order (one cursor over its key range)."""
+    with txn.cursor(db=db) as cur:
+        return tuple(decode(k, v, pre) for k, v in _walk(cur, pre))
+
+
+def put(txn: lmdb.Transaction, db: Any, pre: bytes, segments: Iterable[Segment]) -> None:
+    for segment in segments:
+        txn.put(key(pre, segment.base_offset), encode(segment), db=db)
+
+
+def delete(txn: lmdb.Transaction, db: Any, pre: bytes, base_offsets: Iterable[int]) -> None:
+    for base in base_offsets:
+        txn.delete(key(pre, base), db=db)
+
+
+def drop(txn: lmdb.Transaction, db: Any, pre: bytes) -> None:
+    """Remove every segment of the partition."""
+    with txn.cursor(db=db) as cur:
+        if cur.set_range(pre):
+            while _mine(cur.key(), pre):
+                if not cur.delete() or not cur.key():
+                    return
+
+
+def replace(
+    txn: lmdb.Transaction, db: Any, pre: bytes, old: Sequence[Segment], new: Sequence[Segment]
+) -> None:
+    """Write the difference between `old` and `new` (the partition's segments before and after):
+    keys of segments gone deleted, changed or added segments put, unchanged ones untouched."""
+    before = {s.base_offset: s for s in old}
+    after = {s.base_offset: s for s in new}
+    delete(txn, db, pre, (b for b in before if b not in after))
+    put(txn, db, pre, (s for b, s in after.items() if before.get(b) != s))
+
+
+def append(
+    segments: list[Segment],
+    batches: Iterable[tuple[int, int, int, int]],
+    *,
+    now_ms: int,
+    segment_bytes: int,
+    segment_ms: int,
+) -> None:
+    """Append batches ``(base_offset, next_offset, size_bytes, max_timestamp_ms)`` to `segments`
+    in place: ``log_retention.append_batch`` (``UnifiedLog.maybeRoll`` + ``LogSegment.append``)
+    applied to the active segment alone, as its docstring says the store does."""
+    for base, nxt, size, max_ts in batches:
+        active = segments[-1] if segments else None
+        if should_roll(
+            active,
+            batch_bytes=size,
+            batch_max_timestamp_ms=max_ts,
+            now_ms=now_ms,
+            segment_bytes=segment_bytes,
+            segment_ms=segment_ms,
+        ):
+            rolled = roll(segments[-1:], now_ms=now_ms, expected_next_offset=base)
+            segments[-1:] = rolled
+        segments[-1] = segments[-1].append(
+            base_offset=base,
+            next_offset=nxt,
+            size_bytes=size,
+            max_timestamp_ms=max_ts,
+            now_ms=now_ms,
+        )
+
+
+def shape(raw: Any) -> tuple[int, int, int, int]:
+    """(base offset, next offset, size, max timestamp) of a stored batch, for `append`."""
+    raw = bytes(raw)
+    base, _epoch, count = peek_header(raw)
+    return base, base + count, len(raw), ti.safe_max_timestamp(raw)
+
+
+def build(
+    raws: Iterable[Any],
+    *,
+    start_offset: int,
+    now_ms: int,
+    segment_bytes: int = KAFKA_SEGMENT_BYTES,
+    segment_ms: int = KAFKA_SEGMENT_MS,
+) -> list[Segment]:
+    """The segments of a log that has none (a data dir from before segments): one pass over its
+    batches `raws` (offset order), rolling by `segment.bytes` and by `segment.ms` of record
+    time; times not in the records are `now_ms` (Kafka would read the files' mtimes). An empty
+    log gets one empty segment at `start_offset` (a log always has one)."""
+    segments = [Segment.new(base_offset=start_offset, now_ms=now_ms)]
+    append(
+        segments,
+        map(shape, raws),
+        now_ms=now_ms,
+        segment_bytes=segment_bytes,
+        segment_ms=segment_ms,
+    )
+    return segments
+
+
+def recompute(segment: Segment, raws: Iterable[Any], end_offset: int, now_ms: int) -> Segment:
+    """`segment` cut at `end_offset` (``LogSegment.truncateTo``): rebuilt from its batches
+    `raws` (from its base on) that end at or before `end_offset`. Emptied, it is as if new
+    (Kafka resets its creation time and rolling timestamp); otherwise it keeps its creation and
+    last modification times."""
+    out = Segment.new(base_offset=segment.base_offset, now_ms=segment.created_ms)
+    for raw in raws:
+        base, nxt, size, max_ts = shape(raw)
+        if nxt > end_offset:
+            break
+        out = out.append(
+            base_offset=base,
+            next_offset=nxt,
+            size_bytes=size,
+            max_timestamp_ms=max_ts,
+            now_ms=segment.last_modified_ms,
+        )
+    if out.is_empty:
+        return Segment.new(base_offset=segment.base_offset, now_ms=now_ms)
+    return out
+
+
+def tiles(segments: Sequence[Segment], log_start_offset: int, log_end_offset: int) -> bool:
+    """The store's invariant: segments contiguous, the last ending at the log end offset, the
+    first holding the log start offset (or being the only, empty, one at it)."""
+    if not segments or segments[-1].next_offset != log_end_offset:
+        return False
+    if any(a.next_offset != b.base_offset for a, b in zip(segments, segments[1:], strict=False)):
+        return False
+    first = segments[0]
+    upper = segments[1].base_offset if len(segments) > 1 else first.next_offset
+    return first.base_offset <= log_start_offset and (
+        log_start_offset < upper or len(segments) == 1
+    )
