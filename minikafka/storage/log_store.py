@@ -627,15 +627,20 @@ class LogStore:
                 with txn.cursor(db=db) as cur:
                     if _seek_ending_at_or_after(cur, offset):
                         leo = peek_header(cur.value())[0]
-                        while cur.delete():
-                            pass
+                    kept = [seg for seg in old if seg.base_offset <= leo]
+                    cut_end = _KEY.pack(kept[-1].next_offset if kept else 0)
+                    removed = 0  # bytes of the cut segment removed
                     if leo < old[-1].next_offset:
-                        kept = [seg for seg in old if seg.base_offset <= leo]
+                        while cur.key() and bytes(cur.key()) < cut_end:
+                            removed += len(cur.value())
+                            cur.delete()
+                        while cur.key() and cur.delete():
+                            pass
                         if kept:
                             last = kept[-1]
                             found = _seek_ending_at_or_after(cur, last.base_offset)
                             raws = cur.iternext(keys=False, values=True) if found else ()
-                            kept[-1] = segments.recompute(last, raws, leo, now_ms)
+                            kept[-1] = segments.recompute(last, raws, leo, removed, now_ms)
                         segs = tuple(kept) or (Segment.new(base_offset=leo, now_ms=now_ms),)
                         tail = len(kept) - 1 if kept else 0
                         segments.replace(txn, self._seg_db, _pre(tp), old[tail:], segs[tail:])

@@ -176,37 +176,43 @@ def build(
     return segments
 
 
-def recompute(segment: Segment, raws: Iterable[Any], end_offset: int, now_ms: int) -> Segment:
-    """`segment` cut at `end_offset` (``LogSegment.truncateTo``): rebuilt from its batches
-    `raws` (from its base on) that end at or before `end_offset`. Emptied, it is as if new
-    (Kafka resets its creation time and rolling timestamp); otherwise it keeps its creation and
-    last modification times."""
-    out = Segment.new(base_offset=segment.base_offset, now_ms=segment.created_ms)
+def recompute(
+    segment: Segment, raws: Iterable[Any], end_offset: int, removed_bytes: int, now_ms: int
+) -> Segment:
+    """`segment` cut at `end_offset` (``LogSegment.truncateTo``), the truncation having removed
+    `removed_bytes` of its batches; `raws` are its batches still stored (from its base on, those
+    past `end_offset` ignored). Emptied, it is as if new (Kafka resets its creation time and
+    rolling timestamp). Otherwise it keeps its first batch's timestamp and its times, and its
+    largest timestamp is recomputed from its stored batches: a segment holding the log start
+    offset may have lost its head to a deletion, whose bytes it still counts, as Kafka's file
+    does, but whose timestamps it no longer knows."""
+    size = segment.size_bytes - removed_bytes
+    if size <= 0 or end_offset <= segment.base_offset:
+        return Segment.new(base_offset=segment.base_offset, now_ms=now_ms)
+    top = ti.NO_TIMESTAMP
     for raw in raws:
-        base, nxt, size, max_ts = shape(raw)
+        _base, nxt, _size, max_ts = shape(raw)
         if nxt > end_offset:
             break
-        out = out.append(
-            base_offset=base,
-            next_offset=nxt,
-            size_bytes=size,
-            max_timestamp_ms=max_ts,
-            now_ms=segment.last_modified_ms,
-        )
-    if out.is_empty:
-        return Segment.new(base_offset=segment.base_offset, now_ms=now_ms)
-    return out
+        top = max(top, max_ts)
+    return Segment(
+        base_offset=segment.base_offset,
+        next_offset=end_offset,
+        size_bytes=size,
+        max_timestamp_ms=top,
+        first_batch_timestamp_ms=segment.first_batch_timestamp_ms,
+        created_ms=segment.created_ms,
+        last_modified_ms=segment.last_modified_ms,
+    )
 
 
 def tiles(segments: Sequence[Segment], log_start_offset: int, log_end_offset: int) -> bool:
     """The store's invariant: segments contiguous, the last ending at the log end offset, the
-    first holding the log start offset (or being the only, empty, one at it)."""
+    first starting at or below the log start offset. Segments wholly below the log start offset
+    may precede the one holding it (rolled past it since it moved: Kafka keeps them too until the
+    next retention run, ``deleteLogStartOffsetBreachedSegments``); their batches may be gone."""
     if not segments or segments[-1].next_offset != log_end_offset:
         return False
     if any(a.next_offset != b.base_offset for a, b in zip(segments, segments[1:], strict=False)):
         return False
-    first = segments[0]
-    upper = segments[1].base_offset if len(segments) > 1 else first.next_offset
-    return first.base_offset <= log_start_offset and (
-        log_start_offset < upper or len(segments) == 1
-    )
+    return segments[0].base_offset <= log_start_offset
