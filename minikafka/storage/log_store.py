@@ -40,6 +40,7 @@ power loss; `sync=False` survives a process crash (SIGKILL) only.
 
 from __future__ import annotations
 
+import functools
 import os
 import struct
 import threading
@@ -163,6 +164,7 @@ def _db_name(tp: TopicPartition) -> bytes:
     return f"{_LOG_PREFIX}{tp.topic}/{tp.partition}".encode()
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _pre(tp: TopicPartition) -> bytes:
     """The key prefix of the partition in the shared `time-index` and `log-segments`."""
     return time_index.prefix(_db_name(tp))
@@ -516,7 +518,9 @@ class LogStore:
                             meta["high_watermark"] = min(write.high_watermark, leo)
                         self._put_meta(txn, write.tp, meta)
                 for tp, segs in new_segs.items():
-                    segments.replace(txn, self._seg_db, _pre(tp), self._segs[tp][-1:], segs)
+                    # The old active segment's base is among them (appended to, or replaced by
+                    # an empty one rolled at its base): nothing to delete.
+                    segments.put(txn, self._seg_db, _pre(tp), segs)
             self._leo.update(new_leo)  # only once the commit succeeded
             self._largest.update(largest)
             for tp, segs in new_segs.items():

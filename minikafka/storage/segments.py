@@ -25,7 +25,7 @@ import lmdb
 import msgpack
 
 from minikafka.core import time_index as ti
-from minikafka.core.log_retention import Segment, roll, should_roll
+from minikafka.core.log_retention import NO_TIMESTAMP, Segment, roll
 from minikafka.core.records import peek_header
 
 DB_NAME = b"log-segments"
@@ -123,20 +123,43 @@ def append(
     segment_ms: int,
 ) -> None:
     """Append batches ``(base_offset, next_offset, size_bytes, max_timestamp_ms)`` to `segments`
-    in place: ``log_retention.append_batch`` (``UnifiedLog.maybeRoll`` + ``LogSegment.append``)
-    applied to the active segment alone, as its docstring says the store does."""
-    for base, nxt, size, max_ts in batches:
+    in place: what ``log_retention.append_batch`` (``UnifiedLog.maybeRoll`` + ``LogSegment
+    .append``) does batch by batch, on the active segment alone, as its docstring says the store
+    does (tests/storage/test_segments.py checks the two agree).
+
+    The append path's cost: a ``Segment`` is immutable and each ``Segment.append`` builds a new
+    one, so the batches that go to the same segment are applied as one run (the first batch of
+    an empty segment alone: it sets the rolling timestamp), and the roll test is
+    ``should_roll``'s, on the active segment plus the run so far."""
+    run: list[tuple[int, int, int, int]] = []
+    run_bytes = 0
+    for batch in batches:
+        _base, _nxt, size, max_ts = batch
         active = segments[-1] if segments else None
-        if should_roll(
-            active,
-            batch_bytes=size,
-            batch_max_timestamp_ms=max_ts,
-            now_ms=now_ms,
-            segment_bytes=segment_bytes,
-            segment_ms=segment_ms,
-        ):
-            rolled = roll(segments[-1:], now_ms=now_ms, expected_next_offset=base)
-            segments[-1:] = rolled
+        if active is None:
+            rolls = True
+        else:
+            held = active.size_bytes + run_bytes
+            if not active.is_empty:
+                first_ts = active.first_batch_timestamp_ms
+            else:
+                first_ts = run[0][3] if run else NO_TIMESTAMP
+            waited = max_ts - first_ts if first_ts >= 0 else now_ms - active.created_ms
+            rolls = held > segment_bytes - size or (held > 0 and waited > segment_ms)
+        if rolls:
+            _apply_run(segments, run, now_ms)
+            run, run_bytes = [], 0
+            segments[-1:] = roll(segments[-1:], now_ms=now_ms, expected_next_offset=batch[0])
+        run.append(batch)
+        run_bytes += size
+    _apply_run(segments, run, now_ms)
+
+
+def _apply_run(segments: list[Segment], run: list[tuple[int, int, int, int]], now_ms: int) -> None:
+    if not run:
+        return
+    if segments[-1].is_empty:
+        base, nxt, size, max_ts = run[0]
         segments[-1] = segments[-1].append(
             base_offset=base,
             next_offset=nxt,
@@ -144,6 +167,16 @@ def append(
             max_timestamp_ms=max_ts,
             now_ms=now_ms,
         )
+        run = run[1:]
+        if not run:
+            return
+    segments[-1] = segments[-1].append(
+        base_offset=run[0][0],
+        next_offset=run[-1][1],
+        size_bytes=sum(b[2] for b in run),
+        max_timestamp_ms=max(b[3] for b in run),
+        now_ms=now_ms,
+    )
 
 
 def shape(raw: Any) -> tuple[int, int, int, int]:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from minikafka.common import TopicPartition
-from minikafka.core.log_retention import Segment, delete_old_segments
+from minikafka.core.log_retention import Segment, append_batch, delete_old_segments
 from minikafka.core.records import iter_batches, make_batch, peek_header
 from minikafka.storage import AppendWrite, LogStore, ReadSpec, StorageError, StoreConfig, time_index
 from minikafka.storage import segments as seg_db
@@ -379,3 +379,38 @@ def test_segments_tile_the_log_after_any_operations(tmp_path_factory, ops) -> No
         assert s.leftovers() == []
     finally:
         s.close()
+
+
+BATCHES = st.lists(
+    st.tuples(st.integers(1, 3), st.integers(1, 40), st.integers(-1, 300)), max_size=40
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    shapes=BATCHES,
+    cuts=st.lists(st.integers(0, 40), max_size=6),
+    segment_bytes=st.integers(1, 120),
+    segment_ms=st.integers(0, 200),
+    start=st.integers(0, 5),
+)
+def test_the_stores_append_is_log_retentions_append_batch(
+    shapes, cuts, segment_bytes, segment_ms, start
+) -> None:
+    """segments.append (runs of batches per segment) == append_batch folded batch by batch."""
+    batches, off = [], start
+    for count, size, ts in shapes:
+        batches.append((off, off + count, size, ts))
+        off += count
+    bounds_ = sorted({0, len(batches), *(min(c, len(batches)) for c in cuts)})
+    got = [Segment.new(base_offset=start, now_ms=0)]
+    want: tuple[Segment, ...] = tuple(got)
+    for i, (lo, hi) in enumerate(zip(bounds_, bounds_[1:], strict=False)):
+        now = 100 * (i + 1)  # each append at its own time
+        seg_db.append(got, batches[lo:hi], now_ms=now, segment_bytes=segment_bytes,
+                      segment_ms=segment_ms)  # fmt: skip
+        for base, nxt, size, ts in batches[lo:hi]:
+            want = append_batch(want, base_offset=base, next_offset=nxt, size_bytes=size,
+                                max_timestamp_ms=ts, now_ms=now, segment_bytes=segment_bytes,
+                                segment_ms=segment_ms)  # fmt: skip
+    assert tuple(got) == want
