@@ -414,3 +414,25 @@ def test_the_stores_append_is_log_retentions_append_batch(
                                 max_timestamp_ms=ts, now_ms=now, segment_bytes=segment_bytes,
                                 segment_ms=segment_ms)  # fmt: skip
     assert tuple(got) == want
+
+
+def test_retention_ms_by_record_time_through_the_store(store: LogStore) -> None:
+    for off in range(6):  # segments [0,3) and [3,6): largest timestamps NOW+2, NOW+5
+        store.append([AppendWrite(tp=TP, batches=[batch(off)], segment_bytes=3 * SIZE)])
+    plan, left = store.run_retention(
+        TP, high_watermark=6, retention_ms=100, retention_bytes=-1, now_ms=NOW + 104
+    )
+    assert bounds(plan.deleted) == [(0, 3)] and left == 0
+    assert (store.log_start_offset(TP), keys(store)) == (3, [3, 4, 5])
+    plan, _left = store.run_retention(  # idempotent at the same time (Kafka since 3.0)
+        TP, high_watermark=6, retention_ms=100, retention_bytes=-1, now_ms=NOW + 104
+    )
+    assert plan.deletions == ()
+
+
+def test_a_deleted_partition_leaves_no_segments(store: LogStore) -> None:
+    append(store, 0, 7)
+    store.delete_partition(TP)
+    store.create_partition(TP)
+    assert bounds(store.segments(TP)) == [(0, 0)]
+    assert stored_segments(store) == store.segments(TP)
