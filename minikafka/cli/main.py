@@ -31,6 +31,7 @@ COMMANDS = {
     "produce": "minikafka.cli.produce:produce_cmd",
     "consume": "minikafka.cli.consume:consume_cmd",
     "configs": "minikafka.cli.configs:configs_cmd",
+    "delete-records": "minikafka.cli.delete_records:delete_records_cmd",
     "reassign": "minikafka.cli.reassign:reassign_cmd",
     "analyze": "minikafka.cli.analyze:analyze_cmd",
     "net": "minikafka.cli.net:net_cmd",

@@ -1,6 +1,6 @@
 """The admin client: create and describe topics, alter and describe dynamic configs, alter and
 list partition reassignments (requests go to any broker, which forwards admin requests to the
-controller).
+controller), and delete records (KIP-107: to each partition's leader).
 
 Config and reassignment requests are retried while the answer is a retriable whole-request error
 (a broker that cannot reach the controller, e.g. during a controller restart), up to `wait_s`;
@@ -14,7 +14,7 @@ import trio
 
 from minikafka.client.cluster_client import ClusterClient
 from minikafka.common import TopicPartition
-from minikafka.errors import BrokerError, ErrorCode
+from minikafka.errors import BrokerError, ErrorCode, is_retriable
 from minikafka.wire.messages import (
     AlterableConfig,
     AlterConfigsResource,
@@ -25,6 +25,9 @@ from minikafka.wire.messages import (
     CreatePartitionsRequest,
     CreatePartitionsTopic,
     CreateTopicsRequest,
+    DeleteRecordsPartition,
+    DeleteRecordsPartitionResponse,
+    DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeConfigsResource,
@@ -211,6 +214,60 @@ class Admin:
         )
         resp = await self._config_request(req, wait_s)
         return {TopicPartition(r.topic, r.partition): r for r in resp.reassignments}
+
+    async def delete_records(
+        self,
+        offsets: Mapping[TopicPartition, int],
+        *,
+        timeout_ms: int = 30_000,
+        wait_s: float = 60.0,
+    ) -> dict[TopicPartition, DeleteRecordsPartitionResponse]:
+        """Move each partition's log start offset to its offset (-1: the high watermark), as
+        Kafka's AdminClient.deleteRecords does: one request per leader; a partition whose
+        answer is retriable (its leader moved) is asked again after a metadata refresh, until
+        `wait_s`. -> each partition's answer: its error code and low watermark."""
+        todo = dict(offsets)
+        out: dict[TopicPartition, DeleteRecordsPartitionResponse] = {}
+        topics = sorted({tp.topic for tp in offsets})
+        with trio.move_on_after(wait_s):
+            while todo:
+                if any(self.client.leader_of(tp) < 0 for tp in todo):
+                    await self.client.refresh_metadata(topics)
+                by_leader: dict[int, list[TopicPartition]] = {}
+                for tp in todo:
+                    by_leader.setdefault(self.client.leader_of(tp), []).append(tp)
+                for leader, tps in sorted(by_leader.items()):
+                    if leader < 0:
+                        continue
+                    req = DeleteRecordsRequest(
+                        partitions=[
+                            DeleteRecordsPartition(
+                                topic=tp.topic, partition=tp.partition, offset=todo[tp]
+                            )
+                            for tp in tps
+                        ],
+                        timeout_ms=timeout_ms,
+                    )
+                    try:
+                        conn = await self.client.node_connection(leader)
+                        resp = await conn.request(req, timeout_s=timeout_ms / 1000 + 30)
+                    except BrokerError as exc:
+                        if not exc.retriable:
+                            raise
+                        continue
+                    for r in resp.partitions:
+                        tp = TopicPartition(r.topic, r.partition)
+                        if not is_retriable(r.error_code):
+                            out[tp] = r
+                            todo.pop(tp, None)
+                if todo:
+                    await self.client.refresh_metadata(topics)
+                    await trio.sleep(RETRY_BACKOFF_S)
+        for tp in todo:  # never answered within wait_s
+            out[tp] = DeleteRecordsPartitionResponse(
+                topic=tp.topic, partition=tp.partition, error_code=ErrorCode.REQUEST_TIMED_OUT
+            )
+        return out
 
     async def _config_request(self, req: object, wait_s: float) -> object:
         last: BrokerError | None = None

@@ -43,6 +43,9 @@ class FollowerFetchState:
     fetch_offset: int
     current_leader_epoch: int
     last_fetched_epoch: int = UNDEFINED_EPOCH
+    # This replica's log start offset, reported in each fetch so that the leader's low
+    # watermark (DeleteRecords, KIP-107) sees it.
+    log_start_offset: int = -1
     delayed_until_ms: int = 0
     # max(0, leader HW - next fetch offset) as of the last response; None until one arrives
     # (Kafka PartitionFetchState.lag: a follower is caught up when it is known and <= 0).
@@ -136,6 +139,7 @@ class FetchPlanner:
                 partition_max_bytes=s.partition_max_bytes,
                 current_leader_epoch=st.current_leader_epoch,
                 last_fetched_epoch=st.last_fetched_epoch,
+                log_start_offset=st.log_start_offset,
             )
         if limits and limits.get(tp, s.partition_max_bytes) < s.partition_max_bytes:
             entry = replace(entry, partition_max_bytes=limits[tp])
@@ -197,6 +201,15 @@ class FetchPlanner:
             self._changed.add(tp)
             if returned_data:
                 self._move_to_end(tp)
+
+    def set_log_start(self, tp: TopicPartition, log_start_offset: int) -> None:
+        """Our log start moved (retention, the leader's taken): the next request reports it
+        (a session sends the partition again: its entry changed)."""
+        st = self.partitions.get(tp)
+        if st is not None and st.log_start_offset != log_start_offset:
+            st.log_start_offset = log_start_offset
+            self._entries.pop(tp, None)
+            self._changed.add(tp)
 
     def observe_leader(self, tp: TopicPartition, leader_high_watermark: int) -> None:
         """A response told us the leader's HW: how far behind we are (Kafka's fetch lag).

@@ -21,9 +21,10 @@ Time comes in as ``now_ms`` (monotonic); nothing here reads a clock.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from minikafka.common import TopicPartition
+from minikafka.core.log_retention import low_watermark
 
 __all__ = ["PartitionLeaderState"]
 
@@ -31,11 +32,18 @@ __all__ = ["PartitionLeaderState"]
 class _FollowerState:
     """Kafka Replica.ReplicaState for one follower (the leader's bookkeeping of it)."""
 
-    __slots__ = ("log_end_offset", "last_caught_up_ms", "last_fetch_ms", "last_fetch_leader_leo")
+    __slots__ = (
+        "log_end_offset",
+        "log_start_offset",
+        "last_caught_up_ms",
+        "last_fetch_ms",
+        "last_fetch_leader_leo",
+    )
 
     def __init__(self, *, last_caught_up_ms: int | None) -> None:
         # Kafka Replica.resetReplicaState(isNewLeader = true): LEO unknown, no previous fetch.
         self.log_end_offset = -1
+        self.log_start_offset = -1  # as its fetches report it (UnifiedLog.UnknownOffset until then)
         self.last_caught_up_ms = last_caught_up_ms  # None: never caught up (Kafka's 0L)
         self.last_fetch_ms: int | None = None
         self.last_fetch_leader_leo = -1
@@ -162,6 +170,28 @@ class PartitionLeaderState:
         f.last_fetch_ms = now_ms
         f.last_fetch_leader_leo = max(f.last_fetch_leader_leo, self._leo)
         return self.maybe_advance_hw()
+
+    def on_follower_log_start(self, replica_id: int, log_start_offset: int) -> bool:
+        """A follower's fetch reported its log start offset (Replica.updateFetchStateOrThrow
+        keeps it for the low watermark); True if it changed. -1 (not reported) keeps it."""
+        f = self._follower(replica_id)
+        if log_start_offset < 0 or log_start_offset == f.log_start_offset:
+            return False
+        f.log_start_offset = log_start_offset
+        return True
+
+    def low_watermark(self, leader_log_start_offset: int, alive: Container[int]) -> int:
+        """Partition.lowWatermarkIfLeader: the smallest log start offset of the leader and of
+        the followers on live brokers; a live follower that has not reported one counts as -1,
+        so a DeleteRecords waits for it."""
+        return low_watermark(
+            leader_log_start_offset,
+            (
+                self._follower(r).log_start_offset
+                for r in self.replicas
+                if r != self.local_id and r in alive
+            ),
+        )
 
     def maybe_advance_hw(self) -> bool:
         """HW = min LEO over the effective ISR (Kafka Partition.maybeIncrementLeaderHW with

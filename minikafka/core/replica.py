@@ -41,7 +41,7 @@ Time comes in as ``now_ms``; nothing here reads a clock.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 
 from minikafka.common import NO_LEADER, UNDEFINED_EPOCH, EpochEntry, TopicPartition
 from minikafka.core.log import (
@@ -346,18 +346,29 @@ class LocalReplica:
             return ErrorCode.NOT_LEADER_OR_FOLLOWER
         return ErrorCode.NONE
 
-    def on_follower_fetch(self, replica_id: int, fetch_offset: int, now_ms: int) -> list[Effect]:
-        """A follower fetched from `fetch_offset`, its LEO (Partition.updateFollowerFetchState):
-        the HW may advance, and the follower may be proposed back into the ISR."""
+    def on_follower_fetch(
+        self, replica_id: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
+    ) -> list[Effect]:
+        """A follower fetched from `fetch_offset`, its LEO, reporting its log start offset
+        (Partition.updateFollowerFetchState): the HW may advance, the low watermark move
+        (either wakes the waiters), and the follower may be proposed back into the ISR."""
         assert self._leader is not None
         effects: list[Effect] = []
         lag = self._leader.replica_lag(replica_id)
+        moved_start = self._leader.on_follower_log_start(replica_id, log_start_offset)
         if self._leader.on_follower_fetch(replica_id, fetch_offset, now_ms):
             effects.append(WakeWaiters())
             self._on_change()  # the HW advanced
         elif self._leader.replica_lag(replica_id) != lag:
             self._on_change()
+        if moved_start and not effects:
+            effects.append(WakeWaiters())  # a DeleteRecords waits on the low watermark
         return effects + self._propose(self._leader.expand_proposal(), "expand")
+
+    def low_watermark(self, alive: Container[int]) -> int:
+        """The leader's low watermark over the followers on `alive` brokers (KIP-107)."""
+        assert self._leader is not None
+        return self._leader.low_watermark(self._log_start_offset, alive)
 
     def next_deadline_ms(self) -> int | None:
         """When a follower of the ISR falls out of it if nothing else happens (None: never)."""

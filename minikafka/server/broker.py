@@ -31,6 +31,7 @@ from minikafka.clock import RunSync
 from minikafka.core.controller.topics import INTERNAL_TOPICS  # Kafka's Topic.isInternal
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError
 from minikafka.server.config import NodeConfig
+from minikafka.server.delete_records import handle_delete_records
 from minikafka.server.dynamic_configs import DynamicConfigs
 from minikafka.server.eventlog import EventLog
 from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
@@ -52,6 +53,7 @@ from minikafka.wire.messages import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
@@ -242,6 +244,7 @@ class Broker:
             ProduceRequest: self._produce,
             FetchRequest: self._fetch,
             ListOffsetsRequest: self._list_offsets,
+            DeleteRecordsRequest: self._delete_records,
             MetadataRequest: self._metadata,
             LeaderAndIsrRequest: self._leader_and_isr,
             UpdateMetadataRequest: self._update_metadata,
@@ -327,6 +330,12 @@ class Broker:
 
     async def _list_offsets(self, body: ListOffsetsRequest, call: Call) -> object:
         return await handle_list_offsets(self.replica_manager, body, self.cache.topics)
+
+    async def _delete_records(self, body: DeleteRecordsRequest, call: Call) -> object:
+        rm = self.replica_manager
+        return await handle_delete_records(
+            rm, body, self.cache.topics, alive=lambda: self.cache.brokers, log_config=rm.log_config
+        )
 
     async def _metadata(self, body: MetadataRequest, call: Call) -> object:
         return self.cache.response(body.topics)

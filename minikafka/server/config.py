@@ -28,6 +28,14 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from minikafka.core.cluster_auth import MIN_SECRET_BYTES, ClusterCredential
+from minikafka.core.dynamic_config import CLEANUP_POLICIES, MIN_SEGMENT_BYTES
+from minikafka.core.log_config import (
+    DEFAULT_CHECK_INTERVAL_MS,
+    DEFAULT_SEGMENT_BYTES,
+    LogConfig,
+    retention_ms_of,
+    roll_ms_of,
+)
 from minikafka.core.quota.planner import ThrottleSettings
 from minikafka.errors import ConfigError
 
@@ -116,6 +124,8 @@ def read_cluster_secret(path: str) -> bytes:
 
 
 _BIG = 1 << 62
+_LONG_MAX = 2**63 - 1
+_INT_MAX = 2**31 - 1
 
 # What a frame carries besides record bytes (request or response headers, per-partition fields):
 # room for about 3000 partitions' headers in one response.
@@ -246,6 +256,22 @@ OPTIONS: dict[str, _Option] = {
         # KIP-578's proposed name; also the LMDB databases a broker's store may open.
         _Option("max.broker.partitions", "max_broker_partitions", _parse_int(1, 100_000)),
         _Option("max.topic.partitions", "max_topic_partitions", _parse_int(1, 1_000_000)),
+        # The log's life (core/log_config.py): retention and rolling, overridable per topic.
+        _Option("log.retention.ms", "log_retention_ms", _parse_int(-1, _LONG_MAX)),
+        _Option("log.retention.minutes", "log_retention_minutes", _parse_int(-1, _INT_MAX)),
+        _Option("log.retention.hours", "log_retention_hours", _parse_int(-1, _INT_MAX)),
+        _Option("log.retention.bytes", "log_retention_bytes", _parse_int(-1, _LONG_MAX)),
+        _Option(
+            "log.segment.bytes", "log_segment_bytes", _parse_int(MIN_SEGMENT_BYTES, _INT_MAX)
+        ),
+        _Option("log.roll.ms", "log_roll_ms", _parse_int(1, _LONG_MAX)),
+        _Option("log.roll.hours", "log_roll_hours", _parse_int(1, _INT_MAX)),
+        _Option(
+            "log.retention.check.interval.ms",
+            "log_retention_check_interval_ms",
+            _parse_int(1, _LONG_MAX),
+        ),
+        _Option("log.cleanup.policy", "log_cleanup_policy", _parse_choice(*CLEANUP_POLICIES)),
         _Option("log.jsonl.max.bytes", "log_jsonl_max_bytes", _parse_int(1024, 1 << 40)),
         _Option("log.jsonl.max.files", "log_jsonl_max_files", _parse_int(1, 100)),
         _Option("cluster.id", "cluster_id", _parse_cluster_id),
@@ -342,6 +368,16 @@ class NodeConfig:
     # databases; more makes every read transaction slower) and the partitions of one topic.
     max_broker_partitions: int = 8192
     max_topic_partitions: int = 50_000
+    # The log's life, Kafka's names and defaults (core/log_config.py); None: the next name.
+    log_retention_ms: int | None = None
+    log_retention_minutes: int | None = None
+    log_retention_hours: int = 168
+    log_retention_bytes: int = -1
+    log_segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    log_roll_ms: int | None = None
+    log_roll_hours: int = 168
+    log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
+    log_cleanup_policy: str = "delete"
     # The node's own JSON-lines logs (events, metrics, replicas; server/jsonl.py) roll over at
     # this size and keep this many files each, the live one included (log4j's MaxFileSize and
     # MaxBackupIndex + 1 in Kafka's log4j.properties; ours): at most 3 x 500 MiB by default.
@@ -384,6 +420,19 @@ class NodeConfig:
         return ThrottleSettings(
             precise=self.replication_quota_precise,
             exempt_in_sync=self.replication_throttle_in_sync_exempt,
+        )
+
+    @property
+    def log_config(self) -> LogConfig:
+        """The broker's defaults for every log (a topic's configs override them)."""
+        return LogConfig(
+            retention_ms=retention_ms_of(
+                self.log_retention_ms, self.log_retention_minutes, self.log_retention_hours
+            ),
+            retention_bytes=self.log_retention_bytes,
+            segment_bytes=self.log_segment_bytes,
+            segment_ms=roll_ms_of(self.log_roll_ms, self.log_roll_hours),
+            cleanup_policy=self.log_cleanup_policy,
         )
 
     @property

@@ -87,7 +87,9 @@ def check_partition(
         if code != ErrorCode.NONE:
             return FetchPartitionResponse(topic=fp.topic, partition=fp.partition, error_code=code)
         if record_fetch:
-            rm.execute(p, p.replica.on_follower_fetch(replica_id, fp.fetch_offset, t))
+            rm.execute(
+                p, p.replica.on_follower_fetch(replica_id, fp.fetch_offset, t, fp.log_start_offset)
+            )
     return p
 
 

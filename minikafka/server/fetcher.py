@@ -31,7 +31,7 @@ from minikafka.common import TopicPartition
 from minikafka.core.fetch_session_handler import FetchSessionHandler, SessionRequest
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
 from minikafka.core.log import latest_epoch, truncate_epochs_from_end
-from minikafka.core.log_retention import follower_out_of_range_reset
+from minikafka.core.log_retention import follower_log_start_offset, follower_out_of_range_reset
 from minikafka.core.quota.planner import (
     NOT_THROTTLED,
     FollowerFetchPlan,
@@ -78,6 +78,7 @@ class ReplicaFetcherManager:
         quotas: ReplicationQuotas,
         dynamic: DynamicConfigs,
         on_append_error: Callable[..., bool],
+        on_log_start_moved: Callable[..., None],
         connect: Callable[..., AbstractAsyncContextManager[Connection]] = open_connection,
     ) -> None:
         self.config = config
@@ -91,6 +92,8 @@ class ReplicaFetcherManager:
         self.dynamic = dynamic  # live configs: which partitions are throttled
         # A failed append may take the replica offline (ReplicaManager.on_log_error).
         self.on_append_error = on_append_error
+        # The log start offset moved on disk (ReplicaManager.log_start_moved).
+        self.log_start_moved = on_log_start_moved
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._owner: dict[TopicPartition, tuple[int, int]] = {}
         self._nursery: trio.Nursery | None = None
@@ -118,10 +121,17 @@ class ReplicaFetcherManager:
                 fetch_offset=p.log_end_offset,
                 current_leader_epoch=leader_epoch,
                 last_fetched_epoch=last_fetched_epoch,
+                log_start_offset=p.log_start_offset,
             ),
         )
         self._owner[p.tp] = key
         fetcher.wakeup.set()
+
+    def set_log_start(self, tp: TopicPartition, log_start_offset: int) -> None:
+        """Our log start of `tp` moved: its fetcher reports it next (the leader's low watermark)."""
+        key = self._owner.get(tp)
+        if key is not None and key in self.fetchers:
+            self.fetchers[key].planner.set_log_start(tp, log_start_offset)
 
     def remove(self, tps: list[TopicPartition]) -> None:
         for tp in tps:
@@ -310,6 +320,7 @@ class ReplicaFetcher:
         t = now_ms()
         writes: list[AppendWrite] = []
         appended: list[tuple[LocalPartition, int, int]] = []
+        leader_starts: dict[TopicPartition, int] = {}
         for pr in response.partitions:
             tp = TopicPartition(pr.topic, pr.partition)
             st = self.planner.partitions.get(tp)
@@ -330,9 +341,11 @@ class ReplicaFetcher:
                 if write is not None:
                     writes.append(write)
                     appended.append((p, pr.high_watermark, len(pr.records)))
+                    leader_starts[tp] = pr.log_start_offset
             else:
                 p.replica.on_leader_high_watermark(pr.high_watermark)
                 self.planner.observe_leader(tp, pr.high_watermark)
+                await self._follow_log_start(p, pr.log_start_offset)
         if writes:
             failed = await self.manager.writer.append_each(writes)
             if failed:
@@ -350,6 +363,8 @@ class ReplicaFetcher:
                 self.planner.observe_leader(p.tp, leader_hw)
                 self.manager.metrics.inc("replication_bytes_in", size)
                 p.bytes_in.record(size, t)
+            for p, _hw, _n in appended:
+                await self._follow_log_start(p, leader_starts[p.tp])
             # After appending, what it cost the follower's sensors (`FollowerFetchPlan`).
             plan = FollowerFetchPlan([self._view(p.tp) for p, _hw, _n in appended], self.settings)
             costs = [(k, n, p.tp in exempt) for k, (p, _hw, n) in enumerate(appended)]
@@ -419,6 +434,20 @@ class ReplicaFetcher:
             leader_end_offset=div.end_offset,
         )
 
+    async def _follow_log_start(self, p: LocalPartition, leader_log_start_offset: int) -> None:
+        """Take the leader's log start offset after the answer's records and HW
+        (ReplicaFetcherThread.processPartitionData, core/log_retention.py
+        `follower_log_start_offset`): forward only, never past our own HW."""
+        move = follower_log_start_offset(
+            log_start_offset=p.log_start_offset,
+            leader_log_start_offset=leader_log_start_offset,
+            high_watermark=p.high_watermark,
+        )
+        if not move.moved:
+            return
+        await self.manager.writer.advance_log_start(p.tp, move.log_start_offset)
+        self.manager.log_start_moved(p, move.log_start_offset, reason=move.reason.value)
+
     async def _reset_out_of_range(self, conn: Connection, p: LocalPartition, t: int) -> None:
         """OFFSET_OUT_OF_RANGE: ask the leader where its log ends and starts, then truncate or
         start again from its log start (AbstractFetcherThread.fetchOffsetAndTruncate, decided
@@ -443,6 +472,7 @@ class ReplicaFetcher:
         if reset.truncate_fully_and_start_at is not None:
             await self.manager.writer.truncate_fully(tp, reset.truncate_fully_and_start_at)
             p.replica.on_truncated_fully(reset.truncate_fully_and_start_at)
+            self.planner.set_log_start(tp, p.log_start_offset)
         elif reset.truncate_to is not None:
             epochs = truncate_epochs_from_end(p.epochs, reset.truncate_to)
             new_leo = await self.manager.writer.truncate(tp, reset.truncate_to, epochs)

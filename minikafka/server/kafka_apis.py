@@ -30,10 +30,15 @@ import trio
 
 from minikafka.clock import RunSync
 from minikafka.core.dynamic_config import (
+    CLEANUP_POLICY,
     FOLLOWER_REPLICAS,
     LEADER_REPLICAS,
     MAX_MESSAGE_BYTES,
     MIN_INSYNC_REPLICAS,
+    RETENTION_BYTES,
+    RETENTION_MS,
+    SEGMENT_BYTES,
+    SEGMENT_MS,
     UNCLEAN_LEADER_ELECTION,
 )
 from minikafka.core.group import OffsetFetch
@@ -177,6 +182,10 @@ def topic_config_defaults(config: NodeConfig) -> admin.TopicDefaults:
         changed = getattr(config, attr) != getattr(default, attr)
         return str(value), admin.STATIC_BROKER_CONFIG if changed else admin.DEFAULT_CONFIG
 
+    def log(attr: str) -> tuple[str, int]:  # from log.* names, several per setting
+        value, kafka = getattr(config.log_config, attr), getattr(default.log_config, attr)
+        return str(value), admin.STATIC_BROKER_CONFIG if value != kafka else admin.DEFAULT_CONFIG
+
     unclean = "true" if config.unclean_leader_election_enable else "false"
     return {
         LEADER_REPLICAS: ("", admin.DEFAULT_CONFIG),
@@ -184,6 +193,11 @@ def topic_config_defaults(config: NodeConfig) -> admin.TopicDefaults:
         MIN_INSYNC_REPLICAS: static(config.min_insync_replicas, "min_insync_replicas"),
         MAX_MESSAGE_BYTES: static(config.message_max_bytes, "message_max_bytes"),
         UNCLEAN_LEADER_ELECTION: static(unclean, "unclean_leader_election_enable"),
+        RETENTION_MS: log("retention_ms"),
+        RETENTION_BYTES: log("retention_bytes"),
+        SEGMENT_BYTES: log("segment_bytes"),
+        SEGMENT_MS: log("segment_ms"),
+        CLEANUP_POLICY: log("cleanup_policy"),
     }
 
 

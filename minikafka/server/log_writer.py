@@ -12,12 +12,14 @@ partition from leader into follower, so no append of the old role lands after th
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import trio
 
 from minikafka.clock import RunSync
 from minikafka.common import EpochEntry, TopicPartition
+from minikafka.core.log_config import LogConfig
+from minikafka.core.log_retention import RetentionPlan
 from minikafka.core.producer_state import ProducerStateManager
 from minikafka.storage import AppendWrite, LoadedPartition, LogStore, StorageError
 
@@ -45,8 +47,13 @@ class LogWriter:
         on_committed: Callable[[Sequence[AppendWrite]], None] = lambda _writes: None,
         on_failed: Callable[[Sequence[AppendWrite]], None] = lambda _writes: None,
         run_sync: RunSync = trio.to_thread.run_sync,
+        log_config: Callable[[TopicPartition], LogConfig] | None = None,
     ) -> None:
         self.store = store
+        # Each partition's segment.bytes and segment.ms, read as its appends commit (a config
+        # changed live applies from the next commit, as LogConfig does in Kafka); None: the
+        # store's Kafka defaults.
+        self.log_config = log_config
         self._send, self._recv = trio.open_memory_channel[_Op](queue_len)
         self.commits = 0
         self.bytes_written = 0
@@ -111,7 +118,7 @@ class LogWriter:
             op.done.set()
 
     async def _commit(self, appends: list[_Op]) -> None:
-        writes = _merge([w for op in appends for w in op.writes])
+        writes = self._rolling(_merge([w for op in appends for w in op.writes]))
         try:
             await self.run_sync(self.store.append, writes)
         except Exception as exc:  # noqa: BLE001 - handed to the waiter
@@ -133,6 +140,15 @@ class LogWriter:
             self._committed(appends, writes)
         for op in appends:
             op.done.set()
+
+    def _rolling(self, writes: list[AppendWrite]) -> list[AppendWrite]:
+        if self.log_config is None:
+            return writes
+        out = []
+        for w in writes:
+            c = self.log_config(w.tp)
+            out.append(replace(w, segment_bytes=c.segment_bytes, segment_ms=c.segment_ms))
+        return out
 
     async def _commit_each(self, op: _Op, writes: list[AppendWrite]) -> None:
         ok = []
@@ -221,6 +237,32 @@ class LogWriter:
                 self.store.save_producer_snapshots(snaps)
 
         await self.call(both)
+
+    async def advance_log_start(self, tp: TopicPartition, offset: int) -> int:
+        """Move the persisted log start offset forward to `offset` (retention, DeleteRecords,
+        the leader's taken by a follower); the batches wholly below it are deleted, a bounded
+        number per transaction. -> how many are still left to delete (`purge`)."""
+        return await self.call(lambda: self.store.advance_log_start(tp, offset))  # type: ignore[return-value]
+
+    async def run_retention(
+        self, tp: TopicPartition, config: LogConfig, *, high_watermark: int
+    ) -> tuple[RetentionPlan, int]:
+        """One retention run of `tp` (storage/log_store.py `run_retention`), planned and applied
+        in one transaction after every op queued before it. -> (the plan, keys left to purge)."""
+        return await self.call(  # type: ignore[return-value]
+            lambda: self.store.run_retention(
+                tp,
+                high_watermark=high_watermark,
+                retention_ms=config.retention_ms,
+                retention_bytes=config.retention_bytes,
+                delete_enabled=config.delete_enabled,
+            )
+        )
+
+    async def purge(self, tp: TopicPartition) -> int:
+        """Delete a bounded number of the batches left below the log start; -> how many are
+        still left."""
+        return await self.call(lambda: self.store.purge(tp))  # type: ignore[return-value]
 
     async def load_producers(self, tp: TopicPartition) -> ProducerStateManager:
         """The producer state of the log as committed (after every op queued before)."""

@@ -97,7 +97,13 @@ class Node:
             sync=config.log_sync,
             max_partitions=config.max_broker_partitions,
         )
-        self.store = LogStore(config.data_dir / "lmdb", store_config) if config.is_broker else None
+        # Segments are timed by the node's wall clock (the simulation's in simulated time).
+        store_clock = lambda: int(edges.wall_clock() * 1000)  # noqa: E731
+        self.store = (
+            LogStore(config.data_dir / "lmdb", store_config, clock=store_clock)
+            if config.is_broker
+            else None
+        )
         self.meta_store = (
             MetadataStore(config.data_dir / "lmdb", store_config) if config.is_controller else None
         )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
+from functools import partial
 
 import trio
 
@@ -32,6 +33,8 @@ from minikafka.client.connection import Connection, open_connection
 from minikafka.clock import RunSync, now_ms
 from minikafka.common import TopicPartition
 from minikafka.core.leader_and_isr import LeaderAndIsrAction, classify_leader_and_isr
+from minikafka.core.log_config import LogConfig
+from minikafka.core.log_config import effective as effective_log_config
 from minikafka.core.quota.sensors import ClientQuotas, ReplicationQuotas
 from minikafka.core.records import peek_header
 from minikafka.core.replica_effects import (
@@ -51,6 +54,7 @@ from minikafka.server.fetch_sessions import FetchSessions
 from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.isr_updates import ControllerLinkLike, IsrUpdates
 from minikafka.server.local_partition import LocalPartition
+from minikafka.server.log_cleanup import run_log_retention
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
 from minikafka.server.offline_replicas import OfflineReplicas
@@ -100,7 +104,11 @@ class ReplicaManager:
         self._hw_touched = self.changes.subscribe()  # from the start: nothing moved is missed
         self.producer_snapshots = ProducerSnapshots(self.partitions.get, run_sync)
         self.writer = LogWriter(
-            store, on_committed=self._on_committed, on_failed=self._on_failed, run_sync=run_sync
+            store,
+            on_committed=self._on_committed,
+            on_failed=self._on_failed,
+            run_sync=run_sync,
+            log_config=lambda tp: self.log_config(tp.topic),
         )
         self.replication_quotas = ReplicationQuotas(
             samples=config.replication_quota_window_num,
@@ -116,6 +124,7 @@ class ReplicaManager:
             quotas=self.replication_quotas,  # both sides of replication share the sensors
             dynamic=dynamic,
             on_append_error=self.on_log_error,
+            on_log_start_moved=self.log_start_moved,
             connect=connect,
         )
         client_window = dict(
@@ -147,6 +156,28 @@ class ReplicaManager:
         self.on_configs_changed()
         register_replica_gauges(self, metrics)
 
+    def log_config(self, topic: str) -> LogConfig:
+        """The topic's log settings: its own configs over the broker's `log.*` defaults."""
+        return effective_log_config(self.config.log_config, self.dynamic.topic_overrides(topic))
+
+    def log_start_moved(self, p: LocalPartition, log_start_offset: int, *, reason: str) -> None:
+        """The store moved `p`'s log start offset (retention, DeleteRecords, the leader's taken
+        by a follower): the machine takes it, so fetches below it are out of range and a
+        DeleteRecords waiting on the low watermark wakes; a follower reports it in its next
+        fetch. Kafka's reasons (LogStartOffsetIncrementReason) name why, in the event."""
+        before = p.log_start_offset
+        self.execute(p, p.replica.on_log_start_offset_moved(log_start_offset))
+        if p.log_start_offset == before:
+            return
+        self.fetchers.set_log_start(p.tp, p.log_start_offset)
+        self.events.emit(
+            "log_start_offset_moved",
+            topic=p.tp.topic,
+            partition=p.tp.partition,
+            log_start_offset=p.log_start_offset,
+            reason=reason,
+        )
+
     def on_configs_changed(self) -> None:
         """The dynamic configs changed: new replication bounds (samples kept)."""
         self.replication_quotas.apply(self.dynamic.broker_config(self.config.node_id))
@@ -174,11 +205,13 @@ class ReplicaManager:
         *,
         isr_expiration: bool = True,
         hw_checkpoints: bool = True,
+        log_retention: bool = True,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         """Run the log writer and the fetchers, load the hosted partitions, then the ISR tasks
-        (the AlterPartition sender; Kafka's isr-expiration task) and the HW checkpoints. The
-        in-memory test node leaves the timed ones out unless a test asks for them."""
+        (the AlterPartition sender; Kafka's isr-expiration task), the HW checkpoints and the
+        log retention task (server/log_cleanup.py). The in-memory test node leaves the timed
+        ones out unless a test asks for them."""
         async with trio.open_nursery() as nursery:
             await nursery.start(self.writer.run)
             await nursery.start(self.fetchers.run)
@@ -189,6 +222,14 @@ class ReplicaManager:
             if hw_checkpoints:
                 await nursery.start(self.run_hw_checkpoints)
             await nursery.start(self.run_producer_expiration)
+            if log_retention:
+                await nursery.start(
+                    partial(
+                        run_log_retention,
+                        self,
+                        interval_ms=self.config.log_retention_check_interval_ms,
+                    )
+                )
             task_status.started()
 
     async def load(self) -> None:

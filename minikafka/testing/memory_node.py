@@ -44,7 +44,7 @@ import trio
 import trio.testing
 
 from minikafka.client.connection import Connection, open_connection, running
-from minikafka.clock import RunSync
+from minikafka.clock import RunSync, now_ms
 from minikafka.common import TopicPartition
 from minikafka.core.cluster_auth import ClusterCredential
 from minikafka.core.dynamic_config import validate_changes
@@ -84,6 +84,7 @@ from minikafka.wire.messages import (
 )
 
 TEST_STORE = StoreConfig(map_size_bytes=1 << 26, sync=False)
+MEMORY_EPOCH_MS = 1_700_000_000_000  # the in-memory brokers' wall clock at Trio time 0
 
 
 class FakeControllerLink:
@@ -236,7 +237,8 @@ class MemoryBroker:
         self.config = config
         self.events = EventLog(None, node_id=config.node_id)
         self.metrics = Metrics()
-        self.store = LogStore(data_dir, store_config)
+        # Segments timed by Trio's clock from a fixed epoch: retention.ms under MockClock.
+        self.store = LogStore(data_dir, store_config, clock=lambda: MEMORY_EPOCH_MS + now_ms())
         self.controller = controller if controller is not None else FakeControllerLink()
         self.network = network
         self.topics: set[str] = set()
@@ -293,9 +295,12 @@ class MemoryBroker:
         return BrokerInfo(node_id=self.config.node_id, host=self.config.host, port=self.config.port)
 
     @asynccontextmanager
-    async def running(self, *, isr_expiration: bool = False) -> AsyncIterator[MemoryBroker]:
+    async def running(
+        self, *, isr_expiration: bool = False, log_retention: bool = False
+    ) -> AsyncIterator[MemoryBroker]:
         """Run the writer, the fetcher manager and the AlterPartition sender (and, if asked, the
-        ISR expiration loop) until the block ends; then stop them and close the store."""
+        ISR expiration loop and the log retention task) until the block ends; then stop them
+        and close the store."""
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(
@@ -303,6 +308,7 @@ class MemoryBroker:
                         self.replica_manager.run,
                         isr_expiration=isr_expiration,
                         hw_checkpoints=False,
+                        log_retention=log_retention,
                     )
                 )
                 yield self

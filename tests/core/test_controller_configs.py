@@ -445,7 +445,10 @@ def test_topic_overrides_are_altered_like_any_topic_config_and_checked_the_same_
         ({"min.insync.replicas": "0"}, "min.insync.replicas='0': expected an integer >= 1"),
         ({"max.message.bytes": "-1"}, "max.message.bytes='-1': expected a size in bytes from 0"),
         ({"unclean.leader.election.enable": "1"}, "expected true or false"),
-        ({"retention.ms": "1000"}, "unknown topic config 'retention.ms': expected one of "),
+        ({"retention.ms": "-2"}, "retention.ms='-2': expected -1 (no limit) or an integer >= 0"),
+        ({"segment.bytes": "1000"}, "segment.bytes='1000': expected a size in bytes from 1048576"),
+        ({"cleanup.policy": "compact"}, "cleanup.policy='compact': expected delete"),
+        ({"flush.ms": "1000"}, "unknown topic config 'flush.ms': expected one of "),
     ]:
         responses, effects = c.alter_configs([res("topics", "t", bad)])
         assert codes(responses) == [ErrorCode.INVALID_CONFIG]

@@ -100,6 +100,21 @@ def test_advance_moves_the_fetch_position_and_epoch():
     assert p.build_request(now_ms=0) is None
 
 
+def test_the_request_reports_our_log_start_and_a_move_sends_it_again():
+    """The leader's low watermark (DeleteRecords) is made of what followers report."""
+    p = planner(n=1)
+    tp0 = TopicPartition("t", 0)
+    (fp,) = p.build_request(now_ms=0).partitions
+    assert fp.log_start_offset == -1  # not known: planner() gives none
+    p.take_changed(now_ms=0)
+    p.set_log_start(tp0, 40)
+    assert p.take_changed(now_ms=0) == {tp0}  # a session sends the partition again
+    (fp,) = p.build_request(now_ms=0).partitions
+    assert fp.log_start_offset == 40
+    p.set_log_start(tp0, 40)
+    assert p.take_changed(now_ms=0) == set()  # unchanged: nothing to send
+
+
 # -- replica.fetch.partition.order=rotate: Kafka's PartitionStates ----------------------------
 
 

@@ -424,3 +424,19 @@ def test_controller_state_keeps_follower_progress():
     st.apply_controller_state(replicas=[1, 2, 3, 4], isr=[1, 2], partition_epoch=8, now_ms=6)
     assert st.follower_log_end_offset(2) == 10
     assert st.follower_log_end_offset(4) == -1
+
+
+# ---------------------------------------------------------------------------- low watermark
+
+
+def test_the_low_watermark_is_the_smallest_log_start_of_the_live_replicas():
+    """Partition.lowWatermarkIfLeader: a live follower that never reported one counts as -1."""
+    p = make()
+    assert p.low_watermark(50, alive={1, 2, 3}) == -1
+    assert p.on_follower_log_start(2, 30) and not p.on_follower_log_start(2, 30)
+    assert not p.on_follower_log_start(3, -1)  # a fetch that reports none changes nothing
+    assert p.low_watermark(50, alive={1, 2}) == 30  # broker 3 is not alive: not waited for
+    assert p.on_follower_log_start(3, 70)
+    assert p.low_watermark(50, alive={1, 2, 3}) == 30
+    assert p.on_follower_log_start(2, 60)
+    assert p.low_watermark(50, alive={1, 2, 3}) == 50  # the leader's own is the smallest

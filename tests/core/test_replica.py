@@ -375,3 +375,12 @@ def test_the_log_start_offset_only_moves_forward_and_wakes_the_waiters():
     assert r.log_start_offset == 12 and changes == [12]
     assert r.on_log_start_offset_moved(12) == [] and r.on_log_start_offset_moved(7) == []
     assert r.log_start_offset == 12 and changes == [12]
+
+
+def test_a_followers_reported_log_start_wakes_the_waiters_of_the_low_watermark():
+    r = replica(leo=10, hw=10)
+    r.become_leader(state(leader=1, isr=[1, 2], replicas=[1, 2]), now_ms=0)
+    assert r.low_watermark(alive={1, 2}) == -1
+    assert WakeWaiters() in r.on_follower_fetch(2, 10, now_ms=1, log_start_offset=4)
+    assert r.low_watermark(alive={1, 2}) == 0  # the leader's log start is 0
+    assert r.on_follower_fetch(2, 10, now_ms=2, log_start_offset=4) == []

@@ -18,6 +18,11 @@ def test_every_honoured_topic_config_has_kafkas_default():
         "min.insync.replicas": ("1", DEFAULT_CONFIG),
         "max.message.bytes": ("1048588", DEFAULT_CONFIG),  # Kafka's message.max.bytes
         "unclean.leader.election.enable": ("false", DEFAULT_CONFIG),
+        "retention.ms": ("604800000", DEFAULT_CONFIG),  # log.retention.hours=168
+        "retention.bytes": ("-1", DEFAULT_CONFIG),
+        "segment.bytes": ("1073741824", DEFAULT_CONFIG),
+        "segment.ms": ("604800000", DEFAULT_CONFIG),  # log.roll.hours=168
+        "cleanup.policy": ("delete", DEFAULT_CONFIG),
     }
 
 
@@ -29,3 +34,14 @@ def test_a_broker_setting_is_a_static_broker_config():
     assert got["min.insync.replicas"] == ("2", STATIC_BROKER_CONFIG)
     assert got["unclean.leader.election.enable"] == ("true", STATIC_BROKER_CONFIG)
     assert got["max.message.bytes"] == ("1048588", DEFAULT_CONFIG)
+
+
+def test_a_log_setting_under_any_of_its_names_is_a_static_broker_config():
+    config = NodeConfig(node_id=1).with_settings(
+        {"log.retention.minutes": "10", "log.roll.ms": "5000", "log.segment.bytes": "2097152"}
+    )
+    got = topic_config_defaults(config)
+    assert got["retention.ms"] == ("600000", STATIC_BROKER_CONFIG)
+    assert got["segment.ms"] == ("5000", STATIC_BROKER_CONFIG)
+    assert got["segment.bytes"] == ("2097152", STATIC_BROKER_CONFIG)
+    assert got["retention.bytes"] == ("-1", DEFAULT_CONFIG)
