@@ -198,7 +198,7 @@ def produce_cmd(
         lines = (line.rstrip(b"\n").removesuffix(b"\r") for line in sys.stdin.buffer)
         records = split_lines(lines, separator=separator, key=None if key is None else key.encode())
         report = trio.run(
-            _produce_lines, address, topic, records, acks_value, idempotence, partition
+            _produce_lines, address, topic, records, acks_value, idempotence, partition, batch_bytes
         )
         click.echo(
             json.dumps(report) if as_json else f"produced {report['records']} records to {topic}"
@@ -228,6 +228,29 @@ def produce_cmd(
         click.echo(report["kafka_summary"])
 
 
+RECORD_OVERHEAD = 16  # about a record's length, attributes and deltas in a batch
+
+
+def batch_chunks(
+    records: list[tuple[int, bytes | None, bytes]], batch_bytes: int
+) -> list[list[tuple[int, bytes | None, bytes]]]:
+    """Records in order, cut into batches of about `batch_bytes` (--batch-bytes, as Kafka's
+    batch.size bounds a producer's batches); a record larger than that is a batch alone."""
+    out: list[list[tuple[int, bytes | None, bytes]]] = []
+    current: list[tuple[int, bytes | None, bytes]] = []
+    size = 0
+    for record in records:
+        n = len(record[2]) + len(record[1] or b"") + RECORD_OVERHEAD
+        if current and size + n > batch_bytes:
+            out.append(current)
+            current, size = [], 0
+        current.append(record)
+        size += n
+    if current:
+        out.append(current)
+    return out
+
+
 async def _produce_lines(
     bootstrap: str,
     topic: str,
@@ -235,6 +258,7 @@ async def _produce_lines(
     acks: int,
     idempotence: bool | None = None,
     partition: int | None = None,
+    batch_bytes: int = 100_000,
 ) -> Mapping[str, object]:
     async with open_client(bootstrap, client_id="minikafka-cli") as client:
         await client.refresh_metadata([topic])
@@ -252,7 +276,11 @@ async def _produce_lines(
         ):
             per_tp.setdefault(TopicPartition(topic, p), []).append((now, key, value))
         producer = Producer(client, ProducerConfig(acks=acks, enable_idempotence=idempotence))
-        batches = [(tp, make_batch(recs), len(recs)) for tp, recs in per_tp.items()]
+        batches = [
+            (tp, make_batch(chunk), len(chunk))
+            for tp, recs in per_tp.items()
+            for chunk in batch_chunks(recs, batch_bytes)
+        ]
         results = await producer.send_batches(batches) if batches else []
         return {
             "records": len(records),

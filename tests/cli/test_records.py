@@ -11,7 +11,12 @@ import pytest
 
 from minikafka.cli.consume import parse_offset, parse_reset, record_json
 from minikafka.cli.main import main
-from minikafka.cli.produce import assign_partitions, parse_properties, split_lines
+from minikafka.cli.produce import (
+    assign_partitions,
+    batch_chunks,
+    parse_properties,
+    split_lines,
+)
 from minikafka.core.partitioner import partition_for_key
 from minikafka.core.records import Record
 from minikafka.errors import ConfigError
@@ -88,6 +93,16 @@ def _commands(group: click.Group, prefix: str = ""):  # noqa: ANN202 - generator
             yield from _commands(cmd, f"{prefix}{name} ")
         else:
             yield f"{prefix}{name}", cmd
+
+
+def test_stdin_lines_are_cut_into_batches_of_batch_bytes() -> None:
+    """Every line used to go out in one batch per partition, whatever --batch-bytes said: 30,000
+    lines were one 1.1 MB batch, refused as MESSAGE_TOO_LARGE."""
+    records = [(1, None, b"x" * 84)] * 10  # 100 bytes each with the overhead
+    assert [len(c) for c in batch_chunks(records, 250)] == [2, 2, 2, 2, 2]
+    assert [len(c) for c in batch_chunks(records, 1000)] == [10]
+    assert [len(c) for c in batch_chunks([(1, b"k", b"v" * 500)], 100)] == [1]  # alone
+    assert [r for c in batch_chunks(records, 250) for r in c] == records  # in order
 
 
 def test_auto_offset_reset_defaults_as_the_console_consumer_sets_it() -> None:
