@@ -167,6 +167,43 @@ def _isr_thrash(seed: int, duration: float | None) -> list[ExperimentSpec]:
     return variants
 
 
+def _follower_behind_retention(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # Broker 3 of 3 is wiped at 8 s and back at 12 s with an empty disk, while producers write
+    # 200 kB/s into each of 6 partitions and every log keeps about retention.bytes (2 MiB) in
+    # 1 MiB segments, checked every 500 ms: each leader's log start moves about once per 5 s. A
+    # follower-only throttle (KIP-1009) holds broker 3's catch-up to 600 kB/s, half the inbound
+    # rate: it starts at each leader's log start (the data below it is gone), falls behind it
+    # again as retention moves it, and gets OFFSET_OUT_OF_RANGE and starts over each time
+    # (AbstractFetcherThread.fetchOffsetAndTruncate). Producers stop at 24 s and the throttle is
+    # lifted at 30 s, as an operator would: it then catches up, and everything acknowledged that
+    # retention kept is read back and checked; what retention took counts as `deleted`.
+    d = duration or 30.0
+    t = 600_000
+    wipe = Fault(kind="wipe", target=Target("broker", 3), start_s=8.0, end_s=12.0)
+    out_of_range = Expectation(
+        counter="fetch_offset_out_of_range", op=">=", value=1,
+        why="the throttled follower falls behind the leaders' log start and starts over",
+    )  # fmt: skip
+    return [
+        ExperimentSpec(
+            name="follower-behind-retention", seed=seed, duration_s=d, faults=(wipe,),
+            records_per_s=1200.0, record_bytes=1000, produce_s=d * 0.8,
+            node_configs={
+                **THROTTLE_NODE_CONFIGS,
+                "log.segment.bytes": str(1 << 20),
+                "log.retention.bytes": str(2 << 20),
+                "log.retention.check.interval.ms": "500",
+            },
+            broker_configs={
+                "follower.replication.throttled": "true",
+                "follower.replication.throttled.rate": str(t),
+            },
+            lift_broker_configs=True,
+            expect=(out_of_range,),
+        )
+    ]  # fmt: skip
+
+
 def _partition_order(seed: int, duration: float | None) -> list[ExperimentSpec]:
     # Broker 3 of 3 is wiped at 10 s and back at 14 s with an empty disk: it re-replicates all
     # 24 partitions (r = 3) from the two others while clients go on producing, held to T by a
@@ -357,6 +394,7 @@ CATALOG: dict[str, Entry] = {
         Entry(name="wiped-broker-kip1009", question="Does a wiped broker re-replicate within a KIP-1009 broker-wide throttle while clients produce?", build=_wiped_broker),
         Entry(name="reassign-leader-fails", question="What happens to a throttled move whose leader fails mid-move: KIP-73 lists versus KIP-542?", build=_reassign_leader_fails),
         Entry(name="isr-thrash", question="Does throttling in-sync replicas make the ISR thrash, and does KAFKA-4313's exemption stop it?", build=_isr_thrash),
+        Entry(name="follower-behind-retention", question="What does a throttled follower re-replicating slower than retention do, how much does it copy again, and is anything acknowledged and still retained lost?", build=_follower_behind_retention),
         Entry(name="partition-order", question="How spread out are the per-partition catch-up times of a throttled re-replication under KIP-73's shuffled fetch order versus Kafka's rotation?", build=_partition_order),
         Entry(name="mixed-faults", question="Under a seeded mix of kills, pauses and network partitions of leaders, followers and the controller, is anything acknowledged lost or stored twice?", build=_mixed_faults),
         Entry(name="power-loss", question="Without fsync (Kafka's flush policy), does a broker whose machine loses power lose anything acknowledged with acks=all and min.insync.replicas=2? (simulated time only)", build=_power_loss),

@@ -42,7 +42,14 @@ from minikafka.experiment.move import describe as describe_move
 from minikafka.experiment.move import move_figures
 from minikafka.experiment.spec import ExperimentSpec
 
-COUNTERS = ("isr_shrinks", "isr_expands", "fetch_errors")
+# Summed over the brokers into results.json, with every counter an expectation names.
+COUNTERS = (
+    "isr_shrinks",
+    "isr_expands",
+    "fetch_errors",
+    "fetch_offset_out_of_range",
+    "log_segments_deleted",
+)
 # History times are rounded to 0.1 ms and node log times to 1 ms: samples this close are
 # treated as simultaneous by the HW check.
 HW_SLACK_S = 0.002
@@ -76,7 +83,9 @@ def judge(
         hw_slack_s=HW_SLACK_S,
     )
     doc = verdict.to_doc()
-    counters = node_logs.counter_totals(run_dir, COUNTERS, since=t0)
+    # An expectation on a counter not collected would read 0 and judge nothing: collect it too.
+    wanted = tuple(dict.fromkeys([*COUNTERS, *(e.counter for e in spec.expect if e.counter)]))
+    counters = node_logs.counter_totals(run_dir, wanted, since=t0)
     faults = _nemesis_log(run_dir)
     figures: dict[str, Any] = {}
     if spec.reassign is not None:

@@ -132,6 +132,20 @@ def test_the_experiments_expectations_tell_the_two_stories_apart(
     assert len(wrong) >= 3, results["expectations"]
 
 
+def test_an_expectation_on_any_counter_is_judged_on_its_total(
+    tmp_path: Path, clean_history: Callable[[Path], None]
+) -> None:
+    """The verdict summed a fixed list of counters, so an expectation on another one (the
+    follower-behind-retention experiment's fetch_offset_out_of_range) always observed 0."""
+    run = run_folder(tmp_path, copies_at=[4.5], move_end=None)
+    clean_history(run)
+    expect = (Expectation(counter="replication_bytes_in", op=">=", value=RESPONSE),)
+    results = judge(spec(expect), run, t0=T0, dumps=None, driver_errors=[], settled=True,
+                    analysis=None)  # fmt: skip
+    (seen,) = results["expectations"]
+    assert seen["holds"] and seen["observed"] >= RESPONSE, seen
+
+
 def test_expectations_on_figures() -> None:
     e = Expectation(figure="move.copy_gap_min_s", op=">=", value=10)
     assert str(e) == "move.copy_gap_min_s >= 10" and e.holds(11.2) and not e.holds(9.9)
