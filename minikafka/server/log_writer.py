@@ -26,6 +26,10 @@ from minikafka.storage import AppendWrite, LoadedPartition, LogStore, StorageErr
 MAX_GROUP_BYTES = 64 << 20  # bound one group commit
 
 
+class WriterStopped(RuntimeError):
+    """An op that will never run: the writer stopped (the node is shutting down)."""
+
+
 @dataclass(slots=True)
 class _Op:
     kind: str
@@ -76,7 +80,7 @@ class LogWriter:
                 await self._execute(group)
         finally:
             # Shutting down: nobody may wait forever on an op that will never run.
-            stopped = RuntimeError("the log writer stopped")
+            stopped = WriterStopped("the log writer stopped")
             while True:
                 try:
                     group.append(self._recv.receive_nowait())
@@ -175,9 +179,14 @@ class LogWriter:
         try:
             await self._send.send(op)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
-            raise RuntimeError("the log writer stopped") from None
+            await trio.lowlevel.checkpoint_if_cancelled()
+            raise WriterStopped("the log writer stopped") from None
         await _wait_shielded(op.done)
         if op.error is not None:
+            if isinstance(op.error, WriterStopped):
+                # The node is stopping: a caller cancelled with it ends as cancelled, not with
+                # an error its nursery would report as the node's crash.
+                await trio.lowlevel.checkpoint_if_cancelled()
             raise op.error
         return op.result
 

@@ -198,6 +198,22 @@ async def test_shutdown_releases_queued_waiters(store):
     assert read_all(store) == []
 
 
+async def test_a_caller_cancelled_with_the_writer_ends_cancelled_not_failed(store):
+    """A node stopping cancels its writer and the tasks waiting on it together. A waiter used to
+    get RuntimeError("the log writer stopped") instead of Cancelled, which its nursery reported
+    as the node's crash: in simulated time that took the whole cluster down (found by the
+    follower-behind-retention experiment, whose retention task waits on the writer often)."""
+    writer = LogWriter(store)
+    with trio.CancelScope() as scope:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(writer.append, [write(TP, 0)])
+            await trio.testing.wait_all_tasks_blocked()  # queued, the writer not yet running
+            scope.cancel()
+            await writer.run()
+    assert scope.cancelled_caught  # only Cancelled came out: no error group
+    assert read_all(store) == []
+
+
 async def test_ops_after_shutdown_fail_instead_of_hanging(store):
     writer = LogWriter(store)
     with trio.CancelScope() as scope:
