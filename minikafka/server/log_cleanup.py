@@ -17,22 +17,43 @@ machine takes the new log start offset: fetches below it are OFFSET_OUT_OF_RANGE
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import trio
 
+from minikafka.clock import RunSync
 from minikafka.common import TopicPartition
+from minikafka.core.log_config import LogConfig
 from minikafka.core.log_retention import LogStartOffsetIncrementReason
-from minikafka.storage import StorageError
+from minikafka.server.eventlog import EventLog
+from minikafka.server.local_partition import LocalPartition
+from minikafka.server.log_writer import LogWriter
+from minikafka.server.metrics import Metrics
+from minikafka.storage import LogStore, StorageError
 
-if TYPE_CHECKING:
-    from minikafka.server.replica_manager import ReplicaManager
+
+class RetentionHost(Protocol):
+    """What retention needs of its broker (server/replica_manager.py `ReplicaManager`)."""
+
+    partitions: dict[TopicPartition, LocalPartition]
+    writer: LogWriter
+    store: LogStore
+    events: EventLog
+    metrics: Metrics
+    run_sync: RunSync
+
+    def log_config(self, topic: str) -> LogConfig: ...
+
+    def on_log_error(self, tp: TopicPartition, exc: BaseException, *, during: str) -> bool: ...
+
+    def log_start_moved(self, p: LocalPartition, log_start_offset: int, *, reason: str) -> None: ...
+
 
 SEGMENT_DELETION = LogStartOffsetIncrementReason.SEGMENT_DELETION
 
 
 async def run_log_retention(
-    rm: ReplicaManager,
+    rm: RetentionHost,
     *,
     interval_ms: int,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
@@ -47,7 +68,7 @@ async def run_log_retention(
         await retention_round(rm)
 
 
-async def retention_round(rm: ReplicaManager) -> int:
+async def retention_round(rm: RetentionHost) -> int:
     """One round over the hosted, online partitions; -> how many segments it deleted."""
     deleted = 0
     for p in list(rm.partitions.values()):
@@ -81,7 +102,7 @@ async def retention_round(rm: ReplicaManager) -> int:
     return deleted
 
 
-async def _purge(rm: ReplicaManager, tp: TopicPartition) -> None:
+async def _purge(rm: RetentionHost, tp: TopicPartition) -> None:
     """The batches left below a log start, one bounded transaction per op, so appends queued
     meanwhile go between them."""
     left = 1
