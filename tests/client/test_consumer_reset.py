@@ -15,7 +15,12 @@ from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
 from minikafka.server.produce import handle_produce
 from minikafka.testing.memory_client import open_memory_client
-from minikafka.testing.memory_node import MemoryBroker, MemoryNetwork, broker_config, partition_state
+from minikafka.testing.memory_node import (
+    MemoryBroker,
+    MemoryNetwork,
+    broker_config,
+    partition_state,
+)
 from minikafka.wire.messages import ProducePartition, ProduceRequest
 
 TP = TopicPartition("t", 0)
