@@ -31,10 +31,12 @@ __all__ = [
     "FetchCheck",
     "assign_epoch",
     "check_follower_fetch",
+    "earliest_offset_epoch",
     "end_offset_for_epoch",
     "epochs_after_batches",
     "follower_high_watermark",
     "follower_truncation_offset",
+    "last_offset_for_leader_epoch",
     "latest_epoch",
     "truncate_epochs_from_end",
     "truncate_epochs_from_start",
@@ -127,6 +129,50 @@ def end_offset_for_epoch(
     if not floor:
         return (requested_epoch, higher[1])
     return (floor[-1], higher[1])
+
+
+def earliest_offset_epoch(epochs: Sequence[EpochEntry], log_start_offset: int) -> int:
+    """The leader epoch ListOffsets answers with the log start offset (EARLIEST): the first
+    cached epoch when it covers the log start, else UNDEFINED_EPOCH (Kafka
+    UnifiedLog.fetchOffsetByTimestamp: "the first cached epoch usually corresponds to the log
+    start offset, but we have to verify this")."""
+    if epochs and epochs[0][1] <= log_start_offset:
+        return epochs[0][0]
+    return UNDEFINED_EPOCH
+
+
+def last_offset_for_leader_epoch(
+    *,
+    epochs: Sequence[EpochEntry],
+    log_end_offset: int,
+    is_leader: bool,
+    leader_epoch: int,
+    current_leader_epoch: int,
+    requested_epoch: int,
+) -> tuple[int, int, int]:
+    """(error_code, leader_epoch, end_offset): one partition of OffsetForLeaderEpoch (KIP-101,
+    KIP-320), exactly Kafka's Partition.lastOffsetForLeaderEpoch with fetchOnlyFromLeader (what
+    ReplicaManager.lastOffsetForLeaderEpoch asks, for consumers and followers alike):
+
+    1. getLocalLog -> checkCurrentLeaderEpoch (skipped when current_leader_epoch < 0, i.e.
+       NO_PARTITION_LEADER_EPOCH): our epoch above the asker's is FENCED_LEADER_EPOCH, below it
+       UNKNOWN_LEADER_EPOCH. The epoch is checked before leadership, as Kafka does.
+    2. Not the leader: NOT_LEADER_OR_FOLLOWER.
+    3. UnifiedLog.endOffsetForEpoch: `end_offset_for_epoch`; an undefined end offset (the asked
+       epoch is undefined, or above every epoch we know) is no error with epoch and offset -1
+       (EpochEndOffset's defaults), else no error with the epoch found and its end offset.
+    """
+    if current_leader_epoch >= 0:
+        if leader_epoch > current_leader_epoch:
+            return (ErrorCode.FENCED_LEADER_EPOCH, UNDEFINED_EPOCH, UNDEFINED_OFFSET)
+        if leader_epoch < current_leader_epoch:
+            return (ErrorCode.UNKNOWN_LEADER_EPOCH, UNDEFINED_EPOCH, UNDEFINED_OFFSET)
+    if not is_leader:
+        return (ErrorCode.NOT_LEADER_OR_FOLLOWER, UNDEFINED_EPOCH, UNDEFINED_OFFSET)
+    epoch, end = end_offset_for_epoch(epochs, requested_epoch, log_end_offset)
+    if end == UNDEFINED_OFFSET:
+        return (ErrorCode.NONE, UNDEFINED_EPOCH, UNDEFINED_OFFSET)
+    return (ErrorCode.NONE, epoch, end)
 
 
 # ---------------------------------------------------------------------------- leader side

@@ -148,11 +148,10 @@ def _partition(
         "isr_nodes": tuple(BrokerId(r) for r in p.isr),
     }
     if _has(cls, "leader_epoch"):
-        # -1 (unknown) on purpose: with a real epoch, clients validate their fetch position
-        # with OffsetForLeaderEpoch (KIP-320), which this listener does not serve yet; with -1
-        # librdkafka (rdkafka_offset.c) and kafka-python (subscription_state.py) skip that
-        # validation.
-        fields["leader_epoch"] = i32(-1)
+        # KIP-320 (v7+): the partition's leader epoch. Clients put it in their fetches
+        # (current_leader_epoch, fenced by the leader) and in their positions, which they
+        # validate with OffsetForLeaderEpoch after a leader change (kafka/offset_for_leader_epoch.py).
+        fields["leader_epoch"] = i32(p.leader_epoch)
     if _has(cls, "offline_replicas"):
         fields["offline_replicas"] = tuple(BrokerId(r) for r in p.offline_replicas)
     return cls(**fields)

@@ -47,6 +47,8 @@ SYNC_GROUP = 14
 DESCRIBE_GROUPS = 15
 LIST_GROUPS = 16
 DESCRIBE_CLUSTER = 60
+DELETE_RECORDS = 21
+OFFSET_FOR_LEADER_EPOCH = 23
 
 # The API versions this listener serves (Kafka's ApiVersionsResponse.api_keys), key -> (min, max).
 # Metadata stops at v8, the last non-flexible version: librdkafka, kafka-python and aiokafka all
@@ -62,6 +64,11 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     FETCH: (4, 11),
     LIST_OFFSETS: (1, 7),  # v6 is flexible; v7: MAX_TIMESTAMP (-3, KIP-734)
     INIT_PRODUCER_ID: (0, 1),
+    # KIP-320 position validation (minikafka/kafka/offset_for_leader_epoch.py): kio carries
+    # v2-4 (KIP-896 removed v0-1) and v4 is flexible. librdkafka asks v2, kafka-python v3.
+    OFFSET_FOR_LEADER_EPOCH: (2, 3),
+    # KIP-107 (minikafka/kafka/delete_records.py), to each partition's leader; v2 is flexible.
+    DELETE_RECORDS: (0, 1),
     # Admin APIs (minikafka/kafka/admin.py), forwarded to the controller. CreateTopics and
     # DescribeConfigs stop before their first flexible version (v5, v4): librdkafka asks
     # CreateTopics v4, aiokafka v3. IncrementalAlterConfigs v1 and both reassignment APIs

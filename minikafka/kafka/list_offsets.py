@@ -6,11 +6,21 @@ A consumer resets its position with it (auto.offset.reset): timestamp -1 is the 
 KIP-734) is answered as the broker answers it natively (server/list_offsets.py): the offset and
 timestamp of the first record at or after it, or -1 and -1 when there is none. Both requests'
 isolation levels read up to the high watermark (no transactions: the last stable offset is
-the HW). Leader epochs go out as -1, as in Metadata (minikafka/kafka/apis.py says why).
+the HW).
+
+Leader epochs (KIP-320, v4+): each answer carries the broker's, the epoch of the record found or,
+for LATEST, the partition's leader epoch, for EARLIEST the first cached epoch covering the log
+start (Kafka's Partition.fetchOffsetForTimestamp and UnifiedLog.fetchOffsetByTimestamp); a
+consumer keeps it with its position and validates it with OffsetForLeaderEpoch. A request's
+`current_leader_epoch` (v4+) is checked here against this broker's metadata, whose leader epoch
+is the replica's own (both come from the controller's LeaderAndIsr): an older one is
+FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH (Partition.localLogWithEpochOrThrow), and
+only the other partitions are asked of the broker.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -23,14 +33,36 @@ from minikafka.kafka import codec
 from minikafka.wire.messages import (
     CONSUMER_REPLICA_ID,
     ListOffsetsPartition,
+    ListOffsetsPartitionResponse,
     ListOffsetsRequest,
     ListOffsetsResponse,
 )
 
+Fenced = dict[tuple[str, int], ErrorCode]
 
-def to_native(request: Any) -> ListOffsetsRequest:
+
+def fenced(request: Any, leader_epoch: Callable[[str, int], int | None]) -> Fenced:
+    """The partitions whose `current_leader_epoch` (v4+; -1: not given) is not this broker's
+    `leader_epoch(topic, partition)` (None: unknown here, left to the broker to answer), with
+    Kafka's error for each (Partition.checkCurrentLeaderEpoch)."""
+    out: Fenced = {}
+    for t in request.topics:
+        for p in t.partitions:
+            asked = int(getattr(p, "current_leader_epoch", -1))
+            ours = leader_epoch(str(t.name), int(p.partition_index))
+            if asked < 0 or ours is None or asked == ours:
+                continue
+            key = (str(t.name), int(p.partition_index))
+            out[key] = (
+                ErrorCode.FENCED_LEADER_EPOCH if ours > asked else ErrorCode.UNKNOWN_LEADER_EPOCH
+            )
+    return out
+
+
+def to_native(request: Any, refused: Fenced | None = None) -> ListOffsetsRequest:
     """A consumer's request (a replica id is a follower's, which the Kafka listener never
-    serves: it is asked as a consumer)."""
+    serves: it is asked as a consumer), without the `refused` partitions (`fenced`)."""
+    refused = refused or {}
     return ListOffsetsRequest(
         partitions=[
             ListOffsetsPartition(
@@ -38,8 +70,25 @@ def to_native(request: Any) -> ListOffsetsRequest:
             )
             for t in request.topics
             for p in t.partitions
+            if (str(t.name), int(p.partition_index)) not in refused
         ],
         replica_id=CONSUMER_REPLICA_ID,
+    )
+
+
+def with_refused(answer: ListOffsetsResponse, refused: Fenced) -> ListOffsetsResponse:
+    """The broker's answer and the `refused` partitions' errors, in one response."""
+    if not refused:
+        return answer
+    return ListOffsetsResponse(
+        partitions=[
+            *answer.partitions,
+            *(
+                ListOffsetsPartitionResponse(topic=t, partition=p, error_code=code)
+                for (t, p), code in refused.items()
+            ),
+        ],
+        throttle_time_ms=answer.throttle_time_ms,
     )
 
 
@@ -58,7 +107,7 @@ def to_kafka(version: int, answer: ListOffsetsResponse) -> Any:
             "offset": i64(p.offset),
         }
         if "leader_epoch" in names:
-            fields["leader_epoch"] = i32(-1)
+            fields["leader_epoch"] = i32(p.leader_epoch)
         topics.setdefault(p.topic, []).append(mod.ListOffsetsPartitionResponse(**fields))
     kwargs: dict[str, Any] = {
         "topics": tuple(

@@ -8,7 +8,7 @@ flight per connection: Kafka's SocketServer mutes a channel until its response i
 clients (librdkafka, kafka-python) match responses to requests in order.
 
 Served so far (minikafka/kafka/codec.py `SUPPORTED`): ApiVersions and Metadata; Produce, Fetch,
-ListOffsets and InitProducerId; the admin APIs CreateTopics, CreatePartitions, DeleteTopics, DescribeConfigs,
+ListOffsets, InitProducerId, OffsetForLeaderEpoch (KIP-320) and DeleteRecords (KIP-107); the admin APIs CreateTopics, CreatePartitions, DeleteTopics, DescribeConfigs,
 IncrementalAlterConfigs, AlterPartitionReassignments and ListPartitionReassignments;
 DescribeCluster; and the classic consumer-group APIs, served by the broker's group coordinator
 (server/groups.py). The data and admin APIs are translated to the native requests (minikafka/kafka/*.py) and handed to the
@@ -44,7 +44,16 @@ from minikafka.core.dynamic_config import (
 from minikafka.core.group import OffsetFetch
 from minikafka.core.group.messages import LeaveOutcome
 from minikafka.errors import BrokerError, ErrorCode, MiniKafkaError, RemoteProtocolError
-from minikafka.kafka import admin, fetch, groups, list_offsets, produce, reassignments
+from minikafka.kafka import (
+    admin,
+    delete_records,
+    fetch,
+    groups,
+    list_offsets,
+    offset_for_leader_epoch,
+    produce,
+    reassignments,
+)
 from minikafka.kafka.apis import (
     # kio's names come through minikafka.kafka, never from kio directly: that package loads
     # kio first, and without hypothesis (minikafka/kafka/__init__.py).
@@ -61,6 +70,7 @@ from minikafka.kafka.codec import (
     API_VERSIONS,
     CREATE_PARTITIONS,
     CREATE_TOPICS,
+    DELETE_RECORDS,
     DELETE_TOPICS,
     DESCRIBE_CLUSTER,
     DESCRIBE_CONFIGS,
@@ -78,6 +88,7 @@ from minikafka.kafka.codec import (
     METADATA,
     OFFSET_COMMIT,
     OFFSET_FETCH,
+    OFFSET_FOR_LEADER_EPOCH,
     PRODUCE,
     SUPPORTED,
     SYNC_GROUP,
@@ -248,6 +259,8 @@ class KafkaApis:
             FETCH: self.fetch,
             LIST_OFFSETS: self.list_offsets,
             INIT_PRODUCER_ID: self.init_producer_id,
+            OFFSET_FOR_LEADER_EPOCH: self.offset_for_leader_epoch,
+            DELETE_RECORDS: self.delete_records,
             CREATE_TOPICS: self.create_topics,
             DELETE_TOPICS: self.delete_topics,
             CREATE_PARTITIONS: self.create_partitions,
@@ -274,9 +287,35 @@ class KafkaApis:
         return api_versions_response(header.api_version)
 
     async def list_offsets(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Any:
-        native = await self._native(list_offsets.to_native(body))
+        refused = list_offsets.fenced(body, self.leader_epoch)
+        request = list_offsets.to_native(body, refused)
+        native: object = messages.ListOffsetsResponse(partitions=[])
+        if request.partitions:
+            native = await self._native(request)
         assert isinstance(native, messages.ListOffsetsResponse), native
-        return list_offsets.to_kafka(header.api_version, native)
+        return list_offsets.to_kafka(header.api_version, list_offsets.with_refused(native, refused))
+
+    def leader_epoch(self, topic: str, partition: int) -> int | None:
+        """The partition's leader epoch in this broker's metadata (None: not known here)."""
+        state = (self.cache.partitions_of(topic) or {}).get(partition)
+        return None if state is None else state.leader_epoch
+
+    async def offset_for_leader_epoch(
+        self, header: KafkaRequest, body: Any, order: Ordering | None
+    ) -> Any:
+        """KIP-320 position validation, answered by this broker's replicas (node.py routes it
+        to server/offset_for_leader_epoch.py)."""
+        native = offset_for_leader_epoch.to_native(body)
+        answer = await self._per_topic(native, offset_for_leader_epoch.failed)
+        assert isinstance(answer, messages.OffsetForLeaderEpochResponse), answer
+        return offset_for_leader_epoch.to_kafka(header.api_version, answer)
+
+    async def delete_records(self, header: KafkaRequest, body: Any, order: Ordering | None) -> Any:
+        """KIP-107, served by the broker for the partitions it leads (server/delete_records.py)."""
+        native = delete_records.to_native(body)
+        answer = await self._per_topic(native, delete_records.failed)
+        assert isinstance(answer, messages.DeleteRecordsResponse), answer
+        return delete_records.to_kafka(header.api_version, answer)
 
     async def init_producer_id(
         self, header: KafkaRequest, body: Any, order: Ordering | None

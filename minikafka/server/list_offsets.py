@@ -7,7 +7,7 @@ Per partition, once this broker is found to lead it (server/local_partition.py `
   transactions: also its last stable offset), a replica's or a debugging tool's
   (DEBUGGING_REPLICA_ID) log end offset; timestamp -1.
 - EARLIEST (-2) and EARLIEST_LOCAL (-4, KIP-1005: no tiered storage, so the same): the log
-  start offset; timestamp -1.
+  start offset, with the first cached leader epoch when it covers it; timestamp -1.
 - LATEST_TIERED (-5): nothing is tiered, so offset -1, timestamp -1 (Kafka's answer when remote
   storage is off).
 - MAX_TIMESTAMP (-3, KIP-734) and any other timestamp (KIP-79, `offsetsForTimes`): looked up in
@@ -28,6 +28,7 @@ are not there.
 from __future__ import annotations
 
 from minikafka.common import TopicPartition
+from minikafka.core.log import earliest_offset_epoch
 from minikafka.core.time_index import NO_TIMESTAMP, TimestampAndOffset, fetchable
 from minikafka.errors import ErrorCode
 from minikafka.server.local_partition import LocalPartition, leader_error
@@ -96,7 +97,10 @@ def _special(
     if lp.timestamp == LATEST_TIMESTAMP:
         return _not_available(lp) if lagging else _answer(lp, end, epoch=p.leader_epoch)
     if lp.timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-        return _answer(lp, p.log_start_offset, epoch=p.leader_epoch)
+        # The first cached epoch, if it covers the log start (UnifiedLog.fetchOffsetByTimestamp).
+        return _answer(
+            lp, p.log_start_offset, epoch=earliest_offset_epoch(p.epochs, p.log_start_offset)
+        )
     return _answer(lp, UNKNOWN_OFFSET)  # LATEST_TIERED: nothing is in remote storage
 
 

@@ -37,9 +37,10 @@ from minikafka.server.group_offsets_api import GroupOffsetsApi
 from minikafka.server.groups import GroupService
 from minikafka.server.jsonl import Rotation
 from minikafka.server.kafka_apis import KAFKA_CODEC, KafkaApis, topic_config_defaults
-from minikafka.server.listener import Door, bound_port, run_listener
+from minikafka.server.listener import Door, Ordering, bound_port, run_listener
 from minikafka.server.metrics import Metrics, run_metrics_log
 from minikafka.server.offline_replicas import OfflineReplicas
+from minikafka.server.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from minikafka.server.prometheus import serve_metrics
 from minikafka.server.replica_state_log import run_replica_state_log
 from minikafka.server.request_memory import RequestMemory
@@ -239,6 +240,8 @@ class Node:
             run_sync=self.edges.run_sync,
         )
         self.routes.register(self.broker.routes)
+        # OffsetForLeaderEpoch (KIP-320) from this broker's replicas, on both listeners.
+        self.routes.register({OffsetForLeaderEpochRequest: self._offset_for_leader_epoch})
         rm = self.broker.replica_manager
         await nursery.start(rm.run)
         nursery.start_soon(
@@ -270,7 +273,7 @@ class Node:
             kafka = KafkaApis(
                 cache=self.broker.cache,
                 cluster_id=c.cluster_id,
-                broker=self.broker.dispatch,
+                broker=self._kafka_dispatch,
                 groups=group_service,
                 topic_defaults=topic_config_defaults(c),
                 run_sync=self.edges.run_sync,
@@ -301,6 +304,22 @@ class Node:
             nursery.start_soon(self.edges.run_sync, preload_schemas)
         nursery.start_soon(link.run)
         await link.registered.wait()
+
+    async def _offset_for_leader_epoch(
+        self, body: OffsetForLeaderEpochRequest, call: Call
+    ) -> OffsetForLeaderEpochResponse:
+        assert self.broker is not None
+        rm, cache = self.broker.replica_manager, self.broker.cache
+        return handle_offset_for_leader_epoch(rm.partitions, body, cache.topics)
+
+    async def _kafka_dispatch(
+        self, body: object, *, client_id: str = "", order: Ordering | None = None
+    ) -> object:
+        """The Kafka listener's native dispatch: the broker's, and OffsetForLeaderEpoch."""
+        if isinstance(body, OffsetForLeaderEpochRequest):
+            return await self._offset_for_leader_epoch(body, Call(client_id=client_id))
+        assert self.broker is not None
+        return await self.broker.dispatch(body, client_id=client_id, order=order)
 
     async def dispatch(self, header: RequestHeader, body: object) -> object | None:
         handler = self.routes.handler(body)

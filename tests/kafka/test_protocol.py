@@ -246,8 +246,8 @@ def test_metadata_response_partitions(version: int) -> None:
     if version >= 5:
         assert orphan.offline_replicas == (1,)
     if version >= 7:
-        # Unknown epoch, so clients skip OffsetForLeaderEpoch validation (not served yet).
-        assert good.leader_epoch == orphan.leader_epoch == -1
+        # The partitions' real epochs (KIP-320), a leaderless one's too, as Kafka sends it.
+        assert (good.leader_epoch, orphan.leader_epoch) == (7, 4)
     if version >= 1:
         assert topic.is_internal is False
     if version >= 8:
@@ -319,4 +319,4 @@ def test_kafka_python_reads_our_bytes_and_we_read_its_bytes() -> None:
     ]
     partitions = {p.partition_index: p for p in metadata.topics[0].partitions}
     assert (partitions[1].leader_id, partitions[1].error_code) == (-1, 5)
-    assert partitions[0].leader_epoch == -1
+    assert partitions[0].leader_epoch == 7
