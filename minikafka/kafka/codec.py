@@ -22,7 +22,8 @@ from typing import Any
 from kio.static.primitive import i32
 
 from minikafka.errors import RemoteProtocolError
-from minikafka.kafka.bounds import check_request
+from minikafka.kafka.bounds import check_request, entity_shape
+from minikafka.kafka.lenient import metadata_request_v9
 
 PRODUCE = 0
 FETCH = 1
@@ -51,12 +52,15 @@ DELETE_RECORDS = 21
 OFFSET_FOR_LEADER_EPOCH = 23
 
 # The API versions this listener serves (Kafka's ApiVersionsResponse.api_keys), key -> (min, max).
-# Metadata stops at v8, the last non-flexible version: librdkafka, kafka-python and aiokafka all
-# accept it (negotiated live by librdkafka 2.16, kafka-python 3.0.12 and aiokafka 0.14 while
-# designing the listener; tests/integration/test_kafka_clients.py runs the first two).
+# Metadata goes to v9, its first flexible version: clients trust a partition's leader epoch only
+# from v9 on (KAFKA-9212: librdkafka's rd_kafka_has_reliable_leader_epochs, kafka-python's
+# ClusterMetadata and the Java client drop it from older responses), and without it they never
+# validate their positions (KIP-320). v9 is v8's fields, flexible; librdkafka 2.16, kafka-python
+# 3.0.12 and aiokafka 0.14 negotiate it or below (tests/integration/test_kafka_clients.py,
+# test_kafka_truncation.py).
 SUPPORTED: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 3),
-    METADATA: (0, 8),
+    METADATA: (0, 9),
     # Data (minikafka/kafka/produce.py, fetch.py, list_offsets.py): from the first version of
     # each that carries RecordBatch v2 (librdkafka needs Produce 3 and Fetch 4 for it) to the
     # last non-flexible one; InitProducerId 0-1 serves the idempotent producer (KIP-98).
@@ -211,6 +215,32 @@ def decode_request(payload: bytes) -> KafkaRequest:
     if not lo <= api_version <= hi:
         raise UnsupportedVersion(api_key, api_version, correlation_id)
     schema = request_schema(api_key, api_version)
+    try:
+        return _decode(schema, api_key, api_version, correlation_id, payload)
+    except RemoteProtocolError:
+        if (api_key, api_version) != (METADATA, 9):
+            raise
+        # Read as Kafka reads it (kafka/lenient.py: librdkafka's all-topics Metadata v9), the
+        # header's lengths checked before kio reads it, as in _decode.
+        header_schema = schema.__header_schema__
+        entity_shape(header_schema)[0](payload, 0, len(payload))
+        try:
+            header, used = entity_reader(header_schema)(payload, 0)
+            body = metadata_request_v9(schema, payload, used)
+        except (ValueError, KeyError) as exc:  # UnicodeDecodeError is a ValueError
+            raise RemoteProtocolError(f"undecodable kafka {schema.__name__} v9: {exc}") from exc
+        return KafkaRequest(
+            api_key=api_key,
+            api_version=api_version,
+            correlation_id=correlation_id,
+            client_id=getattr(header, "client_id", None),
+            body=body,
+        )
+
+
+def _decode(
+    schema: type, api_key: int, api_version: int, correlation_id: int, payload: bytes
+) -> KafkaRequest:
     header_schema = schema.__header_schema__
     # Every length against the bytes left, before kio's native readers size anything from it:
     # a length they trust can abort the process (kafka/bounds.py).

@@ -124,7 +124,7 @@ def test_decode_api_versions(version: int) -> None:
     assert request.body == body
 
 
-@pytest.mark.parametrize("version", range(0, 9))
+@pytest.mark.parametrize("version", range(0, 10))
 def test_decode_metadata(version: int) -> None:
     body = _metadata_request(version, ["a", "b"])
     request = decode_request(_client_bytes(body, correlation_id=-3, client_id=None))
@@ -133,7 +133,7 @@ def test_decode_metadata(version: int) -> None:
     assert request.body == body
 
 
-@pytest.mark.parametrize(("key", "version"), [(18, 4), (3, 9), (999, 0), (18, -1), (0, 2), (0, 9)])
+@pytest.mark.parametrize(("key", "version"), [(18, 4), (3, 10), (999, 0), (18, -1), (0, 2), (0, 9)])
 def test_unsupported_version_carries_correlation_id(key: int, version: int) -> None:
     payload = struct.pack(">hhi", key, version, 1234) + b"\x00\x03cli\x00"
     with pytest.raises(UnsupportedVersion) as info:
@@ -206,7 +206,7 @@ def test_api_versions_v0_error_response() -> None:
     assert {k.api_key: (k.min_version, k.max_version) for k in back.api_keys} == SUPPORTED
 
 
-@pytest.mark.parametrize("version", range(0, 9))
+@pytest.mark.parametrize("version", range(0, 10))
 def test_metadata_response_round_trips(version: int) -> None:
     response = _metadata(version)
     assert response.__version__ == version
@@ -218,7 +218,7 @@ def test_metadata_response_round_trips(version: int) -> None:
 # ------------------------------------------------------------------------------------- handlers
 
 
-@pytest.mark.parametrize("version", range(0, 9))
+@pytest.mark.parametrize("version", range(0, 10))
 def test_metadata_response_advertises_kafka_endpoints(version: int) -> None:
     response = _metadata(version)
     assert [(b.node_id, b.host, b.port) for b in response.brokers] == [
@@ -231,7 +231,7 @@ def test_metadata_response_advertises_kafka_endpoints(version: int) -> None:
         assert response.cluster_id == "mk"
 
 
-@pytest.mark.parametrize("version", range(0, 9))
+@pytest.mark.parametrize("version", range(0, 10))
 def test_metadata_response_partitions(version: int) -> None:
     response = _metadata(version)
     topic, unknown = response.topics
@@ -320,3 +320,50 @@ def test_kafka_python_reads_our_bytes_and_we_read_its_bytes() -> None:
     partitions = {p.partition_index: p for p in metadata.topics[0].partitions}
     assert (partitions[1].leader_id, partitions[1].error_code) == (-1, 5)
     assert partitions[0].leader_epoch == 7
+
+
+# librdkafka 2.16's all-topics MetadataRequest v9 (AdminClient.list_topics), as captured: after
+# the null topic array and three booleans come `01 00 00 00`, which Kafka reads as one unknown
+# tagged field and one ignored byte (kafka/lenient.py).
+LIBRDKAFKA_ALL_TOPICS_V9 = bytes.fromhex("0003000900000003000772646b61666b61000000000001000000")
+LIBRDKAFKA_NO_TOPICS_V9 = bytes.fromhex("0003000900000002000772646b61666b61000100000000")
+
+
+def test_librdkafkas_metadata_v9_requests_are_read_as_kafka_reads_them() -> None:
+    every = decode_request(LIBRDKAFKA_ALL_TOPICS_V9)
+    assert (every.api_version, every.correlation_id, every.client_id) == (9, 3, "rdkafka")
+    assert requested_topics(every.body) is None
+    assert every.body.allow_auto_topic_creation is False
+    assert requested_topics(decode_request(LIBRDKAFKA_NO_TOPICS_V9).body) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "02" + "04" + "616263" + "00" + "000000" + "00",  # topic "abc", then exactly Kafka's end
+        "02" + "04" + "616263" + "0101020000" + "000000" + "0000",  # unknown tag, trailing bytes
+    ],
+)
+def test_a_lenient_metadata_v9_request_keeps_its_topics(body: str) -> None:
+    header = LIBRDKAFKA_NO_TOPICS_V9[:18].hex()
+    assert requested_topics(decode_request(bytes.fromhex(header + body)).body) == ["abc"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "02" + "7f" + "6162",  # a topic name longer than the frame
+        "00" + "00",  # the booleans cut short
+        "02" + "03" + "fffe" + "00" + "000000",  # not UTF-8
+        "ffffffffff",  # a varint longer than 5 bytes
+    ],
+)
+def test_a_lenient_metadata_v9_request_still_checks_its_lengths(body: str) -> None:
+    header = LIBRDKAFKA_NO_TOPICS_V9[:18].hex()
+    with pytest.raises(RemoteProtocolError):
+        decode_request(bytes.fromhex(header + body))
+
+
+def test_leniency_is_for_metadata_v9_only() -> None:
+    with pytest.raises(RemoteProtocolError, match="trailing"):
+        decode_request(_client_bytes(_metadata_request(8, ["a"]), correlation_id=1) + b"\x00")
