@@ -1,19 +1,21 @@
 """Real processes, real Kafka clients: a consumer whose position a log truncation (an unclean
 leader election) left past the new leader's log end notices it (KIP-320) instead of silently
-reading on from its old offset.
+reading on from its old offset. Both librdkafka (confluent-kafka) and kafka-python.
 
 Three brokers and a controller, unclean.leader.election.enable on, a topic of one partition at
 r=2 (the third broker stays up throughout, so the clients always have a broker to ask for
-metadata: kafka-python asks only the brokers its last metadata listed). Five records reach both replicas; the follower stops, the controller fences it out of the
-ISR, and five more records reach the leader alone (offsets 5-9). A consumer reads all ten: its
-position is offset 10 in the leader's epoch E. The leader is killed and the stopped follower
-starts again: no in-sync replica is alive, so the controller elects it uncleanly, in epoch
-E' > E, with its log ending at 5. Ten new records land there (offsets 5-14).
+metadata: kafka-python asks only the brokers its last metadata listed). Five records reach both
+replicas; the follower stops, the controller fences it out of the ISR, and five more records
+reach the leader alone (offsets 5-9). A consumer reads all ten: its position is offset 10 in
+the leader's epoch E. The leader is killed and the stopped follower starts again: no in-sync
+replica is alive, so the controller elects it uncleanly, in an epoch above E, with its log
+ending at 5. Ten new records land there (offsets 5-14).
 
-The consumer, polled again, learns epoch E' from Metadata (its leader_epoch, v7+) and asks the
-new leader with OffsetForLeaderEpoch where epoch E ends: at 5, below its position, so it moves
-back to 5 and reads every new record, offsets 5-14. With the listener's old -1 epochs it skipped
-validation and read on from offset 10: the new records 5-9 never reached it.
+The consumer learns the new epoch from Metadata (v9: clients ignore the epoch in older versions,
+KAFKA-9212) and asks the new leader with OffsetForLeaderEpoch where epoch E ends: at 5, below its
+position, so it goes back to 5 and reads every new record, offsets 5-14. With the listener's
+old -1 epochs (or Metadata v8) both clients skipped validation and read on from offset 10: the
+new records 5-9 never reached them.
 
 Then DeleteRecords (KIP-107) through kafka-python's KafkaAdminClient on the same cluster: the
 log start moves, and a consumer from the beginning starts there.
