@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from datetime import timedelta
 
@@ -118,3 +119,30 @@ def test_the_answer_carries_kafkas_fields(version):
     assert decoded.throttle_time == timedelta(milliseconds=30)
     if version >= 7:
         assert decoded.session_id == 0  # sessions declined (KIP-227)
+
+
+@pytest.mark.parametrize(("version", "expected"), [(8, -1), (9, 7), (11, 7)])
+def test_current_leader_epoch_reaches_the_leaders_check(version, expected):
+    """KIP-320: Fetch v9+ names the leader epoch the consumer knows (the leader fences it,
+    core/log.py check_follower_fetch); v4-8 have none (-1: not checked)."""
+    body = request(version)
+    topic = body.topics[0]
+    if "current_leader_epoch" in type(topic.partitions[0]).__dataclass_fields__:
+        part = dataclasses.replace(topic.partitions[0], current_leader_epoch=i32(7))
+        body = dataclasses.replace(body, topics=(dataclasses.replace(topic, partitions=(part,)),))
+    assert to_native(body).partitions[0].current_leader_epoch == expected
+
+
+@pytest.mark.parametrize(
+    ("code", "kio_code"),
+    [
+        (ErrorCode.FENCED_LEADER_EPOCH, KafkaErrorCode.fenced_leader_epoch),
+        (ErrorCode.UNKNOWN_LEADER_EPOCH, KafkaErrorCode.unknown_leader_epoch),
+    ],
+)
+def test_a_fenced_fetch_goes_out_with_kafkas_code(code, kio_code):
+    answer = FetchResponse(
+        partitions=[FetchPartitionResponse(topic="t", partition=2, error_code=code)]
+    )
+    [p] = to_kafka(11, answer).responses[0].partitions
+    assert p.error_code is kio_code and p.records == b""

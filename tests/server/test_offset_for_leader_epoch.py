@@ -7,7 +7,7 @@ from __future__ import annotations
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig
-from minikafka.server.fetch_serve import handle_list_offsets
+from minikafka.server.fetch_serve import handle_fetch, handle_list_offsets
 from minikafka.server.offset_for_leader_epoch import handle_offset_for_leader_epoch
 from minikafka.server.produce import handle_produce
 from minikafka.testing.memory_node import MemoryBroker, partition_state
@@ -15,6 +15,8 @@ from minikafka.wire.messages import (
     CONSUMER_REPLICA_ID,
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
+    FetchPartition,
+    FetchRequest,
     ListOffsetsPartition,
     ListOffsetsRequest,
     OffsetForLeaderEpochPartition,
@@ -79,3 +81,29 @@ async def test_the_leader_answers_from_its_epoch_cache(autojump_clock, tmp_path)
         resp = await handle_list_offsets(broker.replica_manager, req, broker.topics)
         # EARLIEST: the first cached epoch; LATEST: the leader's; by time: the record's batch's.
         assert [(p.offset, p.leader_epoch) for p in resp.partitions] == [(0, 1), (6, 3), (2, 1)]
+
+
+async def test_a_consumers_fetch_is_fenced_by_its_current_leader_epoch(autojump_clock, tmp_path):
+    """KIP-320: a consumer's Fetch (v9+ on the Kafka listener) names the leader epoch it knows;
+    the leader answers FENCED_LEADER_EPOCH to an older one, UNKNOWN_LEADER_EPOCH to a newer one
+    (Partition.localLogWithEpochOrThrow), and reads for the same one or none (-1)."""
+    broker = MemoryBroker(NodeConfig(node_id=1, host="b1", port=9001), tmp_path / "b1")
+    async with broker.running():
+        await broker.apply([partition_state("t", 0, leader=1, isr=[1], leader_epoch=3)])
+        await _produce(broker, 2)
+
+        async def code(current: int) -> int:
+            req = FetchRequest(
+                replica_id=CONSUMER_REPLICA_ID, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20,
+                partitions=[FetchPartition(topic="t", partition=0, fetch_offset=0,
+                                           partition_max_bytes=1 << 20,
+                                           current_leader_epoch=current)],
+            )  # fmt: skip
+            reply = await handle_fetch(broker.replica_manager, req, broker.topics)
+            [p] = reply.response.partitions
+            return p.error_code
+
+        assert await code(2) == ErrorCode.FENCED_LEADER_EPOCH
+        assert await code(4) == ErrorCode.UNKNOWN_LEADER_EPOCH
+        assert await code(3) == ErrorCode.NONE
+        assert await code(-1) == ErrorCode.NONE
