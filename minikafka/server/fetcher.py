@@ -27,7 +27,7 @@ import trio
 
 from minikafka.client.connection import Connection, open_connection
 from minikafka.clock import now_ms
-from minikafka.common import TopicPartition
+from minikafka.common import EpochEntry, TopicPartition
 from minikafka.core.fetch_session_handler import FetchSessionHandler, SessionRequest
 from minikafka.core.fetcher import FetchPlanner, FetchSettings, FollowerFetchState, fetcher_index
 from minikafka.core.log import latest_epoch, truncate_epochs_from_end
@@ -411,18 +411,23 @@ class ReplicaFetcher:
             high_watermark=high_watermark,
         )
 
+    async def _truncate_log(self, p: LocalPartition, offset: int, epochs: list[EpochEntry]) -> int:
+        """Truncate `p`'s log at `offset` with the epoch cache `epochs`; -> the new LEO. The
+        producers' state of the truncated log is undone in memory down to the HW, else reloaded
+        from the snapshot and the log (ProducerStateManager.truncateAndReload)."""
+        new_leo = await self.manager.writer.truncate(p.tp, offset, epochs)
+        reloaded = None
+        if not p.producers.can_roll_back_to(new_leo):
+            reloaded = await self.manager.writer.load_producers(p.tp)
+        p.replica.on_truncated(new_leo, epochs, reloaded)
+        return new_leo
+
     async def _truncate(self, p: LocalPartition, pr: FetchPartitionResponse) -> None:
         div = pr.diverging_epoch
         assert div is not None
         offset, epochs = p.replica.truncation(div.epoch, div.end_offset)
         old = p.log_end_offset
-        new_leo = await self.manager.writer.truncate(p.tp, offset, epochs)
-        # The producers' state of the truncated log: undone in memory down to the HW, else
-        # reloaded from the snapshot and the log (ProducerStateManager.truncateAndReload).
-        reloaded = None
-        if not p.producers.can_roll_back_to(new_leo):
-            reloaded = await self.manager.writer.load_producers(p.tp)
-        p.replica.on_truncated(new_leo, epochs, reloaded)
+        new_leo = await self._truncate_log(p, offset, epochs)
         self.planner.advance(p.tp, fetch_offset=new_leo, last_fetched_epoch=latest_epoch(epochs))
         self.manager.events.emit(
             "truncated",
@@ -475,11 +480,7 @@ class ReplicaFetcher:
             self.planner.set_log_start(tp, p.log_start_offset)
         elif reset.truncate_to is not None:
             epochs = truncate_epochs_from_end(p.epochs, reset.truncate_to)
-            new_leo = await self.manager.writer.truncate(tp, reset.truncate_to, epochs)
-            reloaded = None
-            if not p.producers.can_roll_back_to(new_leo):
-                reloaded = await self.manager.writer.load_producers(tp)
-            p.replica.on_truncated(new_leo, epochs, reloaded)
+            await self._truncate_log(p, reset.truncate_to, epochs)
         self.planner.advance(
             tp, fetch_offset=reset.fetch_offset, last_fetched_epoch=latest_epoch(p.epochs)
         )

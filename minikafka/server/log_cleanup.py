@@ -9,9 +9,9 @@ the store's segments as the appends before it left them and no append lands in b
 plan and its deletion are one step of the writer's FIFO, in the writer's worker thread. The
 high watermark and log start offset it is given are the replica machine's when the op is
 queued; both only grow, so an older value can only delete less. The deletion moves the log
-start offset and deletes at most `PURGE_KEYS` batches per transaction (storage/log_store.py):
-what is left below the new log start is purged by later ops, one bounded transaction each, so
-the writer (and every produce behind it) never waits on a long deletion. Then the replica
+start offset and deletes at most the store's `max_delete_keys` (1,000) batches per
+transaction (storage/log_store.py): what is left below the new log start is purged by later
+ops, one bounded transaction each, so the writer (and every produce behind it) never waits on a long deletion. Then the replica
 machine takes the new log start offset: fetches below it are OFFSET_OUT_OF_RANGE.
 """
 
