@@ -249,6 +249,8 @@ async def _consume(
                     if max_records is not None and count >= max_records:
                         done = True
                         break
+                if not done:  # past every batch fetched: a compacted log's gaps too
+                    positions[tp] = max(positions[tp], consumer.fetched_to.get(tp, 0))
                 if records:
                     idle_since = trio.current_time()
                     last_record_ms = int(time.time() * 1000)

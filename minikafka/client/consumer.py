@@ -10,6 +10,11 @@ removed what it pointed at, or past its end) is OFFSET_OUT_OF_RANGE. As Kafka's 
 with `auto.offset.reset`, the position is then moved in the caller's `positions` to the log
 start (`earliest`) or the high watermark (`latest`, Kafka's default), and `on_reset` hears of it;
 with `none` the fetch raises OffsetOutOfRange (Kafka's OffsetOutOfRangeException) instead.
+
+`fetched_to` says, per partition, where the next fetch should start: past the last batch a
+fetch returned, not past its last record. In a compacted log (core/compaction.py) a batch's
+last records, or whole batches, may be gone, and a position at the last record + 1 would fetch
+the same batch for ever.
 """
 
 from __future__ import annotations
@@ -70,6 +75,7 @@ class Consumer:
         self.max_wait_ms = max_wait_ms
         self.partition_max_bytes = partition_max_bytes
         self.max_bytes = max_bytes
+        self.fetched_to: dict[TopicPartition, int] = {}  # next offset past the last batch fetched
         # Client quotas: the throttle times the brokers reported (KIP-13), each waited out by the
         # connection to that broker before its next request (KIP-219, client/connection.py).
         self.throttle_time_ms_total = 0
@@ -126,7 +132,10 @@ class Consumer:
         self, positions: MutableMapping[TopicPartition, int]
     ) -> dict[TopicPartition, list[Record]]:
         """One round of fetches; partitions with errors come back empty (metadata refreshed),
-        a position out of range is reset in `positions` (module docstring)."""
+        a position out of range is reset in `positions`, `fetched_to` says where each partition
+        fetched got to (module docstring)."""
+        for tp in positions:
+            self.fetched_to.pop(tp, None)  # a reset since may have moved the position back
         if any(self.client.leader_of(tp) < 0 for tp in positions):
             await self.client.refresh_metadata(sorted({tp.topic for tp in positions}))
         out: dict[TopicPartition, list[Record]] = {tp: [] for tp in positions}
@@ -169,12 +178,10 @@ class Consumer:
                     stale = True
                     continue
                 start = positions[tp]
-                out[tp] = [
-                    r
-                    for b in iter_batches(pr.records)
-                    for r in decode_records(b)
-                    if r.offset >= start
-                ]
+                batches = list(iter_batches(pr.records))
+                out[tp] = [r for b in batches for r in decode_records(b) if r.offset >= start]
+                if batches:  # past the last batch, gaps included (Kafka's nextFetchOffset)
+                    self.fetched_to[tp] = max(start, batches[-1].next_offset)
 
         async with trio.open_nursery() as nursery:
             for leader, group in _by_leader(self.client, list(positions)).items():

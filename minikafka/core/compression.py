@@ -79,7 +79,9 @@ def compress(codec: int, data: bytes) -> bytes:
     if codec == NONE:
         return data
     if codec == GZIP:
-        return gzip.compress(data)
+        # mtime 0, as Java's GZIPOutputStream writes it: the same records compress to the same
+        # bytes on every replica (a cleaned batch is compressed again, core/compaction.py).
+        return gzip.compress(data, mtime=0)
     if codec == SNAPPY:
         out = [_XERIAL_HEADER.pack(XERIAL_MAGIC, 1, 1)]
         for at in range(0, len(data), XERIAL_BLOCK):

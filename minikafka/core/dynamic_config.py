@@ -69,6 +69,10 @@ RETENTION_BYTES = "retention.bytes"
 SEGMENT_BYTES = "segment.bytes"
 SEGMENT_MS = "segment.ms"
 CLEANUP_POLICY = "cleanup.policy"
+DELETE_RETENTION_MS = "delete.retention.ms"
+MIN_COMPACTION_LAG_MS = "min.compaction.lag.ms"
+MAX_COMPACTION_LAG_MS = "max.compaction.lag.ms"
+MIN_CLEANABLE_DIRTY_RATIO = "min.cleanable.dirty.ratio"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 
@@ -281,16 +285,41 @@ def _segment_ms(name: str, text: str) -> str:
     return str(value)
 
 
-# What cleanup.policy may name here: `delete` only, until compaction is built (a policy we
-# accepted but did not apply would be a config we do not honour).
-CLEANUP_POLICIES = ("delete",)
+# What cleanup.policy may name, alone or both, comma-separated (Kafka's LogConfig).
+CLEANUP_POLICIES = ("compact", "delete")
 
 
-def _cleanup_policy(name: str, text: str) -> str:
+def cleanup_policy(name: str, text: str) -> str:
+    """`compact`, `delete` or both (any order, normalised to `compact,delete`)."""
     items = [i.strip().lower() for i in text.split(",") if i.strip()]
     if not items or any(i not in CLEANUP_POLICIES for i in items):
-        raise ConfigError(f"{name}={text!r}: expected {' or '.join(CLEANUP_POLICIES)}")
+        raise ConfigError(f"{name}={text!r}: expected compact, delete or compact,delete")
     return ",".join(sorted(set(items)))
+
+
+def _lag_ms(name: str, text: str) -> str:
+    value = _digits(text)
+    if value is None or value < 0:
+        raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= 0")
+    return str(value)
+
+
+def _max_lag_ms(name: str, text: str) -> str:
+    value = _digits(text)
+    if value is None or value < 1:
+        raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= 1")
+    return str(value)
+
+
+def dirty_ratio(name: str, text: str) -> str:
+    """A ratio from 0 to 1 (Kafka's min.cleanable.dirty.ratio, a double in [0, 1])."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise ConfigError(f"{name}={text!r}: expected a ratio from 0 to 1, e.g. 0.5")
+    return repr(value)
 
 
 def parse_throttled_replicas(text: str, name: str = "throttled replicas") -> ThrottledReplicas:
@@ -342,7 +371,11 @@ KNOWN_CONFIGS: Mapping[str, Mapping[str, Parser]] = MappingProxyType(
                 RETENTION_BYTES: _retention,
                 SEGMENT_BYTES: _segment_bytes,
                 SEGMENT_MS: _segment_ms,
-                CLEANUP_POLICY: _cleanup_policy,
+                CLEANUP_POLICY: cleanup_policy,
+                DELETE_RETENTION_MS: _lag_ms,
+                MIN_COMPACTION_LAG_MS: _lag_ms,
+                MAX_COMPACTION_LAG_MS: _max_lag_ms,
+                MIN_CLEANABLE_DIRTY_RATIO: dirty_ratio,
             }
         ),
         CLIENTS: MappingProxyType(
@@ -518,6 +551,10 @@ class TopicOverrides:
     segment_bytes: int | None = None
     segment_ms: int | None = None
     cleanup_policy: str | None = None
+    delete_retention_ms: int | None = None
+    min_compaction_lag_ms: int | None = None
+    max_compaction_lag_ms: int | None = None
+    min_cleanable_ratio: float | None = None
 
 
 def _optional_int(value: str | None) -> int | None:
@@ -536,6 +573,14 @@ def topic_overrides(snapshot: ConfigSnapshot, topic: str) -> TopicOverrides:
         segment_bytes=_optional_int(own.get(SEGMENT_BYTES)),
         segment_ms=_optional_int(own.get(SEGMENT_MS)),
         cleanup_policy=own.get(CLEANUP_POLICY),
+        delete_retention_ms=_optional_int(own.get(DELETE_RETENTION_MS)),
+        min_compaction_lag_ms=_optional_int(own.get(MIN_COMPACTION_LAG_MS)),
+        max_compaction_lag_ms=_optional_int(own.get(MAX_COMPACTION_LAG_MS)),
+        min_cleanable_ratio=(
+            None
+            if own.get(MIN_CLEANABLE_DIRTY_RATIO) is None
+            else float(own[MIN_CLEANABLE_DIRTY_RATIO])
+        ),
     )
 
 

@@ -12,14 +12,25 @@ Kafka's `LogConfig.fromProps(brokerDefaults, topicOverrides)` does. Pure: no I/O
 | `segment.bytes` | `log.segment.bytes` | 1 GiB (at least 1 MiB since Kafka 4.0, KIP-1030) |
 | `segment.ms` | `log.roll.ms`, else `log.roll.hours` | 168 hours |
 | `cleanup.policy` | `log.cleanup.policy` | delete |
+| `delete.retention.ms` | `log.cleaner.delete.retention.ms` | 1 day |
+| `min.compaction.lag.ms` | `log.cleaner.min.compaction.lag.ms` | 0 |
+| `max.compaction.lag.ms` | `log.cleaner.max.compaction.lag.ms` | never |
+| `min.cleanable.dirty.ratio` | `log.cleaner.min.cleanable.ratio` | 0.5 |
 
 A negative `retention.ms` or `retention.bytes` means no limit (core/log_retention.py applies it).
+The last four are compaction's (core/compaction.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from minikafka.core.compaction import (
+    DEFAULT_DELETE_RETENTION_MS,
+    DEFAULT_MAX_COMPACTION_LAG_MS,
+    DEFAULT_MIN_CLEANABLE_RATIO,
+    CleanerConfig,
+)
 from minikafka.core.dynamic_config import TopicOverrides
 
 HOUR_MS = 3_600_000
@@ -39,11 +50,29 @@ class LogConfig:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     segment_ms: int = DEFAULT_SEGMENT_MS
     cleanup_policy: str = "delete"  # comma-separated, normalised: "delete", "compact", ...
+    delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = DEFAULT_MAX_COMPACTION_LAG_MS
+    min_cleanable_ratio: float = DEFAULT_MIN_CLEANABLE_RATIO
 
     @property
     def delete_enabled(self) -> bool:
         """Whether retention by time and size applies (`delete` in cleanup.policy)."""
         return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compact_enabled(self) -> bool:
+        """Whether the cleaner compacts the log (`compact` in cleanup.policy)."""
+        return "compact" in self.cleanup_policy.split(",")
+
+    @property
+    def cleaner(self) -> CleanerConfig:
+        return CleanerConfig(
+            delete_retention_ms=self.delete_retention_ms,
+            min_compaction_lag_ms=self.min_compaction_lag_ms,
+            max_compaction_lag_ms=self.max_compaction_lag_ms,
+            min_cleanable_ratio=self.min_cleanable_ratio,
+        )
 
 
 def retention_ms_of(ms: int | None, minutes: int | None, hours: int) -> int:
@@ -71,6 +100,10 @@ def effective(broker: LogConfig, topic: TopicOverrides) -> LogConfig:
         "segment_bytes": topic.segment_bytes,
         "segment_ms": topic.segment_ms,
         "cleanup_policy": topic.cleanup_policy,
+        "delete_retention_ms": topic.delete_retention_ms,
+        "min_compaction_lag_ms": topic.min_compaction_lag_ms,
+        "max_compaction_lag_ms": topic.max_compaction_lag_ms,
+        "min_cleanable_ratio": topic.min_cleanable_ratio,
     }
     changes = {k: v for k, v in own.items() if v is not None}
     return replace(broker, **changes) if changes else broker

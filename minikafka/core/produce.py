@@ -39,6 +39,7 @@ from minikafka.core.records import (
     BatchView,
     UnsupportedCompression,
     check_payload,
+    decode_records,
     iter_batches,
     restamp,
 )
@@ -125,6 +126,23 @@ def check_batches(records: bytes, *, max_bytes: int) -> list[BatchView] | Refusa
     except CorruptRecordError as exc:
         return _corrupt(exc)
     return batches
+
+
+def check_keys(batches: list[BatchView]) -> Refusal | None:
+    """A compacted topic's rule (Kafka's LogValidator.validateKey): every record has a key,
+    else INVALID_RECORD. Decodes the records, so the shell runs it off the event loop when a
+    batch is compressed."""
+    try:
+        for b in batches:
+            if any(r.key is None for r in decode_records(b)):
+                return Refusal(
+                    ErrorCode.INVALID_RECORD,
+                    "Compacted topic cannot accept message without key "
+                    "(cleanup.policy=compact: a record without a key would be removed unread)",
+                )
+    except CorruptRecordError as exc:
+        return _corrupt(exc)
+    return None
 
 
 def check_compressed(batches: list[BatchView]) -> Refusal | None:

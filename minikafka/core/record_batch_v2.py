@@ -60,8 +60,10 @@ COMPRESSION_MASK = 0x07
 NONE, GZIP, SNAPPY, LZ4, ZSTD = codecs.NONE, codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD
 COMPRESSION_NAMES = codecs.NAMES
 SUPPORTED_COMPRESSION = codecs.CODECS  # Kafka's CompressionType, all of it
+LOG_APPEND_TIME = 0x08
 TRANSACTIONAL = 0x10
 CONTROL = 0x20
+DELETE_HORIZON = 0x40  # KIP-534: baseTimestamp holds the delete horizon
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -345,6 +347,21 @@ def _put_bytes(out: bytearray, data: bytes | None) -> None:
     out += data
 
 
+def record_bytes(
+    timestamp_delta: int, offset_delta: int, key: bytes | None, value: bytes | None
+) -> bytes:
+    """One DefaultRecord without headers, its length varint first."""
+    rec = bytearray(b"\x00")  # record attributes
+    _put_varint(rec, timestamp_delta)
+    _put_varint(rec, offset_delta)
+    _put_bytes(rec, key)
+    _put_bytes(rec, value)
+    _put_varint(rec, 0)  # no headers
+    out = bytearray()
+    _put_varint(out, len(rec))
+    return bytes(out + rec)
+
+
 def build(
     records: Sequence[tuple[int, bytes | None, bytes | None]]
     | Iterable[tuple[int, bytes | None, bytes | None]],
@@ -365,14 +382,7 @@ def build(
     base_ts = items[0][0]
     body = bytearray()
     for delta, (ts, key, value) in enumerate(items):
-        rec = bytearray(b"\x00")  # record attributes
-        _put_varint(rec, ts - base_ts)
-        _put_varint(rec, delta)
-        _put_bytes(rec, key)
-        _put_bytes(rec, value)
-        _put_varint(rec, 0)  # no headers
-        _put_varint(body, len(rec))
-        body += rec
+        body += record_bytes(ts - base_ts, delta, key, value)
     body = codecs.compress(codec, bytes(body))  # ValueError for an unknown one
     after_crc = struct.pack(
         ">hiqqqhii",
@@ -390,6 +400,89 @@ def build(
         base_offset,
         HEADER_SIZE - LENGTH_START + len(body),
         leader_epoch,
+        MAGIC,
+        crc32c.crc32c(after_crc),
+    )
+    return head + after_crc
+
+
+@dataclass(frozen=True, slots=True)
+class RawRecord:
+    """One record of a batch as the cleaner sees it: its fields and its bytes (length varint
+    included), copied verbatim into a rebuilt batch."""
+
+    offset_delta: int
+    timestamp_ms: int
+    key: bytes | None
+    null_value: bool
+    data: bytes
+
+
+def raw_records(raw: bytes) -> tuple[V2Header, list[RawRecord]]:
+    """The header and every record of the batch `raw`, each with its own bytes."""
+    header = read_header(raw)
+    body = records_bytes(raw, header)
+    out: list[RawRecord] = []
+    pos = 0
+    for _ in range(header.record_count):
+        start = pos
+        length, pos = _varint(body, pos)
+        end = pos + length
+        if length < 0 or end > len(body):
+            raise CorruptRecordError(f"record of {length} bytes runs past its batch")
+        pos += 1  # record attributes
+        ts_delta, pos = _varint(body, pos)
+        offset_delta, pos = _varint(body, pos)
+        key, pos = _bytes(body, pos)
+        value_len, _ = _varint(body, pos)
+        out.append(
+            RawRecord(
+                offset_delta=offset_delta,
+                timestamp_ms=header.base_timestamp + ts_delta,
+                key=key,
+                null_value=value_len < 0,
+                data=body[start:end],
+            )
+        )
+        pos = end
+    return header, out
+
+
+def rebuilt(raw: bytes, header: V2Header, kept: Sequence[RawRecord]) -> bytes:
+    """The batch `raw` holding only `kept` (some of its records, in order), as Kafka's
+    MemoryRecords.filterTo writes a cleaned batch: same base offset, leader epoch, producer
+    fields, attributes (the delete-horizon bit cleared) and last offset delta, so offsets and
+    sequence numbers keep their meaning; the records' bytes are copied verbatim (their deltas
+    stay relative to the unchanged base timestamp) and compressed again with the same codec;
+    the max timestamp is the kept records' largest (unchanged under LogAppendTime)."""
+    if not kept:
+        raise ValueError("a cleaned batch keeps at least one record")
+    body = codecs.compress(header.compression, b"".join(r.data for r in kept))
+    attributes = header.attributes & ~DELETE_HORIZON
+    max_ts = (
+        header.max_timestamp
+        if header.attributes & LOG_APPEND_TIME
+        else max(r.timestamp_ms for r in kept)
+    )
+    after_crc = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            header.last_offset_delta,
+            header.base_timestamp,
+            max_ts,
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            len(kept),
+        )
+        + body
+    )
+    head = struct.pack(
+        ">qiibI",
+        header.base_offset,
+        HEADER_SIZE - LENGTH_START + len(body),
+        header.leader_epoch,
         MAGIC,
         crc32c.crc32c(after_crc),
     )

@@ -28,7 +28,12 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from minikafka.core.cluster_auth import MIN_SECRET_BYTES, ClusterCredential
-from minikafka.core.dynamic_config import CLEANUP_POLICIES, MIN_SEGMENT_BYTES
+from minikafka.core.compaction import (
+    DEFAULT_DELETE_RETENTION_MS,
+    DEFAULT_MAX_COMPACTION_LAG_MS,
+    DEFAULT_MIN_CLEANABLE_RATIO,
+)
+from minikafka.core.dynamic_config import MIN_SEGMENT_BYTES, cleanup_policy, dirty_ratio
 from minikafka.core.log_config import (
     DEFAULT_CHECK_INTERVAL_MS,
     DEFAULT_SEGMENT_BYTES,
@@ -261,9 +266,7 @@ OPTIONS: dict[str, _Option] = {
         _Option("log.retention.minutes", "log_retention_minutes", _parse_int(-1, _INT_MAX)),
         _Option("log.retention.hours", "log_retention_hours", _parse_int(-1, _INT_MAX)),
         _Option("log.retention.bytes", "log_retention_bytes", _parse_int(-1, _LONG_MAX)),
-        _Option(
-            "log.segment.bytes", "log_segment_bytes", _parse_int(MIN_SEGMENT_BYTES, _INT_MAX)
-        ),
+        _Option("log.segment.bytes", "log_segment_bytes", _parse_int(MIN_SEGMENT_BYTES, _INT_MAX)),
         _Option("log.roll.ms", "log_roll_ms", _parse_int(1, _LONG_MAX)),
         _Option("log.roll.hours", "log_roll_hours", _parse_int(1, _INT_MAX)),
         _Option(
@@ -271,7 +274,30 @@ OPTIONS: dict[str, _Option] = {
             "log_retention_check_interval_ms",
             _parse_int(1, _LONG_MAX),
         ),
-        _Option("log.cleanup.policy", "log_cleanup_policy", _parse_choice(*CLEANUP_POLICIES)),
+        _Option("log.cleanup.policy", "log_cleanup_policy", cleanup_policy),
+        # Compaction (core/compaction.py): Kafka's LogCleaner settings, overridable per topic.
+        _Option("log.cleaner.enable", "log_cleaner_enable", _parse_bool),
+        _Option("log.cleaner.backoff.ms", "log_cleaner_backoff_ms", _parse_int(1, _LONG_MAX)),
+        _Option(
+            "log.cleaner.delete.retention.ms",
+            "log_cleaner_delete_retention_ms",
+            _parse_int(0, _LONG_MAX),
+        ),
+        _Option(
+            "log.cleaner.min.compaction.lag.ms",
+            "log_cleaner_min_compaction_lag_ms",
+            _parse_int(0, _LONG_MAX),
+        ),
+        _Option(
+            "log.cleaner.max.compaction.lag.ms",
+            "log_cleaner_max_compaction_lag_ms",
+            _parse_int(1, _LONG_MAX),
+        ),
+        _Option(
+            "log.cleaner.min.cleanable.ratio",
+            "log_cleaner_min_cleanable_ratio",
+            lambda name, text: float(dirty_ratio(name, text)),
+        ),
         _Option("log.jsonl.max.bytes", "log_jsonl_max_bytes", _parse_int(1024, 1 << 40)),
         _Option("log.jsonl.max.files", "log_jsonl_max_files", _parse_int(1, 100)),
         _Option("cluster.id", "cluster_id", _parse_cluster_id),
@@ -378,6 +404,12 @@ class NodeConfig:
     log_roll_hours: int = 168
     log_retention_check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS
     log_cleanup_policy: str = "delete"
+    log_cleaner_enable: bool = True
+    log_cleaner_backoff_ms: int = 15_000  # Kafka's default
+    log_cleaner_delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS
+    log_cleaner_min_compaction_lag_ms: int = 0
+    log_cleaner_max_compaction_lag_ms: int = DEFAULT_MAX_COMPACTION_LAG_MS
+    log_cleaner_min_cleanable_ratio: float = DEFAULT_MIN_CLEANABLE_RATIO
     # The node's own JSON-lines logs (events, metrics, replicas; server/jsonl.py) roll over at
     # this size and keep this many files each, the live one included (log4j's MaxFileSize and
     # MaxBackupIndex + 1 in Kafka's log4j.properties; ours): at most 3 x 500 MiB by default.
@@ -433,6 +465,10 @@ class NodeConfig:
             segment_bytes=self.log_segment_bytes,
             segment_ms=roll_ms_of(self.log_roll_ms, self.log_roll_hours),
             cleanup_policy=self.log_cleanup_policy,
+            delete_retention_ms=self.log_cleaner_delete_retention_ms,
+            min_compaction_lag_ms=self.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms=self.log_cleaner_max_compaction_lag_ms,
+            min_cleanable_ratio=self.log_cleaner_min_cleanable_ratio,
         )
 
     @property

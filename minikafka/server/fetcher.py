@@ -396,9 +396,10 @@ class ReplicaFetcher:
             self.planner.delay(p.tp, t)
             return None
         # The leader returns whole batches from the one containing fetch_offset; ours end at our
-        # log end offset, so a batch starting below it is one we already have.
+        # log end offset, so a batch starting below it is one we already have. The first may
+        # start past it: the leader's cleaner removed the batches between (core/compaction.py).
         batches = [b for b in batches if b.base_offset >= p.log_end_offset]
-        if not batches or batches[0].base_offset != p.log_end_offset:
+        if not batches:
             self.planner.delay(p.tp, t)
             return None
         # The epoch cache and the producers' state the batches need (core/replica.py): adopted

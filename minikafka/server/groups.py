@@ -45,6 +45,7 @@ import trio
 from minikafka.clock import now_ms
 from minikafka.common import TopicPartition
 from minikafka.core import record_batch_v2
+from minikafka.core.dynamic_config import CLEANUP_POLICY, SEGMENT_BYTES
 from minikafka.core.group import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -414,6 +415,11 @@ class GroupService:
                     name=OFFSETS_TOPIC,
                     num_partitions=c.offsets_topic_num_partitions,
                     replication_factor=c.offsets_topic_replication_factor,
+                    # GroupCoordinator.offsetsTopicConfigs: only a group's latest commit per
+                    # partition (and its latest metadata) is kept, so a coordinator's load reads
+                    # what is live, not every commit ever made; segments of
+                    # offsets.topic.segment.bytes (100 MiB), so that they close and get cleaned.
+                    configs={CLEANUP_POLICY: "compact", SEGMENT_BYTES: str(100 << 20)},
                 )
             ]
         )

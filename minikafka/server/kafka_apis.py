@@ -31,9 +31,13 @@ import trio
 from minikafka.clock import RunSync
 from minikafka.core.dynamic_config import (
     CLEANUP_POLICY,
+    DELETE_RETENTION_MS,
     FOLLOWER_REPLICAS,
     LEADER_REPLICAS,
+    MAX_COMPACTION_LAG_MS,
     MAX_MESSAGE_BYTES,
+    MIN_CLEANABLE_DIRTY_RATIO,
+    MIN_COMPACTION_LAG_MS,
     MIN_INSYNC_REPLICAS,
     RETENTION_BYTES,
     RETENTION_MS,
@@ -209,6 +213,10 @@ def topic_config_defaults(config: NodeConfig) -> admin.TopicDefaults:
         SEGMENT_BYTES: log("segment_bytes"),
         SEGMENT_MS: log("segment_ms"),
         CLEANUP_POLICY: log("cleanup_policy"),
+        DELETE_RETENTION_MS: log("delete_retention_ms"),
+        MIN_COMPACTION_LAG_MS: log("min_compaction_lag_ms"),
+        MAX_COMPACTION_LAG_MS: log("max_compaction_lag_ms"),
+        MIN_CLEANABLE_DIRTY_RATIO: log("min_cleanable_ratio"),
     }
 
 

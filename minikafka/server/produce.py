@@ -74,6 +74,12 @@ async def handle_produce(
             if not isinstance(verdict, Refusal) and any(map(rules.compressed, verdict)):
                 batches = verdict
                 verdict = await rm.run_sync(rules.check_compressed, batches) or batches
+            if not isinstance(verdict, Refusal) and rm.log_config(pp.topic).compact_enabled:
+                batches = verdict
+                if any(map(rules.compressed, batches)):
+                    verdict = await rm.run_sync(rules.check_keys, batches) or batches
+                else:
+                    verdict = rules.check_keys(batches) or batches
         if isinstance(verdict, Refusal):
             answers[key] = _refused(pp, verdict)
         else:

@@ -54,6 +54,7 @@ from minikafka.server.fetch_sessions import FetchSessions
 from minikafka.server.fetcher import ReplicaFetcherManager
 from minikafka.server.isr_updates import ControllerLinkLike, IsrUpdates
 from minikafka.server.local_partition import LocalPartition
+from minikafka.server.log_cleaner import run_log_cleaner
 from minikafka.server.log_cleanup import run_log_retention
 from minikafka.server.log_writer import LogWriter
 from minikafka.server.metrics import Metrics
@@ -210,7 +211,8 @@ class ReplicaManager:
     ) -> None:
         """Run the log writer and the fetchers, load the hosted partitions, then the ISR tasks
         (the AlterPartition sender; Kafka's isr-expiration task), the HW checkpoints and the
-        log retention task (server/log_cleanup.py). The in-memory test node leaves the timed
+        log retention task (server/log_cleanup.py) and the log cleaner (server/log_cleaner.py,
+        with `log.cleaner.enable`). The in-memory test node leaves the timed
         ones out unless a test asks for them."""
         async with trio.open_nursery() as nursery:
             await nursery.start(self.writer.run)
@@ -230,6 +232,15 @@ class ReplicaManager:
                         interval_ms=self.config.log_retention_check_interval_ms,
                     )
                 )
+                if self.config.log_cleaner_enable:
+                    await nursery.start(
+                        partial(
+                            run_log_cleaner,
+                            self,
+                            backoff_ms=self.config.log_cleaner_backoff_ms,
+                            now_ms=self.store.now_ms,
+                        )
+                    )
             task_status.started()
 
     async def load(self) -> None:

@@ -40,6 +40,8 @@ power loss; `sync=False` survives a process crash (SIGKILL) only.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import functools
 import os
 import struct
@@ -55,6 +57,7 @@ import msgpack
 
 from minikafka.common import EpochEntry, TopicPartition
 from minikafka.core import time_index as ti
+from minikafka.core.compaction import group_segments
 from minikafka.core.fetch_limits import ResponseBudget
 from minikafka.core.log import truncate_epochs_from_start
 from minikafka.core.log_retention import RetentionPlan, Segment, delete_old_segments
@@ -203,9 +206,11 @@ def _batch_sizes(cur: lmdb.Cursor, max_offset: int, out: list[Any]) -> Iterator[
 
 def _read_partition(cur: lmdb.Cursor, spec: ReadSpec, budget: ResponseBudget) -> bytes:
     """Whole batches from the one containing `spec.fetch_offset`, under the budget (KIP-74)."""
-    found = _seek_ending_at_or_after(cur, spec.fetch_offset)
-    if not found or peek_header(cur.value())[0] > spec.fetch_offset:
-        return b""  # no batch contains fetch_offset (below the log start)
+    if not _seek_ending_at_or_after(cur, spec.fetch_offset):
+        return b""
+    # The batch found may start past fetch_offset: the offsets between went to compaction
+    # (core/compaction.py), and Kafka serves the next batch (LogSegment.read). The caller has
+    # refused a fetch_offset below the log start.
     chunks: list[Any] = []
     sizes = _batch_sizes(cur, spec.max_offset, chunks)
     taken, _nbytes = budget.take(sizes, spec.partition_max_bytes)
@@ -285,15 +290,17 @@ def _counted(raws: Iterator[Any], reads: list[int]) -> Iterator[bytes]:
 def _checked_pairs(
     tp: TopicPartition, batches: Sequence[bytes], leo: int
 ) -> tuple[list[tuple[bytes, bytes]], int]:
-    """(key, batch) pairs for batches that continue the log at `leo`, and the new LEO."""
+    """(key, batch) pairs for batches that continue the log at `leo`, and the new LEO. A batch
+    may start past the log end (a follower copying a compacted leader's gap, which Kafka's
+    ``UnifiedLog.append`` allows: only an offset below the log end is unexpected)."""
     pairs = []
     for batch in batches:
         try:
             base, count = peek_shape(batch)
         except CorruptRecordError as exc:
             raise StorageError(f"{tp}: {exc}") from exc
-        if base != leo:
-            raise StorageError(f"{tp}: batch at offset {base} does not start at log end {leo}")
+        if base < leo:
+            raise StorageError(f"{tp}: batch at offset {base} starts below the log end {leo}")
         pairs.append((_KEY.pack(base), batch))
         leo = base + count
     return pairs, leo
@@ -353,6 +360,10 @@ class LogStore:
         except BaseException:
             self._lease.close()
             raise
+
+    def now_ms(self) -> int:
+        """The store's clock (the node's wall clock: the simulation's in simulated time)."""
+        return self._clock()
 
     def close(self) -> None:
         """Release the environment (idempotent)."""
@@ -472,8 +483,8 @@ class LogStore:
     def append(self, writes: Sequence[AppendWrite]) -> None:
         """Append to several partitions in ONE transaction; on any violation nothing is written.
 
-        Each write's first batch must start at the partition's log end offset and its batches must
-        be contiguous (StorageError otherwise). Epochs and the HW are persisted when given. The
+        Each write's batches must follow the partition's log end offset and each other, in order,
+        with no overlap (StorageError otherwise; a gap is a compacted log's). Epochs and the HW are persisted when given. The
         segments follow in the same transaction, each batch rolling a new one by the write's
         `segment_bytes` / `segment_ms` at `now_ms` (``UnifiedLog.maybeRoll``).
         """
@@ -652,6 +663,8 @@ class LogStore:
                 meta["epochs"] = [list(entry) for entry in epochs]
                 meta["high_watermark"] = min(meta["high_watermark"], leo)
                 start = meta["log_start_offset"] = min(meta["log_start_offset"], leo)
+                if meta.get("cleaner_checkpoint", 0) > leo:  # LogCleaner.maybeTruncateCheckpoint
+                    meta["cleaner_checkpoint"] = leo
                 self._put_meta(txn, tp, meta)
                 snapshot = producer_snapshots.get(txn, self._producers_db, _db_name(tp))
                 if snapshot is not None and snapshot[0] > leo:
@@ -790,6 +803,86 @@ class LogStore:
         with self._write_lock:
             self._db(tp)
             return self._delete_below(tp, self._segs[tp], self._start[tp], max_keys)
+
+    # -- compaction: the cleaner reads in snapshots and writes in bounded transactions ----------
+
+    def batches_from(
+        self, tp: TopicPartition, offset: int, *, end: int, max_batches: int
+    ) -> list[bytes]:
+        """At most `max_batches` whole batches, in ONE read transaction, from the first that
+        ends at or after `offset` (never below the log start), each starting below `end`."""
+        with self._gate.reading():
+            db = self._db(tp)
+            start = max(offset, self._start[tp])
+            with self._lease.txn(write=False) as txn, txn.cursor(db=db) as cur:
+                out: list[bytes] = []
+                found = _seek_ending_at_or_after(cur, start)
+                while found and len(out) < max_batches:
+                    raw = cur.value()
+                    if peek_header(raw)[0] >= end:
+                        break
+                    out.append(bytes(raw))
+                    found = cur.next()
+                return out
+
+    def cleaner_checkpoint(self, tp: TopicPartition) -> int | None:
+        """The cleaner's first dirty offset as last written (``cleaner-offset-checkpoint``)."""
+        self._db(tp)
+        with self._lease.txn(write=False) as txn:
+            return self._get_meta(txn, tp).get("cleaner_checkpoint")
+
+    def apply_cleaning(
+        self,
+        tp: TopicPartition,
+        changes: Sequence[tuple[bytes, bytes | None]],
+        *,
+        checkpoint: int | None = None,
+        segment_bytes: int | None = None,
+    ) -> bool:
+        """ONE transaction of a cleaner's pass (core/compaction.py): each change (the batch as
+        read, its cleaned bytes or None when no record is left) replaces the batch at its base
+        offset, the sizes of the segments holding them follow. With `checkpoint`, the last of a
+        pass: the first dirty offset is written and the segments wholly below it are grouped
+        within `segment_bytes` (``Cleaner.groupSegmentsBySize``). A batch deleted meanwhile by
+        retention is skipped; a batch whose bytes changed meanwhile (a truncation and a new
+        append) makes the whole call write nothing: False, and the pass is given up."""
+        with self._write_lock:
+            db = self._db(tp)
+            old = self._segs[tp]
+            sizes = [seg.size_bytes for seg in old]
+            bases = [seg.base_offset for seg in old]
+            with self._lease.txn(write=True) as txn:
+                todo = []
+                for before, after in changes:
+                    key = before[:8]  # the base offset, as the log's key
+                    stored = txn.get(key, db=db)
+                    if stored is None:
+                        continue  # below the log start now, deleted by retention
+                    if bytes(stored) != before:
+                        return False  # nothing written yet: the empty transaction commits
+                    todo.append((key, before, after))
+                for key, before, after in todo:
+                    if after is None:
+                        txn.delete(key, db=db)
+                    else:
+                        txn.put(key, after, db=db)
+                    at = max(0, bisect.bisect_right(bases, _KEY.unpack(key)[0]) - 1)
+                    sizes[at] -= len(before) - len(after or b"")
+                segs = tuple(
+                    dataclasses.replace(seg, size_bytes=max(0, size))
+                    for seg, size in zip(old, sizes, strict=True)
+                )
+                if checkpoint is not None:
+                    meta = self._get_meta(txn, tp)
+                    meta["cleaner_checkpoint"] = checkpoint
+                    self._put_meta(txn, tp, meta)
+                    below = [seg for seg in segs[:-1] if seg.next_offset <= checkpoint]
+                    if segment_bytes is not None:
+                        grouped = group_segments(below, segment_bytes=segment_bytes)
+                        segs = (*grouped, *segs[len(below) :])
+                segments.replace(txn, self._seg_db, _pre(tp), old, segs)
+            self._segs[tp] = segs
+            return True
 
     def checkpoint(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Persist high watermarks (each clamped to the LEO) in one transaction.

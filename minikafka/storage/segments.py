@@ -240,12 +240,14 @@ def recompute(
 
 
 def tiles(segments: Sequence[Segment], log_start_offset: int, log_end_offset: int) -> bool:
-    """The store's invariant: segments contiguous, the last ending at the log end offset, the
-    first starting at or below the log start offset. Segments wholly below the log start offset
+    """The store's invariant: segments in order, each ending at or before the next one's base
+    (a gap between them is a compacted leader's, copied by a follower: Kafka's files leave the
+    same gap), the last ending at the log end offset, the first starting at or below the log
+    start offset. Segments wholly below the log start offset
     may precede the one holding it (rolled past it since it moved: Kafka keeps them too until the
     next retention run, ``deleteLogStartOffsetBreachedSegments``); their batches may be gone."""
     if not segments or segments[-1].next_offset != log_end_offset:
         return False
-    if any(a.next_offset != b.base_offset for a, b in zip(segments, segments[1:], strict=False)):
+    if any(a.next_offset > b.base_offset for a, b in zip(segments, segments[1:], strict=False)):
         return False
     return segments[0].base_offset <= log_start_offset

@@ -447,7 +447,7 @@ def test_topic_overrides_are_altered_like_any_topic_config_and_checked_the_same_
         ({"unclean.leader.election.enable": "1"}, "expected true or false"),
         ({"retention.ms": "-2"}, "retention.ms='-2': expected -1 (no limit) or an integer >= 0"),
         ({"segment.bytes": "1000"}, "segment.bytes='1000': expected a size in bytes from 1048576"),
-        ({"cleanup.policy": "compact"}, "cleanup.policy='compact': expected delete"),
+        ({"cleanup.policy": "compacted"}, "expected compact, delete or compact,delete"),
         ({"flush.ms": "1000"}, "unknown topic config 'flush.ms': expected one of "),
     ]:
         responses, effects = c.alter_configs([res("topics", "t", bad)])

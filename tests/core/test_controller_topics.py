@@ -335,7 +335,7 @@ def test_a_creation_builds_one_wire_state_per_partition():
 
 
 def test_an_error_message_echoing_a_huge_config_name_is_cut():
-    """A config name of 30,000 NULs was echoed (with the known names: 120,265 characters) into
+    """A config name of 30,000 NULs was echoed (with the known names: over 120,000 characters) into
     the answer, which then could not be encoded (Kafka's strings hold 32,767 bytes), so the
     request went unanswered (found by fuzzing). The answer's message is cut, and says so."""
     c = make()
@@ -344,4 +344,5 @@ def test_an_error_message_echoing_a_huge_config_name_is_cut():
     results, _ = c.create_topics([topic], 0)
     message = results[0].error_message
     assert results[0].error_code == ErrorCode.INVALID_CONFIG
-    assert len(message) <= 1000 and message.endswith("(120,265 characters in all)")
+    assert len(message) <= 1000 and message.endswith(" characters in all)")
+    assert int(message.rsplit("(", 1)[1].split()[0].replace(",", "")) > 120_000

@@ -69,7 +69,9 @@ def test_a_node_config_gives_the_brokers_log_defaults():
         ("log.retention.ms", "-2", "expected an integer from -1"),
         ("log.roll.ms", "0", "expected an integer from 1"),
         ("log.retention.check.interval.ms", "0", "expected an integer from 1"),
-        ("log.cleanup.policy", "compact", "expected delete"),
+        ("log.cleanup.policy", "forever", "expected compact, delete or compact,delete"),
+        ("log.cleaner.min.cleanable.ratio", "1.5", "expected a ratio from 0 to 1"),
+        ("log.cleaner.backoff.ms", "0", "expected an integer from 1"),
     ],
 )
 def test_a_bad_node_log_config_names_the_accepted_form(name, value, form):
@@ -126,8 +128,13 @@ def test_topic_configs_are_normalised_and_read_back_as_overrides():
         ("segment.bytes", "1048575", "expected a size in bytes from 1048576 to 2147483647"),
         ("segment.bytes", "2147483648", "expected a size in bytes from 1048576 to 2147483647"),
         ("segment.ms", "0", "expected a time in ms, an integer >= 1"),
-        ("cleanup.policy", "compact,delete", "expected delete"),
-        ("cleanup.policy", "", "expected delete"),
+        ("cleanup.policy", "compact,forever", "expected compact, delete or compact,delete"),
+        ("cleanup.policy", "", "expected compact, delete or compact,delete"),
+        ("min.cleanable.dirty.ratio", "half", "expected a ratio from 0 to 1"),
+        ("min.cleanable.dirty.ratio", "-0.1", "expected a ratio from 0 to 1"),
+        ("delete.retention.ms", "-1", "expected a time in ms, an integer >= 0"),
+        ("min.compaction.lag.ms", "x", "expected a time in ms, an integer >= 0"),
+        ("max.compaction.lag.ms", "0", "expected a time in ms, an integer >= 1"),
     ],
 )
 def test_a_bad_topic_log_config_names_the_accepted_form(name, value, form):
@@ -135,7 +142,23 @@ def test_a_bad_topic_log_config_names_the_accepted_form(name, value, form):
         validate_alter(TOPICS, "t", {name: value}, [], ConfigSnapshot())
 
 
-def test_delete_is_enabled_by_the_policy():
-    assert LogConfig().delete_enabled
+def test_delete_and_compact_are_enabled_by_the_policy():
+    assert LogConfig().delete_enabled and not LogConfig().compact_enabled
     assert not LogConfig(cleanup_policy="compact").delete_enabled
-    assert LogConfig(cleanup_policy="compact,delete").delete_enabled
+    assert LogConfig(cleanup_policy="compact").compact_enabled
+    both = LogConfig(cleanup_policy="compact,delete")
+    assert both.delete_enabled and both.compact_enabled
+
+
+def test_the_cleaners_settings_come_from_topic_over_broker():
+    broker = (
+        NodeConfig(node_id=1)
+        .with_settings(
+            {"log.cleaner.delete.retention.ms": "1000", "log.cleaner.min.cleanable.ratio": "0.1"}
+        )
+        .log_config
+    )
+    topic = TopicOverrides(cleanup_policy="compact", min_cleanable_ratio=0.25)
+    cleaner = effective(broker, topic).cleaner
+    assert (cleaner.delete_retention_ms, cleaner.min_cleanable_ratio) == (1000, 0.25)
+    assert cleaner.min_compaction_lag_ms == 0

@@ -23,6 +23,10 @@ def test_every_honoured_topic_config_has_kafkas_default():
         "segment.bytes": ("1073741824", DEFAULT_CONFIG),
         "segment.ms": ("604800000", DEFAULT_CONFIG),  # log.roll.hours=168
         "cleanup.policy": ("delete", DEFAULT_CONFIG),
+        "delete.retention.ms": ("86400000", DEFAULT_CONFIG),  # one day
+        "min.compaction.lag.ms": ("0", DEFAULT_CONFIG),
+        "max.compaction.lag.ms": ("9223372036854775807", DEFAULT_CONFIG),  # Long.MAX_VALUE
+        "min.cleanable.dirty.ratio": ("0.5", DEFAULT_CONFIG),
     }
 
 

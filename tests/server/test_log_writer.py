@@ -131,8 +131,8 @@ async def test_failing_append_raises_calls_on_failed_and_writer_goes_on(store):
     async with trio.open_nursery() as nursery:
         await nursery.start(writer.run)
         await writer.append([write(TP, 0)])
-        with pytest.raises(StorageError, match="does not start at log end"):
-            await writer.append([write(TP, 5)])  # LEO is 1: not contiguous
+        with pytest.raises(StorageError, match="starts below the log end"):
+            await writer.append([write(TP, 0)])  # LEO is 1: it overlaps
         assert [w.tp for ws in failed for w in ws] == [TP]
         assert read_all(store) == [(0, 1)]  # nothing of it was written
         await writer.append([write(TP, 1)])  # later ops are served
@@ -159,7 +159,7 @@ async def test_bad_append_in_a_group_does_not_fail_the_others(store):
 
         nursery.start_soon(append, "good-tp1", write(TP1, 0))
         await trio.testing.wait_all_tasks_blocked()
-        nursery.start_soon(append, "bad-tp0", write(TP, 7))
+        nursery.start_soon(append, "bad-tp0", AppendWrite(tp=TP, batches=[b"\x00" * 10]))
         await trio.testing.wait_all_tasks_blocked()
         nursery.start_soon(append, "good-tp0", write(TP, 0))
         await trio.testing.wait_all_tasks_blocked()
