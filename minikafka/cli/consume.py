@@ -181,7 +181,7 @@ def consume_cmd(
         if as_json:
             click.echo(json.dumps(record_json(tp.partition, r)))
             return
-        value = r.value.decode("utf-8", "replace")
+        value = "null" if r.null_value else r.value.decode("utf-8", "replace")
         if print_key:
             key = "null" if r.key is None else r.key.decode("utf-8", "replace")
             value = f"{key}\t{value}"

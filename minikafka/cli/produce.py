@@ -6,7 +6,9 @@ key.separator=:` (or the short `--key-separator :`) splits each line at its firs
 into key and value; `--key K` gives every record the key K. A keyed record goes to Kafka's
 partition for its key (murmur2, core/partitioner.py), unless `--partition` names one; unkeyed
 records go round-robin. Every line is checked before anything is sent: a line without the
-separator is refused with its number, and nothing is produced.
+separator is refused with its number, and nothing is produced. `--property null.marker=M`
+(KIP-810) sends a value equal to M as null: a tombstone, which deletes its key from a compacted
+topic (docs/log-life.md).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ from minikafka.core.records import make_batch
 from minikafka.errors import ConfigError
 
 # kafka-console-producer's --property names that this command honours, and their defaults
-# (LineMessageReader: key.separator is a tab).
-PROPERTIES = {"parse.key": "false", "key.separator": "\t"}
+# (LineMessageReader: key.separator is a tab; null.marker is unset, "" here).
+PROPERTIES = {"parse.key": "false", "key.separator": "\t", "null.marker": ""}
 
 
 def parse_properties(items: Iterable[str]) -> dict[str, str]:
@@ -53,27 +55,33 @@ def parse_properties(items: Iterable[str]) -> dict[str, str]:
 
 
 def split_lines(
-    lines: Iterable[bytes], *, separator: bytes | None, key: bytes | None
-) -> list[tuple[bytes | None, bytes]]:
+    lines: Iterable[bytes],
+    *,
+    separator: bytes | None,
+    key: bytes | None,
+    null_marker: bytes | None = None,
+) -> list[tuple[bytes | None, bytes | None]]:
     """(key, value) per line: split at the first `separator` when there is one, else `key`
-    for every line. A line without the separator is a ConfigError naming its number."""
-    out: list[tuple[bytes | None, bytes]] = []
+    for every line; a value equal to `null_marker` is None (null). A line without the
+    separator is a ConfigError naming its number."""
+    out: list[tuple[bytes | None, bytes | None]] = []
     for number, line in enumerate(lines, 1):
         if separator is None:
-            out.append((key, line))
-            continue
-        k, sep, v = line.partition(separator)
-        if not sep:
-            raise ConfigError(
-                f"line {number} has no key separator {separator.decode(errors='replace')!r} "
-                "(parse.key=true needs KEY<separator>VALUE on every line); nothing was produced"
-            )
-        out.append((k, v))
+            k, v = key, line
+        else:
+            k, sep, v = line.partition(separator)
+            if not sep:
+                raise ConfigError(
+                    f"line {number} has no key separator {separator.decode(errors='replace')!r} "
+                    "(parse.key=true needs KEY<separator>VALUE on every line); nothing was "
+                    "produced"
+                )
+        out.append((k, None if null_marker is not None and v == null_marker else v))
     return out
 
 
 def assign_partitions(
-    records: list[tuple[bytes | None, bytes]], partitions: int, partition: int | None
+    records: list[tuple[bytes | None, bytes | None]], partitions: int, partition: int | None
 ) -> list[int]:
     """Each record's partition: `partition` if given, Kafka's for its key, else round-robin."""
     if partition is not None:
@@ -144,7 +152,7 @@ def assign_partitions(
     "properties",
     multiple=True,
     metavar="NAME=VALUE",
-    help="kafka-console-producer's parse.key and key.separator (repeatable).",
+    help="kafka-console-producer's parse.key, key.separator and null.marker (repeatable).",
 )
 @click.option(
     "--partition",
@@ -196,7 +204,13 @@ def produce_cmd(
     if num_records is None:
         separator = props["key.separator"].encode() if keyed else None
         lines = (line.rstrip(b"\n").removesuffix(b"\r") for line in sys.stdin.buffer)
-        records = split_lines(lines, separator=separator, key=None if key is None else key.encode())
+        marker = props["null.marker"].encode() or None
+        records = split_lines(
+            lines,
+            separator=separator,
+            key=None if key is None else key.encode(),
+            null_marker=marker,
+        )
         report = trio.run(
             _produce_lines, address, topic, records, acks_value, idempotence, partition, batch_bytes
         )
@@ -232,15 +246,15 @@ RECORD_OVERHEAD = 16  # about a record's length, attributes and deltas in a batc
 
 
 def batch_chunks(
-    records: list[tuple[int, bytes | None, bytes]], batch_bytes: int
-) -> list[list[tuple[int, bytes | None, bytes]]]:
+    records: list[tuple[int, bytes | None, bytes | None]], batch_bytes: int
+) -> list[list[tuple[int, bytes | None, bytes | None]]]:
     """Records in order, cut into batches of about `batch_bytes` (--batch-bytes, as Kafka's
     batch.size bounds a producer's batches); a record larger than that is a batch alone."""
-    out: list[list[tuple[int, bytes | None, bytes]]] = []
-    current: list[tuple[int, bytes | None, bytes]] = []
+    out: list[list[tuple[int, bytes | None, bytes | None]]] = []
+    current: list[tuple[int, bytes | None, bytes | None]] = []
     size = 0
     for record in records:
-        n = len(record[2]) + len(record[1] or b"") + RECORD_OVERHEAD
+        n = len(record[2] or b"") + len(record[1] or b"") + RECORD_OVERHEAD
         if current and size + n > batch_bytes:
             out.append(current)
             current, size = [], 0
@@ -254,7 +268,7 @@ def batch_chunks(
 async def _produce_lines(
     bootstrap: str,
     topic: str,
-    records: list[tuple[bytes | None, bytes]],
+    records: list[tuple[bytes | None, bytes | None]],
     acks: int,
     idempotence: bool | None = None,
     partition: int | None = None,

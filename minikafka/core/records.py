@@ -10,7 +10,8 @@ A batch is a fixed big-endian header followed by a msgpack payload:
     base_sequence int32  sequence number of the first record, -1 if none
     payload_len  uint32  length of the payload in bytes
     crc          uint32  zlib.crc32 of the payload
-    payload      msgpack list of records, each [timestamp_ms, key (bytes|None), value (bytes)]
+    payload      msgpack list of records, each [timestamp_ms, key (bytes|None), value (bytes|None)]
+                 (a None value is Kafka's null value: a tombstone, which compaction deletes by)
 
 Like Kafka's RecordBatch, the leader rewrites only base offset and epoch (and the producer
 fields a Produce entry carries, core/producer_state.py); followers store the batch bytes
@@ -96,14 +97,16 @@ class BatchView:
         return self.base_offset + self.count
 
 
-def encode_payload(records: Iterable[tuple[int, bytes | None, bytes]]) -> tuple[bytes, int]:
+def encode_payload(
+    records: Iterable[tuple[int, bytes | None, bytes | None]],
+) -> tuple[bytes, int]:
     """Pack (timestamp_ms, key, value) tuples into a payload; returns (payload, count)."""
     items = [[ts, key, value] for ts, key, value in records]
     return msgpack.packb(items, use_bin_type=True), len(items)
 
 
 def make_batch(
-    records: Iterable[tuple[int, bytes | None, bytes]],
+    records: Iterable[tuple[int, bytes | None, bytes | None]],
     *,
     base_offset: int = 0,
     leader_epoch: int = -1,
@@ -249,7 +252,8 @@ def iter_batches(blob: bytes, *, check_crc: bool = True) -> Iterator[BatchView]:
 
 def check_payload(batch: BatchView) -> None:
     """CorruptRecordError unless the payload is exactly `count` records of
-    [timestamp_ms (int), key (bytes or None), value (bytes)], as `decode_records` reads them.
+    [timestamp_ms (int), key (bytes or None), value (bytes or None)], as `decode_records` reads
+    them.
 
     Decoded as tuples (msgpack's use_list=False: arrays are tuples, about half the decoding
     cost of lists) and checked with exact types, bool counting as an int as isinstance would:
@@ -280,11 +284,11 @@ def check_payload(batch: BatchView) -> None:
             if (
                 (type(ts) is int or type(ts) is bool)
                 and (key is None or type(key) is bytes)
-                and type(value) is bytes
+                and (value is None or type(value) is bytes)
             ):
                 continue
         raise CorruptRecordError(
-            f"record {i} of the batch: expected [timestamp_ms, key or None, value bytes]"
+            f"record {i} of the batch: expected [timestamp_ms, key or None, value or None]"
         )
 
 
@@ -305,7 +309,13 @@ def decode_records(batch: BatchView) -> list[Record]:
     try:
         items = msgpack.unpackb(batch.raw[HEADER_SIZE:], raw=False)
         records = [
-            Record(offset=batch.base_offset + i, timestamp_ms=ts, key=key, value=value)
+            Record(
+                offset=batch.base_offset + i,
+                timestamp_ms=ts,
+                key=key,
+                value=b"" if value is None else value,
+                null_value=value is None,
+            )
             for i, (ts, key, value) in enumerate(items)
         ]
     except (ValueError, TypeError, msgpack.UnpackException) as exc:

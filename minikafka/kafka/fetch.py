@@ -91,7 +91,7 @@ def as_record_batch_v2(blob: bytes) -> bytes:
         records = decode_records(b)
         out.append(
             v2.build(
-                [(r.timestamp_ms, r.key, r.value) for r in records],
+                [(r.timestamp_ms, r.key, None if r.null_value else r.value) for r in records],
                 base_offset=b.base_offset,
                 leader_epoch=b.leader_epoch,
                 producer_id=b.producer_id,

@@ -23,10 +23,11 @@ from minikafka.errors import ConfigError
 
 
 def test_properties_default_to_kafkas_and_refuse_unknown_names() -> None:
-    assert parse_properties([]) == {"parse.key": "false", "key.separator": "\t"}
-    assert parse_properties(["parse.key=true", "key.separator=:"]) == {
+    assert parse_properties([]) == {"parse.key": "false", "key.separator": "\t", "null.marker": ""}
+    assert parse_properties(["parse.key=true", "key.separator=:", "null.marker=NULL"]) == {
         "parse.key": "true",
         "key.separator": ":",
+        "null.marker": "NULL",
     }
     with pytest.raises(ConfigError, match="expected NAME=VALUE with NAME one of parse.key"):
         parse_properties(["ignore.error=true"])
@@ -45,6 +46,13 @@ def test_lines_split_at_the_first_separator_only() -> None:
     ]
     assert split_lines([b"v1", b"v2"], separator=None, key=b"K") == [(b"K", b"v1"), (b"K", b"v2")]
     assert split_lines([b"v"], separator=None, key=None) == [(None, b"v")]
+
+
+def test_a_value_equal_to_the_null_marker_is_a_null_value() -> None:
+    """KIP-810's null.marker: a tombstone from a line (`k:NULL`), any other value as it is."""
+    lines = [b"k:NULL", b"k:NULLS", b"k:"]
+    got = split_lines(lines, separator=b":", key=None, null_marker=b"NULL")
+    assert got == [(b"k", None), (b"k", b"NULLS"), (b"k", b"")]
 
 
 def test_a_line_without_the_separator_names_its_number() -> None:

@@ -151,6 +151,13 @@ def test_a_pass_cleans_whole_batches_only():
     assert clean(log, 0, 1, T0) == log
 
 
+def test_a_native_tombstone_deletes_its_key_like_a_kafka_clients():
+    native = make_batch([(T0, b"a", b"1"), (T0, b"a", None), (T0, b"b", b"1")])
+    kept = clean([native], 0, 3, T0)
+    assert records_of(kept[0]) == [(1, b"a", None), (2, b"b", b"1")]
+    assert records_of(clean([native], 0, 3, T0 + DAY)[0]) == [(2, b"b", b"1")]
+
+
 def test_a_full_offset_map_ends_the_pass_early():
     log = [kbatch(0, [(b"a", b"1"), (b"b", b"1")]), kbatch(2, [(b"c", b"1"), (b"d", b"1")])]
     offsets, end = build_offset_map(log, first_dirty=0, clean_end=4, max_keys=3)

@@ -40,7 +40,7 @@ def test_a_count_that_disagrees_with_the_payload_is_corrupt(claimed):
         [[1, None]],  # a record of two fields
         [["t", None, b"v"]],  # a timestamp that is not an integer
         [[1, "key", b"v"]],  # a key that is text, not bytes
-        [[1, None, None]],  # no value
+        [[1, None, "v"]],  # a value that is text, not bytes (None is a null value)
     ],
 )
 def test_a_payload_that_is_not_a_list_of_records_is_corrupt(items):
