@@ -32,6 +32,12 @@ read), `unknown` (acknowledged values whose partition has no successful final re
 began at: retention or DeleteRecords removed it before it could be checked; neither lost nor
 checked).
 
+A compacted topic (`check(compaction=...)`) is judged by compaction.py as well: its anomalies
+`compacted` (informational: removed by the cleaner, superseded by a later record of its key; not
+`lost`), `compaction_lost_latest`, `compaction_kept_stale` and `replicas_diverge`. Its logs
+have gaps where records were removed, so its reads' gaps and its replicas' missing offsets count
+only as compaction.py says.
+
 `valid` is False if any invalid anomaly was found, else "unknown" if acknowledged values could
 not be checked or nothing was acknowledged at all, else True. Exit codes: 0, 1, 2.
 
@@ -49,6 +55,8 @@ from functools import cached_property
 from operator import itemgetter
 from typing import Any
 
+from minikafka.checker import compaction as compaction_checks
+from minikafka.checker.compaction import Compaction, KeyedFacts
 from minikafka.checker.history import TP, VALUE, History, Operation, Record, ReplicaDump
 from minikafka.checker.invariants import (
     MAX_EXAMPLES,
@@ -120,8 +128,10 @@ class Facts:
         dumps: Sequence[ReplicaDump] = (),
         *,
         keep: int | None = MAX_EXAMPLES,
+        compaction: Compaction | None = None,
     ) -> None:
         self.keep = keep  # examples per anomaly (None: all, testing/checker.py lists them)
+        self.compaction = compaction  # a compacted topic's keys and cleaner passes
         ops = history.operations
         self.history = history
         self.sends = [o for o in ops if o.f == "send"]
@@ -175,14 +185,22 @@ class Facts:
     def order(self) -> list[tuple[str, dict[str, Any]]]:
         return list(_read_order(self))
 
+    @cached_property
+    def keyed(self) -> KeyedFacts:
+        """The compaction checks' indexes (only for a compacted topic)."""
+        assert self.compaction is not None
+        return KeyedFacts(self, self.compaction)
+
 
 def find_lost(facts: Facts) -> Anomaly:
     found, lost = facts.found("lost"), set()
+    # a compacted topic's values the cleaner removed are `compacted` instead (compaction.py)
+    compacted = facts.keyed.compacted if facts.compaction is not None else {}
     for o, tp, base, values in facts.other_acks:
         pos = facts.final_pos.get(tp)
         start = facts.final_start.get(tp, 0)
         for i, v in enumerate(values) if pos is not None else ():
-            if v not in pos and base + i >= start:  # type: ignore[operator]
+            if v not in pos and base + i >= start and v not in compacted:  # type: ignore[operator]
                 lost.add(v)
                 found.add(**_ex(tp, base + i, v, _source(o, "ack")))
     for tp, source, records in facts.other_reads:
@@ -190,7 +208,7 @@ def find_lost(facts: Facts) -> Anomaly:
         if source["source"] == "poll" and pos is not None:
             start = facts.final_start.get(tp, 0)
             for offset, v in records:
-                if v not in pos and v not in lost and offset >= start:
+                if v not in pos and v not in lost and offset >= start and v not in compacted:
                     lost.add(v)
                     found.add(**_ex(tp, offset, v, source))
     return found.anomaly()
@@ -268,7 +286,22 @@ def find_inconsistent_offsets(facts: Facts) -> Anomaly:
 
 
 def _read_order(facts: Facts) -> Iterator[tuple[str, dict[str, Any]]]:
-    """("nonmonotonic" | "skipped", example) for every order anomaly of every read."""
+    """("nonmonotonic" | "skipped", example) for every order anomaly of every read. A compacted
+    topic's log has gaps: a read's gap is skipped only where compaction.py `gap_skips` says."""
+    for kind, example in _read_order_dense(facts):
+        if kind == "skipped" and facts.compaction is not None:
+            kf, tp = facts.keyed, (example["topic"], example["partition"])
+            if example["kind"] == "final_read_gap":
+                continue  # the cleaner's gaps; what they hide is `lost` or `compacted`
+            if example["kind"] in ("gap", "start"):
+                after = example["previous"] if example["kind"] == "gap" else example["asked"] - 1
+                if not kf.gap_skips(tp, after, example["offset"]):
+                    continue
+        yield kind, example
+
+
+def _read_order_dense(facts: Facts) -> Iterator[tuple[str, dict[str, Any]]]:
+    """`_read_order` for a log without gaps (every topic but a compacted one)."""
     last: dict[tuple[str, TP], int] = {}  # (process, partition) -> last offset returned
     for e in sorted([*facts.polls, *facts.history.seeks], key=lambda e: e.index):
         if not isinstance(e, Operation):  # a seek: the order checks restart from there
@@ -375,6 +408,10 @@ def find_missing_replica_data(facts: Facts) -> Anomaly:
         if d.log_end_offset >= hw and (
             missing := expected[d.tp].difference(map(_OFFSET, committed))
         ):
+            if facts.compaction is not None:  # what its own log supersedes was cleaned
+                missing = facts.keyed.not_superseded(d, committed, missing)
+                if not missing:
+                    continue
             found.add(node=d.node, topic=d.topic, partition=d.partition, high_watermark=hw,
                       log_end_offset=d.log_end_offset, missing=len(missing),
                       first_missing=min(missing))  # fmt: skip
@@ -470,10 +507,18 @@ def check(
     claims: Sequence[LeaderClaim] | None = None,
     samples: Sequence[ReplicaSample] | None = None,
     hw_slack_s: float = 0.0,
+    compaction: Compaction | None = None,
 ) -> Verdict:
-    """Every check whose input is given; see the module docstring for the rules."""
-    facts = Facts(history, dumps or ())
+    """Every check whose input is given; see the module docstring for the rules. With
+    `compaction`, the topic is compacted and compaction.py's checks run too."""
+    facts = Facts(history, dumps or (), compaction=compaction)
     anomalies = {name: find(facts) for name, find in FINDERS.items()}
+    names = ANOMALIES
+    if compaction is not None:
+        names += compaction_checks.ANOMALIES
+        anomalies.update((name, find(facts)) for name, find in compaction_checks.FINDERS.items())
+        if dumps is not None:
+            anomalies["replicas_diverge"] = compaction_checks.find_replicas_diverge(facts)
     if dumps is not None:
         anomalies["missing_replica_data"] = find_missing_replica_data(facts)
     if claims is not None:
@@ -493,7 +538,7 @@ def check(
     return Verdict(
         valid=False if invalid else "unknown" if reasons else True,
         counts=counts,
-        anomalies={name: anomalies[name] for name in ANOMALIES if name in anomalies},
-        not_checked=tuple(name for name in ANOMALIES if name not in anomalies),
+        anomalies={name: anomalies[name] for name in names if name in anomalies},
+        not_checked=tuple(name for name in names if name not in anomalies),
         unknown_reasons=tuple(reasons),
     )
