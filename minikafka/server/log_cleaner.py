@@ -9,7 +9,10 @@ pass never holds the event loop or the log writer for long:
 
 - the offset map and the cleaned batches are computed in a worker thread, from read snapshots
   of the store (LMDB readers do not wait for the writer), a window of `WINDOW_BATCHES` batches
-  at a time, so memory is bounded by the map and one window;
+  at a time, so memory is bounded by the map and one window. Decoding records is Python work
+  that holds the GIL: the thread gives it up after every batch (`time.sleep(0)`), so the event
+  loop waits for it about a batch's decoding, not the interpreter's 5 ms switch interval
+  (benchmarks/compaction_bench.py measures the loop's lag during a pass);
 - each window's changes are written as one op of the log writer (server/log_writer.py), one
   short transaction among the appends, which checks that every batch it rewrites is still the
   one read; the last one writes the cleaner checkpoint (the new first dirty offset).
@@ -20,6 +23,7 @@ store skips over) and a truncation (which makes the pass give up) may change the
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -178,7 +182,9 @@ def _offset_map(
             window = store.batches_from(tp, at, end=clean_end, max_batches=WINDOW_BATCHES)
             if not window:
                 return
-            yield from window
+            for raw in window:
+                yield raw
+                time.sleep(0)  # let the event loop's thread have the GIL (module docstring)
             base, _epoch, count = peek_header(window[-1])
             at = base + count
 
@@ -212,5 +218,6 @@ def _clean_window(
         removed += cleaned.records_removed
         if cleaned.outcome is not Outcome.KEPT:
             changes.append((raw, cleaned.raw))
+        time.sleep(0)  # let the event loop's thread have the GIL (module docstring)
     base, _epoch, count = peek_header(window[-1])
     return removed, changes, base + count
