@@ -302,3 +302,18 @@ async def test_a_retry_racing_its_original_whose_write_fails_is_not_acknowledged
     ]
     assert len(calls) == 1 and values(leader) == 0
     assert await produce(leader, entry(2, 0)) == [(0, 0)]  # the next retry is appended
+
+
+async def test_a_producer_whose_records_are_deleted_keeps_its_sequence_numbers(leader):
+    """KIP-360: moving the log start offset (retention, DeleteRecords, compaction removing the
+    records) does not forget the producers before it (Kafka's ProducerStateManager
+    .onLogStartOffsetIncremented), so neither a retry of its last batch nor its next batch is
+    refused as coming from an unknown producer."""
+    assert await produce(leader, entry(3, 0)) == [(ErrorCode.NONE, 0)]
+    p = leader.partition("t")
+    await leader.replica_manager.writer.advance_log_start(p.tp, 3)
+    leader.replica_manager.log_start_moved(p, 3, reason="client record deletion")
+    assert p.log_start_offset == 3
+    assert await produce(leader, entry(3, 0)) == [(ErrorCode.NONE, 0)]  # a retry: a duplicate
+    assert await produce(leader, entry(2, 3)) == [(ErrorCode.NONE, 3)]
+    assert values(leader) == 2
