@@ -230,6 +230,11 @@ OPTIONS: dict[str, _Option] = {
             "offsets_topic_replication_factor",
             _parse_int(1, 64),
         ),
+        _Option(
+            "offsets.topic.segment.bytes",
+            "offsets_topic_segment_bytes",
+            _parse_int(MIN_SEGMENT_BYTES, _INT_MAX),
+        ),
         _Option("offsets.commit.timeout.ms", "offsets_commit_timeout_ms", _parse_int(1, 600_000)),
         _Option("offset.metadata.max.bytes", "offset_metadata_max_bytes", _parse_int(0, 1 << 20)),
         _Option(
@@ -378,6 +383,7 @@ class NodeConfig:
     # own config/server.properties sets it to 1).
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3
+    offsets_topic_segment_bytes: int = 100 << 20  # Kafka's: small, so that the cleaner gets them
     offsets_commit_timeout_ms: int = 5000
     offset_metadata_max_bytes: int = 4096
     group_initial_rebalance_delay_ms: int = 3000

@@ -419,7 +419,10 @@ class GroupService:
                     # partition (and its latest metadata) is kept, so a coordinator's load reads
                     # what is live, not every commit ever made; segments of
                     # offsets.topic.segment.bytes (100 MiB), so that they close and get cleaned.
-                    configs={CLEANUP_POLICY: "compact", SEGMENT_BYTES: str(100 << 20)},
+                    configs={
+                        CLEANUP_POLICY: "compact",
+                        SEGMENT_BYTES: str(c.offsets_topic_segment_bytes),
+                    },
                 )
             ]
         )

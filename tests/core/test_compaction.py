@@ -284,3 +284,31 @@ def test_a_pass_keeps_exactly_the_last_record_of_each_key_below_its_end(spec, da
     ]
     # A tombstone written at T0 + o is gone once now >= T0 + o + retention: all are, here.
     assert records_of(b"".join(clean(log, 0, end, T0 + 10**6, retention=1))) == expected
+
+
+def test_a_compacted_offsets_partition_loads_the_same_groups_from_far_fewer_records():
+    """__consumer_offsets is created compacted (server/groups.py): 500 auto-commits of 4
+    partitions by 2 groups, and a tombstone for one group's partition, replay (Kafka's
+    doLoadGroupsAndOffsets, core/group/load.py) to the same offsets after a pass, from one
+    record per key."""
+    from minikafka.core.group.load import replay
+    from minikafka.core.group.messages import OffsetAndMetadata
+    from minikafka.core.group.offsets_log import commit_records, offset_commit_key
+
+    log, offset = [], 0
+    for n in range(500):
+        for group in ("g1", "g2"):
+            commits = {("t", p): OffsetAndMetadata(offset=n * 10 + p) for p in range(4)}
+            records = commit_records(group, commits)
+            log.append(kbatch(offset, records))
+            offset += len(records)
+    log.append(kbatch(offset, [(offset_commit_key("g2", "t", 3), None)]))
+    end = offset + 1
+
+    def loaded(batches):
+        return replay([(o, k, v) for b in batches for o, k, v in records_of(b)]).offsets
+
+    cleaned = clean(log, 0, end, T0)
+    assert loaded(cleaned) == loaded(log)
+    assert loaded(log)["g1"][("t", 3)].offset == 4993 and ("t", 3) not in loaded(log)["g2"]
+    assert sum(len(records_of(b)) for b in cleaned) == 8  # 7 live commits and the tombstone
