@@ -484,9 +484,10 @@ class LogStore:
         """Append to several partitions in ONE transaction; on any violation nothing is written.
 
         Each write's batches must follow the partition's log end offset and each other, in order,
-        with no overlap (StorageError otherwise; a gap is a compacted log's). Epochs and the HW are persisted when given. The
-        segments follow in the same transaction, each batch rolling a new one by the write's
-        `segment_bytes` / `segment_ms` at `now_ms` (``UnifiedLog.maybeRoll``).
+        with no overlap (StorageError otherwise; a gap is a compacted log's). Epochs and the HW
+        are persisted when given. The segments follow in the same transaction, each batch
+        rolling a new one by the write's `segment_bytes` / `segment_ms` at `now_ms`
+        (``UnifiedLog.maybeRoll``).
         """
         with self._write_lock:
             new_leo: dict[TopicPartition, int] = {}
