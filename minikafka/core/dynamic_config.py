@@ -42,6 +42,21 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from minikafka.core.log_topic_configs import (  # noqa: F401 - importable from here too
+    CLEANUP_POLICY,
+    DELETE_RETENTION_MS,
+    LOG_TOPIC_CONFIGS,
+    LONG_MAX,
+    MAX_COMPACTION_LAG_MS,
+    MIN_CLEANABLE_DIRTY_RATIO,
+    MIN_COMPACTION_LAG_MS,
+    MIN_SEGMENT_BYTES,
+    RETENTION_BYTES,
+    RETENTION_MS,
+    SEGMENT_BYTES,
+    SEGMENT_MS,
+)
+from minikafka.core.log_topic_configs import digits as _digits
 from minikafka.errors import ConfigError
 from minikafka.wire.messages import ConfigEntity
 
@@ -51,7 +66,6 @@ CLIENTS = "clients"
 ENTITY_TYPES = (BROKERS, TOPICS, CLIENTS)
 DEFAULT = ""  # the entity name of the cluster default broker and of the default client
 MAX_CLIENT_ID_LENGTH = 255
-LONG_MAX = 2**63 - 1
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -64,15 +78,6 @@ FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 MAX_MESSAGE_BYTES = "max.message.bytes"
 UNCLEAN_LEADER_ELECTION = "unclean.leader.election.enable"
-RETENTION_MS = "retention.ms"
-RETENTION_BYTES = "retention.bytes"
-SEGMENT_BYTES = "segment.bytes"
-SEGMENT_MS = "segment.ms"
-CLEANUP_POLICY = "cleanup.policy"
-DELETE_RETENTION_MS = "delete.retention.ms"
-MIN_COMPACTION_LAG_MS = "min.compaction.lag.ms"
-MAX_COMPACTION_LAG_MS = "max.compaction.lag.ms"
-MIN_CLEANABLE_DIRTY_RATIO = "min.cleanable.dirty.ratio"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
 
@@ -197,15 +202,6 @@ class ConfigSnapshot:
 # ---------------------------------------------------------------------------- value parsers
 
 
-def _digits(text: str) -> int | None:
-    s = text.strip()
-    body = s[1:] if s.startswith("-") else s
-    if not body.isascii() or not body.isdigit():
-        return None
-    value = int(s)
-    return value if -LONG_MAX - 1 <= value <= LONG_MAX else None
-
-
 def _replication_rate(name: str, text: str) -> str:
     value = _digits(text)
     if value is None or value < 0:
@@ -257,71 +253,6 @@ def _message_bytes(name: str, text: str) -> str:
     return str(value)
 
 
-def _retention(name: str, text: str) -> str:
-    value = _digits(text)
-    if value is None or value < -1:
-        raise ConfigError(f"{name}={text!r}: expected -1 (no limit) or an integer >= 0")
-    return str(value)
-
-
-# Kafka 4.0's floor for segment.bytes (KIP-1030: 1 MiB; it was 14 bytes before), as an int.
-MIN_SEGMENT_BYTES = 1 << 20
-INT_MAX = 2**31 - 1
-
-
-def _segment_bytes(name: str, text: str) -> str:
-    value = _digits(text)
-    if value is None or not MIN_SEGMENT_BYTES <= value <= INT_MAX:
-        raise ConfigError(
-            f"{name}={text!r}: expected a size in bytes from {MIN_SEGMENT_BYTES} to {INT_MAX}"
-        )
-    return str(value)
-
-
-def _segment_ms(name: str, text: str) -> str:
-    value = _digits(text)
-    if value is None or value < 1:
-        raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= 1")
-    return str(value)
-
-
-# What cleanup.policy may name, alone or both, comma-separated (Kafka's LogConfig).
-CLEANUP_POLICIES = ("compact", "delete")
-
-
-def cleanup_policy(name: str, text: str) -> str:
-    """`compact`, `delete` or both (any order, normalised to `compact,delete`)."""
-    items = [i.strip().lower() for i in text.split(",") if i.strip()]
-    if not items or any(i not in CLEANUP_POLICIES for i in items):
-        raise ConfigError(f"{name}={text!r}: expected compact, delete or compact,delete")
-    return ",".join(sorted(set(items)))
-
-
-def _lag_ms(name: str, text: str) -> str:
-    value = _digits(text)
-    if value is None or value < 0:
-        raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= 0")
-    return str(value)
-
-
-def _max_lag_ms(name: str, text: str) -> str:
-    value = _digits(text)
-    if value is None or value < 1:
-        raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= 1")
-    return str(value)
-
-
-def dirty_ratio(name: str, text: str) -> str:
-    """A ratio from 0 to 1 (Kafka's min.cleanable.dirty.ratio, a double in [0, 1])."""
-    try:
-        value = float(text.strip())
-    except ValueError:
-        value = -1.0
-    if not 0.0 <= value <= 1.0:
-        raise ConfigError(f"{name}={text!r}: expected a ratio from 0 to 1, e.g. 0.5")
-    return repr(value)
-
-
 def parse_throttled_replicas(text: str, name: str = "throttled replicas") -> ThrottledReplicas:
     """Parse `*`, ``""`` or `partition:broker[,partition:broker...]`; ConfigError otherwise."""
     stripped = text.strip()
@@ -367,15 +298,7 @@ KNOWN_CONFIGS: Mapping[str, Mapping[str, Parser]] = MappingProxyType(
                 MIN_INSYNC_REPLICAS: _min_insync,
                 MAX_MESSAGE_BYTES: _message_bytes,
                 UNCLEAN_LEADER_ELECTION: _boolean,
-                RETENTION_MS: _retention,
-                RETENTION_BYTES: _retention,
-                SEGMENT_BYTES: _segment_bytes,
-                SEGMENT_MS: _segment_ms,
-                CLEANUP_POLICY: cleanup_policy,
-                DELETE_RETENTION_MS: _lag_ms,
-                MIN_COMPACTION_LAG_MS: _lag_ms,
-                MAX_COMPACTION_LAG_MS: _max_lag_ms,
-                MIN_CLEANABLE_DIRTY_RATIO: dirty_ratio,
+                **LOG_TOPIC_CONFIGS,
             }
         ),
         CLIENTS: MappingProxyType(

@@ -1,8 +1,8 @@
-"""A log's retention and rolling settings, as Kafka's LogConfig resolves them.
+"""A log's retention, rolling and compaction settings, as Kafka's LogConfig resolves them.
 
 Each setting has a broker default, a static node config with Kafka's `log.` name, and a topic
 config that overrides it (set at creation or live with IncrementalAlterConfigs: the names in
-core/dynamic_config.py). `effective` is the merge, key by key, the topic's value winning, as
+core/log_topic_configs.py). `effective` is the merge, key by key, the topic's value winning, as
 Kafka's `LogConfig.fromProps(brokerDefaults, topicOverrides)` does. Pure: no I/O, no time.
 
 | topic config | broker config | Kafka's default |

@@ -33,7 +33,6 @@ from minikafka.core.compaction import (
     DEFAULT_MAX_COMPACTION_LAG_MS,
     DEFAULT_MIN_CLEANABLE_RATIO,
 )
-from minikafka.core.dynamic_config import MIN_SEGMENT_BYTES, cleanup_policy, dirty_ratio
 from minikafka.core.log_config import (
     DEFAULT_CHECK_INTERVAL_MS,
     DEFAULT_SEGMENT_BYTES,
@@ -41,6 +40,7 @@ from minikafka.core.log_config import (
     retention_ms_of,
     roll_ms_of,
 )
+from minikafka.core.log_topic_configs import MIN_SEGMENT_BYTES, cleanup_policy, dirty_ratio
 from minikafka.core.quota.planner import ThrottleSettings
 from minikafka.errors import ConfigError
 

@@ -45,7 +45,6 @@ import trio
 from minikafka.clock import now_ms
 from minikafka.common import TopicPartition
 from minikafka.core import record_batch_v2
-from minikafka.core.dynamic_config import CLEANUP_POLICY, SEGMENT_BYTES
 from minikafka.core.group import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -73,6 +72,7 @@ from minikafka.core.group.offsets_log import (
     offset_commit_key,
     partition_for,
 )
+from minikafka.core.log_topic_configs import CLEANUP_POLICY, SEGMENT_BYTES
 from minikafka.core.records import make_batch
 from minikafka.errors import ErrorCode
 from minikafka.server.config import NodeConfig

@@ -1,5 +1,5 @@
 """A log's settings (core/log_config.py): Kafka's precedence of broker names, the topic's
-override key by key, and the topic configs' accepted forms (core/dynamic_config.py)."""
+override key by key, and the topic configs' accepted forms (core/log_topic_configs.py)."""
 
 from __future__ import annotations
 
