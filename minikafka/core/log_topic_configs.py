@@ -56,13 +56,6 @@ def _segment_bytes(name: str, text: str) -> str:
     return str(value)
 
 
-def _segment_ms(name: str, text: str) -> str:
-    value = digits(text)
-    if value is None or value < 1:
-        raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= 1")
-    return str(value)
-
-
 # What cleanup.policy may name, alone or both, comma-separated (Kafka's LogConfig).
 CLEANUP_POLICIES = ("compact", "delete")
 
@@ -75,18 +68,16 @@ def cleanup_policy(name: str, text: str) -> str:
     return ",".join(sorted(set(items)))
 
 
-def _lag_ms(name: str, text: str) -> str:
-    value = digits(text)
-    if value is None or value < 0:
-        raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= 0")
-    return str(value)
+def _time_ms(minimum: int) -> Callable[[str, str], str]:
+    """A time in ms, an integer >= `minimum`."""
 
+    def parse(name: str, text: str) -> str:
+        value = digits(text)
+        if value is None or value < minimum:
+            raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= {minimum}")
+        return str(value)
 
-def _max_lag_ms(name: str, text: str) -> str:
-    value = digits(text)
-    if value is None or value < 1:
-        raise ConfigError(f"{name}={text!r}: expected a time in ms, an integer >= 1")
-    return str(value)
+    return parse
 
 
 def dirty_ratio(name: str, text: str) -> str:
@@ -105,11 +96,11 @@ LOG_TOPIC_CONFIGS: Mapping[str, Callable[[str, str], str]] = MappingProxyType(
         RETENTION_MS: _retention,
         RETENTION_BYTES: _retention,
         SEGMENT_BYTES: _segment_bytes,
-        SEGMENT_MS: _segment_ms,
+        SEGMENT_MS: _time_ms(1),
         CLEANUP_POLICY: cleanup_policy,
-        DELETE_RETENTION_MS: _lag_ms,
-        MIN_COMPACTION_LAG_MS: _lag_ms,
-        MAX_COMPACTION_LAG_MS: _max_lag_ms,
+        DELETE_RETENTION_MS: _time_ms(0),
+        MIN_COMPACTION_LAG_MS: _time_ms(0),
+        MAX_COMPACTION_LAG_MS: _time_ms(1),
         MIN_CLEANABLE_DIRTY_RATIO: dirty_ratio,
     }
 )

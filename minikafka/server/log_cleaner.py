@@ -26,38 +26,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
 
 import trio
 
-from minikafka.clock import RunSync
 from minikafka.common import TopicPartition
 from minikafka.core import compaction
 from minikafka.core.compaction import Outcome
 from minikafka.core.log_config import LogConfig
 from minikafka.core.records import peek_header
-from minikafka.server.eventlog import EventLog
 from minikafka.server.local_partition import LocalPartition
-from minikafka.server.log_writer import LogWriter
-from minikafka.server.metrics import Metrics
+from minikafka.server.log_cleanup import LogTaskHost
 from minikafka.storage import LogStore, StorageError
 
 WINDOW_BATCHES = 500  # batches read, cleaned and written per step of a pass
-
-
-class CleanerHost(Protocol):
-    """What the cleaner needs of its broker (server/replica_manager.py `ReplicaManager`)."""
-
-    partitions: dict[TopicPartition, LocalPartition]
-    writer: LogWriter
-    store: LogStore
-    events: EventLog
-    metrics: Metrics
-    run_sync: RunSync
-
-    def log_config(self, topic: str) -> LogConfig: ...
-
-    def on_log_error(self, tp: TopicPartition, exc: BaseException, *, during: str) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,7 +54,7 @@ class PassResult:
 
 
 async def run_log_cleaner(
-    host: CleanerHost,
+    host: LogTaskHost,
     *,
     backoff_ms: int,
     now_ms: Callable[[], int],
@@ -86,7 +67,7 @@ async def run_log_cleaner(
         await cleaning_round(host, now_ms())
 
 
-async def cleaning_round(host: CleanerHost, now_ms: int) -> list[PassResult]:
+async def cleaning_round(host: LogTaskHost, now_ms: int) -> list[PassResult]:
     """One look at every hosted, online, compacted log; -> the passes it made."""
     done = []
     for p in list(host.partitions.values()):
@@ -106,7 +87,7 @@ async def cleaning_round(host: CleanerHost, now_ms: int) -> list[PassResult]:
 
 
 async def clean_log(
-    host: CleanerHost, p: LocalPartition, config: LogConfig, now_ms: int
+    host: LogTaskHost, p: LocalPartition, config: LogConfig, now_ms: int
 ) -> PassResult | None:
     """One pass over `p`'s log if it needs one (``Cleaner.clean``); None when it did not, or
     gave up (a truncation under it)."""

@@ -32,8 +32,9 @@ from minikafka.server.metrics import Metrics
 from minikafka.storage import LogStore, StorageError
 
 
-class RetentionHost(Protocol):
-    """What retention needs of its broker (server/replica_manager.py `ReplicaManager`)."""
+class LogTaskHost(Protocol):
+    """What the broker's log tasks need of it (server/replica_manager.py `ReplicaManager`):
+    retention here, compaction in server/log_cleaner.py."""
 
     partitions: dict[TopicPartition, LocalPartition]
     writer: LogWriter
@@ -45,6 +46,10 @@ class RetentionHost(Protocol):
     def log_config(self, topic: str) -> LogConfig: ...
 
     def on_log_error(self, tp: TopicPartition, exc: BaseException, *, during: str) -> bool: ...
+
+
+class RetentionHost(LogTaskHost, Protocol):
+    """What retention needs besides: telling the replica machine its log start moved."""
 
     def log_start_moved(self, p: LocalPartition, log_start_offset: int, *, reason: str) -> None: ...
 
