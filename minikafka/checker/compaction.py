@@ -13,8 +13,9 @@ before, the records below D are then a function of the committed log and D alone
 cleaned to the same point hold the same records.
 
 Inputs (`Compaction`): K; the passes each node reported (`Cleaning`: its `log_cleaned` events,
-on the history's clock); the leadership claims (invariants.py). The clean point of a final read
-is the largest first dirty offset reported by the partition's leader at the final read's invoke
+on the history's clock); the leadership claims (invariants.py); when nodes lost their disks.
+Two bounds come from the passes. The *clean point* of a final read, below which it must be
+clean, is the largest first dirty offset reported by the partition's leader at the final read's invoke
 (the highest leader epoch claimed at or before it), by a pass reported at least `slack_s` before
 that invoke. A pass writes its batches and its checkpoint before it reports, and every fetch of
 the final read comes after its invoke, so the whole read sees a log clean below that point;
@@ -22,13 +23,21 @@ passes during the read may clean more and are left out, which weakens the check 
 it wrong. The events are the only source there is: neither Kafka nor the brokers here expose a
 log's cleaned point through the protocol (Kafka keeps it in the cleaner-offset-checkpoint file).
 A replica's own clean point, for its dump (read after the cluster stopped), is the largest its
-node reported at all; the caller leaves out the passes of a node from before it lost its disk.
+node reported since it last lost its disk (a wipe: its log started again). The other bound,
+`cleaned_at_most`, is the largest first dirty offset any node reported by the end of the final
+read: no pass anywhere cleaned past it, so a record of the final read's log can have been
+removed only if a later record of its key lies below it (the last record of a key below that
+bound was never removable, so it is in the final read unless lost). `superseded` asks that of a
+record: a later record of its key below the bound, seen anywhere in the history (an ack, a
+poll, the final read).
 
 Anomalies (`ANOMALIES`):
 
 - `compacted` (informational, the analogue of `deleted`): an acknowledged or polled value absent
-  from its partition's final read, at or above that read's log start, whose key has a later
-  record in the final read: the cleaner removed it, as it may. anomalies.py's `lost` skips it.
+  from its partition's final read, at or above that read's log start, `superseded`: the
+  cleaner removed it, as it may. anomalies.py's `lost` skips it; a value removed though no
+  pass could have (its key's later records all at or above `cleaned_at_most`: a cleaner that
+  cleaned its dirty section or its active segment) stays `lost`.
 - `compaction_lost_latest`: the latest acknowledged write of a key (value i of an ok send at its
   base offset + i) has no record of that key at or after its offset in the final read: the last
   value of every key must survive. (Below the final read's log start it is `deleted`.)
@@ -43,8 +52,8 @@ Anomalies (`ANOMALIES`):
 
 And, in anomalies.py, for a compacted topic: a poll's gap (or its first offset past the one
 asked for) is a `skipped_read` only when the final read holds, inside the gap, a record that is
-the last of its key there (no pass anywhere could have removed it), and a final read's own gaps
-are not anomalies; a replica lacking an offset another replica or the final read has is
+not `superseded` (no pass anywhere could have removed it, by then or before), and a final
+read's own gaps are not anomalies (what they hide is `lost` or `compacted`); a replica lacking an offset another replica or the final read has is
 `missing_replica_data` only when its own log holds no later record of that key.
 
 Pure: no I/O; everything keyed in dicts, each input walked a fixed number of times.
@@ -130,9 +139,12 @@ class Compaction:
     """What the checker needs to judge a compacted topic (module docstring)."""
 
     keys: int
-    cleanings: tuple[Cleaning, ...] = ()
+    cleanings: tuple[Cleaning, ...] = ()  # every pass every node reported
     claims: tuple[LeaderClaim, ...] = ()
     slack_s: float = 0.0
+    # (node, time): the node lost its disk (or its unsynced writes) then; its passes from
+    # before no longer describe its log (they still bound what any log may have lost)
+    disk_losses: tuple[tuple[int, float], ...] = ()
 
     def __post_init__(self) -> None:
         if type(self.keys) is not int or self.keys < 1:
@@ -151,15 +163,34 @@ class Compaction:
         return None if best is None else best.node
 
     def clean_point(self, node: int | None, tp: TP, *, before: float | None = None) -> int:
-        """The largest first dirty offset `node` reported for `tp` (only by passes reported at
-        least `slack_s` before `before`, if given); 0 if none."""
+        """The largest first dirty offset `node` reported for `tp` since it last lost its disk
+        (only by passes reported at least `slack_s` before `before`, if given); 0 if none: its
+        log is clean below that point."""
+        since = max(
+            (t for n, t in self.disk_losses if n == node and (before is None or t <= before)),
+            default=float("-inf"),
+        )
         return max(
             (
                 c.first_dirty_offset
                 for c in self.cleanings
                 if c.node == node
                 and c.tp == tp
+                and c.time >= since
                 and (before is None or c.time + self.slack_s <= before)
+            ),
+            default=0,
+        )
+
+    def cleaned_at_most(self, tp: TP, *, until: float) -> int:
+        """The largest first dirty offset any node reported for `tp` by `until` (plus
+        `slack_s`): no pass anywhere had cleaned past it, so no log of `tp` can lack a record
+        that has no later record of its key below it."""
+        return max(
+            (
+                c.first_dirty_offset
+                for c in self.cleanings
+                if c.tp == tp and c.time <= until + self.slack_s
             ),
             default=0,
         )
@@ -198,6 +229,26 @@ class KeyedFacts:
         key = compaction.key
         # tp -> key -> the largest offset of a record of the key in the final read
         self.latest_final = {tp: _latest_by_key(o.records, key) for tp, o in facts.final.items()}
+        # tp -> no log of it was cleaned past this by the end of its final read
+        self.cleaned_at_most = {
+            tp: compaction.cleaned_at_most(tp, until=o.completion.time)  # type: ignore[union-attr]
+            for tp, o in facts.final.items()
+        }
+        # tp -> key -> the largest offset below `cleaned_at_most` that the history saw hold a
+        # record of the key (acks, polls, the final read): what makes the records before it
+        # removable. A record the history never saw needs no guess: the last record of a key
+        # below `cleaned_at_most` was never removable, so it is in the final read (or lost).
+        seen: dict[TP, list[Record]] = defaultdict(list)
+        for _o, tp, base, values in facts.acks:
+            seen[tp].extend(zip(range(base, base + len(values)), values, strict=True))
+        for o in facts.polls:
+            seen[o.tp].extend(o.records)
+        for tp, o in facts.final.items():
+            seen[tp].extend(o.records)
+        self.seen = seen
+        self.later_below: dict[TP, dict[int, int]] = {}
+        for tp, upto in self.cleaned_at_most.items():
+            self.later_below[tp] = _latest_by_key((r for r in seen[tp] if r[0] < upto), key)
         # tp -> the final read's clean point, and whose log that was
         self.leader: dict[TP, int | None] = {}
         self.clean_point: dict[TP, int] = {}
@@ -210,8 +261,10 @@ class KeyedFacts:
         return self.c.clean_point(d.node, d.tp)
 
     def superseded(self, tp: TP, offset: int, value: int) -> int | None:
-        """The offset of a later record of `value`'s key in `tp`'s final read, if there is one."""
-        later = self.latest_final.get(tp, {}).get(self.c.key(value), -1)
+        """Whether a pass could have removed `value` at `offset`: -> the offset of a later
+        record of its key below what any log of `tp` was cleaned to by the end of its final
+        read; None if there is none, so no pass could have."""
+        later = self.later_below.get(tp, {}).get(self.c.key(value), -1)
         return later if later > offset else None
 
     @cached_property
@@ -241,13 +294,12 @@ class KeyedFacts:
 
     @cached_property
     def survivors(self) -> dict[TP, list[int]]:
-        """tp -> the offsets, in order, of the final read's records that are the last of their
-        key in it: records no pass could have removed at any time."""
-        out = {}
-        for tp, o in self.facts.final.items():
-            latest, key = self.latest_final[tp], self.c.key
-            out[tp] = sorted(offset for offset, v in o.records if latest[key(v)] == offset)
-        return out
+        """tp -> the offsets, in order, of the final read's records that no pass could have
+        removed by the end of the final read (`superseded`), so none before it either."""
+        return {
+            tp: sorted(x for x, v in o.records if self.superseded(tp, x, v) is None)
+            for tp, o in self.facts.final.items()
+        }
 
     def gap_skips(self, tp: TP, after: int, before: int) -> bool:
         """Whether a read that went from offset `after` to `before` skipped a record: the final
@@ -281,6 +333,7 @@ class KeyedFacts:
             parts[f"{tp[0]}/{tp[1]}"] = {
                 "leader": self.leader[tp],
                 "clean_point": self.clean_point[tp],
+                "cleaned_at_most": self.cleaned_at_most[tp],
                 "records": len(o.records),
                 "keys": len(self.latest_final[tp]),
             }

@@ -87,7 +87,7 @@ def test_a_correctly_compacted_run_is_valid_and_its_removed_values_are_compacted
     compacted = v.anomalies["compacted"]
     assert not compacted.invalid and compacted.count == 3
     assert [e["value"] for e in compacted.examples] == [0, 1, 2]
-    assert has(compacted.examples[0], offset=0, source="ack", key=0, superseded_at=8)
+    assert has(compacted.examples[0], offset=0, source="ack", key=0, superseded_at=3)
     assert list(v.anomalies) == [*ANOMALIES[:-1], "compacted", "compaction_lost_latest",
                                  "compaction_kept_stale", "replicas_diverge"]  # fmt: skip
     assert v.not_checked == ("hw_past_isr_leo",)
@@ -127,13 +127,13 @@ def test_a_cleaner_keeping_the_first_record_of_a_key_instead_of_the_last_is_caug
 
 
 def test_the_latest_value_may_be_superseded_by_a_write_that_landed_unacknowledged() -> None:
-    """Value 13 (key 1), sent with no answer, landed at 10: 10, the latest acknowledged write
-    of key 1, may go."""
+    """Value 13 (key 1), sent with no answer, landed at 10, and node 1 cleaned up to 11 while
+    the final read (1.6 to 1.7) went on: 10, the latest acknowledged write of key 1, may go."""
     run = Run()
     run.docs = history().docs[:-2]  # all but the final read
     run.send("p9", [13], result="info")
     run.final([*FINAL[:-1], [10, 13]], end=11)
-    v = verdict(run)
+    v = verdict(run, cleanings=[*CLEANINGS, cleaned(1, 1.65, 11)])
     assert v.valid is True, v.summary()
     assert v.anomalies["compacted"].count == 4  # 10 too, superseded by the landed 13
 
@@ -156,7 +156,9 @@ def test_a_stale_record_whose_successor_is_gone_is_caught_from_the_history() -> 
     v = verdict(history(final))
     (e,) = v.anomalies["compaction_kept_stale"].examples
     assert has(e, offset=0, value=0, later_offset=3)
-    assert v.anomalies["lost"].count == 0  # 3 is superseded by 9 at 8: compacted
+    # and 3, the last of key 0 below 6, had to stay: its later records (6, 8) were never cleaned
+    (lost,) = v.anomalies["lost"].examples
+    assert has(lost, offset=3, value=3)
 
 
 def test_records_above_the_clean_point_may_repeat_a_key() -> None:
@@ -194,13 +196,23 @@ def test_a_value_read_at_another_offset_than_acknowledged_stays_inconsistent_off
 @pytest.mark.parametrize(
     ("records", "skipped"),
     [
-        ([[3, 3], [5, 5], [6, 6]], False),  # skips 4: key 1, superseded by (9, 10)
+        ([[0, 0], [3, 3]], False),  # skips 1, 2: superseded by 4, 5, below the clean point 6
+        ([[3, 3], [5, 5], [6, 6]], True),  # skips 4: its key's later records (7, 9) were never
+        # cleaned, so no pass could remove it
         ([[3, 3], [6, 6]], True),  # skips 5: the last of key 2, no pass could remove it
     ],
 )
 def test_a_poll_gap_is_skipped_only_over_a_record_no_pass_could_remove(records, skipped) -> None:
-    v = verdict(history(polls=[(3, records)]))
+    v = verdict(history(polls=[(records[0][0], records)]))
     assert (v.anomalies["skipped_reads"].count == 1) is skipped, v.summary()
+
+
+def test_a_record_removed_above_every_clean_point_is_lost() -> None:
+    """(6, 6) is superseded by (8, 9), but no node had cleaned past 6 when the final read ended:
+    no pass could have removed it, so it is lost, not compacted."""
+    v = verdict(history([r for r in FINAL if r[0] != 6]))
+    (e,) = v.anomalies["lost"].examples
+    assert has(e, offset=6, value=6, source="ack") and v.anomalies["compacted"].count == 3
 
 
 def test_a_poll_starting_past_a_record_that_survives_is_skipped() -> None:
@@ -254,3 +266,14 @@ def test_bad_inputs_are_one_line() -> None:
     assert c.key(10) == 1 and c.final_read_leader(T0, 5.0) == 1
     assert c.clean_point(1, T0, before=5.0) == 6 and c.clean_point(1, T0) == 8
     assert replace(c, slack_s=4.5).clean_point(1, T0, before=5.0) == 0
+
+
+def test_a_nodes_passes_before_it_lost_its_disk_do_not_make_its_log_clean() -> None:
+    """Node 1 was wiped at 0.7, after its pass to 6: its log started again, so the stale
+    (0, 0) is not held against it; its passes still bound what any log may lack."""
+    c = Compaction(keys=K, cleanings=parse_cleanings(CLEANINGS), claims=parse_claims(CLAIMS),
+                   disk_losses=((1, 0.7),))  # fmt: skip
+    assert c.clean_point(1, T0, before=5.0) == 0 and c.clean_point(1, T0) == 8
+    assert c.clean_point(2, T0, before=5.0) == 6 and c.cleaned_at_most(T0, until=1.5) == 6
+    v = check(parse_history(history([[0, 0], *FINAL]).docs), compaction=c)
+    assert v.valid is True, v.summary()
