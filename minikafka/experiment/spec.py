@@ -135,6 +135,10 @@ class ExperimentSpec:
     produce_s: float | None = None
     batch_records: int = 10
     record_bytes: int = 100
+    # > 0: every record has one of this many keys, derived from its value (experiment/
+    # workload.py), as a compacted topic needs; the checker then judges the topic as compacted
+    # if its cleanup.policy says so (experiment/verdict.py). 0: no keys.
+    keys: int = 0
     acks: int = -1
     request_timeout_s: float = 5.0
     # Sends retry through the library's Producer until acknowledged (experiment/workload.py),
@@ -192,6 +196,8 @@ class ExperimentSpec:
                 )
         if self.lift_broker_configs and not self.broker_configs:
             raise ConfigError("lift_broker_configs: expected broker_configs to lift")
+        if isinstance(self.keys, bool) or not isinstance(self.keys, int) or self.keys < 0:
+            raise ConfigError(f"keys {self.keys!r}: expected an integer >= 0 (0: no keys)")
         if self.consumers < 0:
             raise ConfigError(f"consumers {self.consumers!r}: expected an integer >= 0")
         if self.replication_factor > self.brokers:
@@ -244,6 +250,7 @@ class ExperimentSpec:
             retries=self.producer_retries,
             idempotence=self.idempotence,
             delivery_timeout_s=self.delivery_timeout_s,
+            keys=self.keys,
         )
 
     def all_node_configs(self) -> dict[str, str]:
@@ -260,6 +267,8 @@ class ExperimentSpec:
         doc["expect"] = [str(e) for e in self.expect]
         doc["node_configs"] = self.all_node_configs()
         doc["broker_configs"] = dict(self.broker_configs)
+        if not self.keys:
+            del doc["keys"]  # the documents of runs without keys stay as they were
         if self.reassign is not None:
             doc["reassign"]["moves"] = {str(p): list(r) for p, r in self.reassign.moves.items()}
         return doc

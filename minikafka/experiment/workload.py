@@ -10,7 +10,10 @@ an `invoke`, then `ok`, `fail` (definitely not written) or `info` (indeterminate
   duplicates (a retry of a batch whose first attempt was written), which the idempotent
   producer (`idempotence`, on by default, KIP-98) must remove. Such a send ends `ok` or `info`
   (an attempt may have been written). A record's bytes are
-  the value in ASCII, `|`, then padding up to the record size.
+  the value in ASCII, `|`, then padding up to the record size. Records have no key, unless
+  `keys` K > 0 (a compacted topic, which refuses keyless records): value v then has the key
+  `k<v % K>` (`key_of`), so the checker derives every value's key from the value alone
+  (minikafka/checker/compaction.py) and history.jsonl keeps its format.
 - Without `retries`, a send is one attempt of the library's Producer to the partition's leader
   (testing/load.py `attempt_once`, which says how its outcome is read): ok; `fail` when it
   never reached a broker or was refused before any append; `info` otherwise (timeouts,
@@ -19,7 +22,10 @@ an `invoke`, then `ok`, `fail` (definitely not written) or `info` (indeterminate
   `n / batch_rate` seconds apart and skips the turns it missed instead of bursting, so a stall
   never turns into a flood; each stops at the deadline and after at most the turns it allows.
 - Consumers each own some partitions and poll them from offset 0 to the end of the run; polls
-  that return records are written (an empty poll says nothing).
+  that return records are written (an empty poll says nothing). A consumer, like the final
+  read, goes on from past the last batch it fetched (the library Consumer's `fetched_to`,
+  Kafka's next fetch offset), not past the last record: in a compacted log a batch's last
+  records, or whole batches, may be gone. In a log without gaps the two are the same offset.
 """
 
 from __future__ import annotations
@@ -89,6 +95,15 @@ def decode_value(raw: bytes) -> int:
     return int(bytes(raw).split(b"|", 1)[0])
 
 
+def key_of(value: int, keys: int) -> bytes:
+    """The key of `value` in a keyed workload of `keys` keys (module docstring)."""
+    return b"k%d" % (value % keys)
+
+
+def _keys(spec: WorkloadSpec, values: Sequence[int]) -> list[bytes | None] | None:
+    return [key_of(v, spec.keys) for v in values] if spec.keys else None
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WorkloadSpec:
     topic: str
@@ -103,6 +118,11 @@ class WorkloadSpec:
     retries: bool = False  # sends retry through the library's Producer (see above)
     idempotence: bool = True  # with retries: Kafka's enable.idempotence (needs acks=all)
     delivery_timeout_s: float = 30.0  # with retries: how long one send may retry
+    keys: int = 0  # > 0: value v has the key k<v % keys> (module docstring); 0: no keys
+
+    def __post_init__(self) -> None:
+        if isinstance(self.keys, bool) or not isinstance(self.keys, int) or self.keys < 0:
+            raise ValueError(f"keys {self.keys!r}: expected an integer >= 0 (0: no keys)")
 
 
 class _Values:
@@ -151,7 +171,11 @@ async def send_retrying(
     """One send that retries until acknowledged -> (type, fields) of its completion op: `ok`, or
     `info` when it gave up (an attempt may have been written). Its records are stamped
     `now_ms`."""
-    batch, count = batch_of([encode_value(v, spec.record_bytes) for v in values], now_ms=now_ms)
+    batch, count = batch_of(
+        [encode_value(v, spec.record_bytes) for v in values],
+        now_ms=now_ms,
+        keys=_keys(spec, values),
+    )
     try:
         (result,) = await producer.send_batches([(tp, batch, count)])
     except (MiniKafkaError, trio.TooSlowError) as exc:
@@ -191,7 +215,10 @@ async def run_producer(
         if spec.retries:
             type_, fields = await send_retrying(producer, spec, tp, batch, stamp)
         else:
-            raw, count = batch_of([encode_value(v, spec.record_bytes) for v in batch], now_ms=stamp)
+            raw, count = batch_of(
+                [encode_value(v, spec.record_bytes) for v in batch], now_ms=stamp,
+                keys=_keys(spec, batch),
+            )  # fmt: skip
             type_, fields = await attempt_once(producer, tp, raw, count)
         if type_ == "ok" and on_ack is not None:
             on_ack(tp, fields["offset"], len(batch), (trio.current_time() - sent) * 1000)
@@ -233,17 +260,19 @@ async def run_consumer(
             await trio.sleep(0.1)
             continue
         for tp, records in got.items():
-            if not records:
-                continue
-            history.op(
-                process, "invoke", "poll", topic=tp.topic, partition=tp.partition,
-                offset=positions[tp],
-            )  # fmt: skip
-            history.op(
-                process, "ok", "poll", topic=tp.topic, partition=tp.partition,
-                records=[[r.offset, decode_value(r.value)] for r in records],
-            )  # fmt: skip
-            positions[tp] = records[-1].offset + 1
+            past = _next_offset(consumer, tp, records)
+            if past is not None:
+                # The position may move over a compacted gap without a record (module docstring).
+                if records:
+                    history.op(
+                        process, "invoke", "poll", topic=tp.topic, partition=tp.partition,
+                        offset=positions[tp],
+                    )  # fmt: skip
+                    history.op(
+                        process, "ok", "poll", topic=tp.topic, partition=tp.partition,
+                        records=[[r.offset, decode_value(r.value)] for r in records],
+                    )  # fmt: skip
+                positions[tp] = past
             read += len(records)
         if not any(got.values()):
             await trio.sleep(0.05)
@@ -283,9 +312,10 @@ async def final_read(
                         progress = True
                 if todo:
                     for tp, rs in (await consumer.fetch_once(todo)).items():
-                        if rs:
+                        past = _next_offset(consumer, tp, rs)
+                        if past is not None and past > todo[tp]:
                             records[tp].extend([r.offset, decode_value(r.value)] for r in rs)
-                            todo[tp] = rs[-1].offset + 1
+                            todo[tp] = past
                             if todo[tp] >= ends[tp]:
                                 del todo[tp]
                             progress = True
@@ -307,6 +337,15 @@ async def final_read(
                 error=f"not read to its end within {timeout_s:.0f} s",
             )  # fmt: skip
     return out
+
+
+def _next_offset(consumer: Consumer, tp: TopicPartition, records: Sequence[Any]) -> int | None:
+    """Where the next fetch of `tp` starts after `fetch_once` returned `records`: past the last
+    batch it fetched (gaps included), or past the last record; None if nothing was fetched."""
+    past = consumer.fetched_to.get(tp)
+    if past is None and records:
+        past = records[-1].offset + 1
+    return past
 
 
 def _reader(tp: TopicPartition) -> str:

@@ -8,7 +8,8 @@ idempotence, quotas, retries) is what the load exercises. What they share:
 
 - `load_producer`: the Producer configured from the knobs load varies (acks, idempotence,
   timeouts, attempts); `attempts=1` is one attempt per send (Kafka's retries=0).
-- `batch_of`: one record batch of values, stamped now, with its record count.
+- `batch_of`: one record batch of values (with keys, for a compacted topic), stamped now, with
+  its record count.
 - `run_senders`: n concurrent senders, each awaiting its `send(k)` until that says it is done.
   Every load is bounded in count AND time (`Bounds`): all senders stop at the first of
   `max_sends` sends started and the `until` deadline (trio clock). A send running at `until`
@@ -82,10 +83,20 @@ def load_producer(
     )
 
 
-def batch_of(values: Sequence[bytes], *, now_ms: int | None = None) -> tuple[bytes, int]:
-    """One batch of `values` (no keys), stamped `now_ms` (default: now): (bytes, count)."""
+def batch_of(
+    values: Sequence[bytes],
+    *,
+    now_ms: int | None = None,
+    keys: Sequence[bytes | None] | None = None,
+) -> tuple[bytes, int]:
+    """One batch of `values`, stamped `now_ms` (default: now): (bytes, count). `keys`, one per
+    value, or None for none (a compacted topic refuses records without one, INVALID_RECORD)."""
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    return make_batch([(now, None, v) for v in values]), len(values)
+    if keys is None:
+        return make_batch([(now, None, v) for v in values]), len(values)
+    if len(keys) != len(values):
+        raise ValueError(f"{len(keys)} keys for {len(values)} values: expected one per value")
+    return make_batch([(now, k, v) for k, v in zip(keys, values, strict=True)]), len(values)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
