@@ -204,6 +204,48 @@ def _follower_behind_retention(seed: int, duration: float | None) -> list[Experi
     ]  # fmt: skip
 
 
+def _compaction(seed: int, duration: float | None) -> list[ExperimentSpec]:
+    # A compacted topic (cleanup.policy=compact, set as the node default log.cleanup.policy),
+    # 3 partitions on 3 brokers, r = 3, every record keyed by its value (47 keys,
+    # experiment/workload.py): each key is rewritten many times a second. 47, not 50: a batch
+    # holds 10 consecutive values, so with 50 keys every batch would be superseded whole or
+    # not at all; with a prime number of keys the last record of a key often shares its batch
+    # with superseded ones, and passes rewrite batches with gaps inside (and at their end). Segments roll every
+    # second of record time (log.roll.ms: Kafka never cleans the active segment), any dirty
+    # share is worth a pass (min.cleanable.dirty.ratio 0.01) and every broker's cleaner looks
+    # for work every 500 ms (Kafka: 15 s), leader and followers alike, each on its own log. The
+    # leader of partition 0 is SIGKILLed at 30% of the run and restarted at 50%. Producers stop
+    # at 80%: the quiet end, the settle and the consumers' catch-up are several backoffs, so
+    # every log is cleaned up to its active segment before the final read. The checker
+    # (checker/compaction.py) then holds the run to compaction's promises: values removed are
+    # `compacted` (superseded by a later record of their key), never lost; the latest value
+    # of every key survives; below the final read leader's reported first dirty offset no key
+    # appears twice; and the replicas, brought to one clean point, hold the same records.
+    d = duration or 25.0
+    kill = Fault(kind="kill", target=Target("leader", 0), start_s=round(d * 0.3, 1),
+                 end_s=round(d * 0.5, 1))  # fmt: skip
+    return [
+        ExperimentSpec(
+            name="compaction", seed=seed, duration_s=d, partitions=3, faults=(kill,), keys=47,
+            produce_s=d * 0.8,
+            node_configs={
+                "log.cleanup.policy": "compact",
+                "log.roll.ms": "1000",
+                "log.cleaner.min.cleanable.ratio": "0.01",
+                "log.cleaner.backoff.ms": "500",
+            },
+            expect=(
+                Expectation(counter="log_cleaner_passes", op=">=", value=1,
+                            why="the brokers' cleaners made passes"),
+                Expectation(counter="log_cleaner_records_removed", op=">=", value=1,
+                            why="and removed superseded records"),
+                Expectation(figure="compaction.values_compacted", op=">=", value=1,
+                            why="acknowledged values gone from the final read, each superseded"),
+            ),
+        )
+    ]  # fmt: skip
+
+
 def _partition_order(seed: int, duration: float | None) -> list[ExperimentSpec]:
     # Broker 3 of 3 is wiped at 10 s and back at 14 s with an empty disk: it re-replicates all
     # 24 partitions (r = 3) from the two others while clients go on producing, held to T by a
@@ -395,6 +437,7 @@ CATALOG: dict[str, Entry] = {
         Entry(name="reassign-leader-fails", question="What happens to a throttled move whose leader fails mid-move: KIP-73 lists versus KIP-542?", build=_reassign_leader_fails),
         Entry(name="isr-thrash", question="Does throttling in-sync replicas make the ISR thrash, and does KAFKA-4313's exemption stop it?", build=_isr_thrash),
         Entry(name="follower-behind-retention", question="What does a throttled follower re-replicating slower than retention do, how much does it copy again, and is anything acknowledged and still retained lost?", build=_follower_behind_retention),
+        Entry(name="compaction", question="Does log compaction (cleanup.policy=compact) keep the latest value of every key and drop only superseded ones, with a leader killed mid-run, and do the replicas, each cleaning its own log, agree?", build=_compaction),
         Entry(name="partition-order", question="How spread out are the per-partition catch-up times of a throttled re-replication under KIP-73's shuffled fetch order versus Kafka's rotation?", build=_partition_order),
         Entry(name="mixed-faults", question="Under a seeded mix of kills, pauses and network partitions of leaders, followers and the controller, is anything acknowledged lost or stored twice?", build=_mixed_faults),
         Entry(name="power-loss", question="Without fsync (Kafka's flush policy), does a broker whose machine loses power lose anything acknowledged with acks=all and min.insync.replicas=2? (simulated time only)", build=_power_loss),

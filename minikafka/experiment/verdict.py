@@ -24,6 +24,11 @@ nemesis log) to its rejoining the partition's ISR (the leader's `isr_expand` eve
 min, median, max and their spread. An experiment with a reassignment gets `move`: what the move
 did under its throttle (minikafka/experiment/move.py). These describe the run; they judge it
 only where an expectation names one of their figures (`move.copy_steps`, `catch_up.spread_s`).
+
+A compacted topic (the spec's `keys` > 0 and `compact` in its `log.cleanup.policy`) is judged
+by minikafka/checker/compaction.py as well, from the brokers' `log_cleaned` events
+(`log_cleanings`), and results.json gets `compaction`: the keys, each final read's leader and
+clean point, the values compacted, and the cleaner's counters.
 """
 
 from __future__ import annotations
@@ -34,9 +39,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from minikafka.checker.anomalies import check
-from minikafka.checker.history import load_history, parse_dumps
-from minikafka.checker.invariants import MAX_EXAMPLES, parse_claims, parse_samples
+from minikafka.checker.anomalies import Facts, check
+from minikafka.checker.compaction import Compaction, KeyedFacts, parse_cleanings
+from minikafka.checker.history import History, load_history, parse_dumps
+from minikafka.checker.invariants import MAX_EXAMPLES, LeaderClaim, parse_claims, parse_samples
 from minikafka.experiment import node_logs
 from minikafka.experiment.move import describe as describe_move
 from minikafka.experiment.move import move_figures
@@ -50,9 +56,18 @@ COUNTERS = (
     "fetch_offset_out_of_range",
     "log_segments_deleted",
 )
+# And for a compacted topic (results.json's `compaction`), beside those its expectations name.
+CLEANER_COUNTERS = (
+    "log_cleaner_passes",
+    "log_cleaner_records_removed",
+    "log_cleaner_bytes_removed",
+)
 # History times are rounded to 0.1 ms and node log times to 1 ms: samples this close are
-# treated as simultaneous by the HW check.
+# treated as simultaneous by the HW check (and by the compaction check's clean points).
 HW_SLACK_S = 0.002
+# Faults after which a node's log starts again (its disk lost, or its unsynced writes): its
+# passes from before no longer say its log is clean (checker/compaction.py).
+DISK_LOSSES = ("wipe", "power-loss")
 
 
 def judge(
@@ -75,19 +90,27 @@ def judge(
         # Only a settled cluster's replicas have all truncated their uncommitted tails; before
         # that, a cut-off old leader's tail below the new HW is legal, not inconsistent.
         replicas = parse_dumps(dumps, source="replica_dumps.jsonl")
+    claims = parse_claims(node_logs.leadership_claims(run_dir, spec.topic, t0))
+    faults = _nemesis_log(run_dir)
+    compaction = compaction_of(spec, run_dir, t0, claims, faults)
     verdict = check(
         history,
         dumps=replicas,
-        claims=parse_claims(node_logs.leadership_claims(run_dir, spec.topic, t0)),
+        claims=claims,
         samples=parse_samples(node_logs.replica_samples(run_dir, spec.topic, t0)),
         hw_slack_s=HW_SLACK_S,
+        compaction=compaction,
     )
     doc = verdict.to_doc()
     # An expectation on a counter not collected would read 0 and judge nothing: collect it too.
-    wanted = tuple(dict.fromkeys([*COUNTERS, *(e.counter for e in spec.expect if e.counter)]))
+    more = CLEANER_COUNTERS if compaction is not None else ()
+    wanted = tuple(
+        dict.fromkeys([*COUNTERS, *more, *(e.counter for e in spec.expect if e.counter)])
+    )
     counters = node_logs.counter_totals(run_dir, wanted, since=t0)
-    faults = _nemesis_log(run_dir)
     figures: dict[str, Any] = {}
+    if compaction is not None:
+        figures["compaction"] = compaction_figures(history, compaction, counters)
     if spec.reassign is not None:
         figures["move"] = move_figures(spec, run_dir, t0)
     if spec.catch_up_broker is not None:
@@ -133,6 +156,60 @@ def judge(
     }
     results["summary"] = summary(results, verdict.summary())
     return results
+
+
+def compacted(spec: ExperimentSpec) -> bool:
+    """Whether the spec's topic is compacted and keyed, so the compaction checks apply."""
+    policy = spec.all_node_configs().get("log.cleanup.policy", "delete")
+    return spec.keys > 0 and "compact" in policy.replace(" ", "").split(",")
+
+
+def log_cleanings(run_dir: Path, topic: str, t0: float) -> list[dict[str, Any]]:
+    """Every cleaning pass of `topic` the nodes reported (their events.jsonl's `log_cleaned`),
+    times relative to `t0` (node_logs.py reads the logs)."""
+    return [
+        {"node": node, "time": round(e["ts"] - t0, 3), "topic": topic,
+         "partition": e["partition"], "first_dirty_offset": e["first_dirty_offset"]}
+        for node, d in node_logs._node_dirs(run_dir)
+        for e in node_logs._lines(d / "events.jsonl")
+        if e.get("event") == "log_cleaned" and e.get("topic") == topic
+    ]  # fmt: skip
+
+
+def disk_losses(faults: Sequence[Mapping[str, Any]]) -> tuple[tuple[int, float], ...]:
+    """(node, time) of every fault of the nemesis log that lost a node's disk or its unsynced
+    writes (`DISK_LOSSES`), at its start: the node's log starts again from there."""
+    return tuple(
+        (f["node"], f["time"])
+        for f in faults
+        if f.get("event") == "start" and f.get("kind") in DISK_LOSSES and "node" in f
+    )
+
+
+def compaction_of(
+    spec: ExperimentSpec,
+    run_dir: Path,
+    t0: float,
+    claims: Sequence[LeaderClaim],
+    faults: Sequence[Mapping[str, Any]],
+) -> Compaction | None:
+    """The compaction checker's input for a compacted topic (module docstring), else None."""
+    if not compacted(spec):
+        return None
+    cleanings = parse_cleanings(log_cleanings(run_dir, spec.topic, t0))
+    return Compaction(keys=spec.keys, cleanings=cleanings, claims=tuple(claims),
+                      slack_s=HW_SLACK_S, disk_losses=disk_losses(faults))  # fmt: skip
+
+
+def compaction_figures(
+    history: History, compaction: Compaction, counters: Mapping[str, int]
+) -> dict[str, Any]:
+    """results.json's `compaction`: per final read, whose log it read and its clean point; the
+    values the cleaner removed; the cleaner's counters summed over the brokers."""
+    doc = KeyedFacts(Facts(history, compaction=compaction), compaction).figures()
+    doc["passes_reported"] = len(compaction.cleanings)
+    doc.update({name: counters.get(name, 0) for name in CLEANER_COUNTERS})
+    return doc
 
 
 def figure(figures: Mapping[str, Any], path: str) -> Any:
@@ -254,8 +331,23 @@ def summary(results: Mapping[str, Any], checker_summary: str) -> str:
         lines.append(line)
     if results.get("move") is not None:
         lines.append(describe_move(results["move"]))
+    if results.get("compaction") is not None:
+        lines.append(describe_compaction(results["compaction"]))
     for e in results["expectations"]:
         mark = "holds" if e["holds"] else "DOES NOT HOLD"
         lines.append(f"  expectation {e['expect']}: observed {e['observed']}, {mark}")
     lines += [f"  problem: {p}" for p in results["problems"]]
     return "\n".join(lines)
+
+
+def describe_compaction(doc: Mapping[str, Any]) -> str:
+    """One line for people: what the cleaner did, and the final reads' clean points."""
+    points = ", ".join(
+        f"{tp.rsplit('/', 1)[1]}: {p['clean_point']} (node {p['leader']}, {p['records']} records)"
+        for tp, p in doc["final_reads"].items()
+    )
+    return (
+        f"  compaction: {doc['keys']} keys; {doc['log_cleaner_passes']} cleaner passes removed "
+        f"{doc['log_cleaner_records_removed']} records; {doc['values_compacted']} acknowledged "
+        f"or polled values compacted; final reads clean below (partition: offset): {points}"
+    )
