@@ -66,12 +66,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from minikafka.checker.history import (
     TP,
     VALUE,
     HistoryError,
+    Operation,
     Record,
     ReplicaDump,
     field_int,
@@ -79,10 +80,28 @@ from minikafka.checker.history import (
     field_str,
     require_object,
 )
-from minikafka.checker.invariants import Anomaly, LeaderClaim
+from minikafka.checker.invariants import Anomaly, Found, LeaderClaim
 
-if TYPE_CHECKING:  # anomalies.py imports this module
-    from minikafka.checker.anomalies import Facts
+
+class Facts(Protocol):
+    """What these checks read of anomalies.py's `Facts` (which builds `KeyedFacts` for them):
+    named here so that this module does not import the one that imports it."""
+
+    acks: list[tuple[Operation, TP, int, tuple[int, ...]]]
+    polls: list[Operation]
+    final: dict[TP, Operation]
+    final_pos: dict[TP, dict[int, int]]
+    final_start: dict[TP, int]
+    committed_hw: dict[TP, int]
+    dumps: list[tuple[ReplicaDump, tuple[Record, ...]]]
+    other_acks: list[tuple[Operation, TP, int, tuple[int, ...]]]
+    other_reads: list[tuple[TP, dict[str, Any], Sequence[Record]]]
+
+    def found(self, name: str, *, invalid: bool = True) -> Found: ...
+
+    @property
+    def keyed(self) -> KeyedFacts: ...
+
 
 __all__ = [
     "ANOMALIES",
