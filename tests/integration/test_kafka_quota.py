@@ -25,6 +25,7 @@ TOPIC = "kq"
 QUOTA = 500_000  # B/s
 VALUE = 100_000
 RUN_S = 8.0
+BATCH_SIZE = 1_000_000  # librdkafka's batch.size default: the most one produce request carries
 
 
 async def _setup(bootstrap: str) -> None:
@@ -87,8 +88,11 @@ def test_a_quota_throttles_a_kafka_client_and_it_backs_off(tmp_path) -> None:
         trio.run(_setup, lc.bootstrap())
         slow_rate, slow_throttle = _produce_for(lc.kafka_bootstrap(), "slow", 100 * QUOTA)
         free_rate, free_throttle = _produce_for(lc.kafka_bootstrap(), "free", 40 * QUOTA)
-    # At most the bound x (8 s + the 2 s first allowance) / 8 s = 1.25 x, with some slack.
-    assert slow_rate < 1.5 * QUOTA, slow_rate
+    # At most the bound over 8 s + the 2 s first allowance, plus what after-the-fact throttling
+    # lets through: the request that crosses the bound and the one in flight behind it, each
+    # up to librdkafka's batch.size (1 MB): (0.5 MB/s x 10 s + 2 MB) / 8 s = 1.75 x. Typically
+    # 1.35 x; 1.57 x on a loaded machine, where one more batch's ack landed inside the 8 s.
+    assert slow_rate < (QUOTA * (RUN_S + 2) + 2 * BATCH_SIZE) / RUN_S, slow_rate
     assert slow_rate > 0.5 * QUOTA, slow_rate
     assert slow_throttle > 0  # librdkafka saw the broker's throttle_time_ms
     assert free_throttle == 0 and free_rate > 4 * QUOTA, free_rate
