@@ -164,9 +164,6 @@ class _Batch:
     records: list[v2.RawRecord]
     native: bool
 
-    def offset(self, r: v2.RawRecord) -> int:
-        return self.header.base_offset + r.offset_delta
-
 
 def _read(raw: bytes) -> _Batch:
     """A stored batch as the cleaner reads it; a native one as the RecordBatch v2 it becomes."""
@@ -211,9 +208,6 @@ class OffsetMap:
         self.max_keys = max_keys
         self.offsets: dict[bytes, int] = {}
 
-    def get(self, key: bytes) -> int | None:
-        return self.offsets.get(key)
-
     def __len__(self) -> int:
         return len(self.offsets)
 
@@ -236,12 +230,14 @@ def build_offset_map(
             return m, max(base, first_dirty)
         if base + batch.header.last_offset_delta < first_dirty or _is_control(batch):
             continue
-        new_keys = {r.key for r in batch.records if r.key is not None} - m.offsets.keys()
-        if len(m) + len(new_keys) > max_keys:
+        offsets = m.offsets
+        keyed = [(r.key, base + r.offset_delta) for r in batch.records if r.key is not None]
+        new_keys = sum(1 for key in {k for k, _o in keyed} if key not in offsets)
+        if len(offsets) + new_keys > max_keys:
             return m, max(base, first_dirty)
-        for r in batch.records:
-            if r.key is not None and batch.offset(r) >= first_dirty:
-                m.offsets[r.key] = batch.offset(r)
+        for key, offset in keyed:
+            if offset >= first_dirty:
+                offsets[key] = offset
     return m, clean_end
 
 
@@ -269,12 +265,13 @@ def clean_batch(
     if _is_control(batch):
         return CleanedBatch(Outcome.KEPT, None, 0)
     append_time = bool(batch.header.attributes & v2.LOG_APPEND_TIME)
+    base, latest = batch.header.base_offset, offset_map.offsets
     kept = []
     for r in batch.records:
         if r.key is None:
             continue  # Kafka: "invalid message", a record without a key in a compacted log
-        last = offset_map.get(r.key)
-        if last is not None and last > batch.offset(r):
+        last = latest.get(r.key)
+        if last is not None and last > base + r.offset_delta:
             continue  # a later record of the same key
         if r.null_value:
             # The tombstone's own time, never the batch's max (which a pass may lower): the
