@@ -21,6 +21,11 @@ package take kio's names from here, never from kio directly, so that this runs f
 """
 
 import sys
+import threading
+
+# kio is imported lazily from two threads (the event loop and the schema preload, codec.py says
+# why and what went wrong without it): every lazy kio import of this package holds this lock.
+KIO_IMPORTS = threading.RLock()
 
 if "hypothesis" not in sys.modules and "kio.static._phantom" not in sys.modules:
     sys.modules["hypothesis"] = None  # type: ignore[assignment]

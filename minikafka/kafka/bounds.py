@@ -39,6 +39,7 @@ from typing import Any
 from kio.static.constants import EntityType
 
 from minikafka.errors import RemoteProtocolError
+from minikafka.kafka import KIO_IMPORTS
 
 # Encoded sizes of Kafka's fixed-size types (Kafka's `Type` and kio's `kafka_type` names).
 FIXED_BYTES: dict[str, int] = {
@@ -298,8 +299,9 @@ def entity_shape(entity: type, rec: _Recorder | None = None) -> tuple[Walk, int,
     """(walk, smallest encoding in bytes, fixed size or None) of one kio entity class; with
     `rec`, a walk that also records each length prefix it reads there."""
     # kio.serial when the first request is checked, not when a node starts: it imports asyncio
-    # (codec.py says why that waits).
-    from kio.serial._introspect import get_field_tag
+    # (codec.py says why that waits, and why under KIO_IMPORTS).
+    with KIO_IMPORTS:
+        from kio.serial._introspect import get_field_tag
 
     flexible = bool(getattr(entity, "__flexible__", False))
     # RequestHeader v2 is flexible (it ends with tagged fields) but its client_id keeps the
@@ -342,14 +344,15 @@ def entity_shape(entity: type, rec: _Recorder | None = None) -> tuple[Walk, int,
 
 
 def _field_shape(f: Any, *, flexible: bool, rec: _Recorder | None) -> tuple[Walk, int, int | None]:
-    from kio.serial._introspect import (
-        EntityField,
-        EntityTupleField,
-        PrimitiveTupleField,
-        classify_field,
-        get_schema_field_type,
-        is_optional,
-    )
+    with KIO_IMPORTS:
+        from kio.serial._introspect import (
+            EntityField,
+            EntityTupleField,
+            PrimitiveTupleField,
+            classify_field,
+            get_schema_field_type,
+            is_optional,
+        )
 
     kind = classify_field(f)
     nullable, name = is_optional(f), f.name

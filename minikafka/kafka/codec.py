@@ -22,6 +22,7 @@ from typing import Any
 from kio.static.primitive import i32
 
 from minikafka.errors import RemoteProtocolError
+from minikafka.kafka import KIO_IMPORTS
 from minikafka.kafka.bounds import check_request, entity_shape
 from minikafka.kafka.lenient import metadata_request_v9
 
@@ -115,20 +116,33 @@ _PREFIX = struct.Struct(">hhi")  # api_key, api_version, correlation_id
 # controller, a broker without kafka.listen) never imports them.
 
 
+#
+# Those imports happen on two threads: `preload_schemas` runs in a worker while the event loop
+# may decode a client's first request. Python's import locks are per module, so two threads
+# importing modules of one kio package that import each other can each hold one lock and wait
+# for the other's; importlib then raises _DeadlockError in one of them, which crashed a node
+# (seen in CI: kio.schema.api_versions.v0). Every kio import here is made under one lock, so
+# only one thread imports kio at a time; the loop waits at most one preload (about 60 ms),
+# once.
+_IMPORTS = KIO_IMPORTS
+
+
 @functools.cache
 def request_schema(api_key: int, api_version: int) -> type:
     """The kio request class of this API at this version (e.g. FetchRequest v11)."""
-    from kio.index import load_request_schema
+    with _IMPORTS:
+        from kio.index import load_request_schema
 
-    return load_request_schema(api_key, api_version)
+        return load_request_schema(api_key, api_version)
 
 
 @functools.cache
 def response_schema(api_key: int, api_version: int) -> type:
     """The kio response class of this API at this version (e.g. FetchResponse v11)."""
-    from kio.index import load_response_schema
+    with _IMPORTS:
+        from kio.index import load_response_schema
 
-    return load_response_schema(api_key, api_version)
+        return load_response_schema(api_key, api_version)
 
 
 def response_module(api_key: int, api_version: int) -> ModuleType:
@@ -140,17 +154,19 @@ def response_module(api_key: int, api_version: int) -> ModuleType:
 @functools.cache
 def entity_reader(schema: type) -> Callable[[Any, int], tuple[Any, int]]:
     """kio's reader of `schema`: (entity, bytes consumed) from (buffer, offset)."""
-    from kio.serial import entity_reader as kio_reader
+    with _IMPORTS:
+        from kio.serial import entity_reader as kio_reader
 
-    return kio_reader(schema)
+        return kio_reader(schema)
 
 
 @functools.cache
 def entity_writer(schema: type) -> Callable[[Any, Any], None]:
     """kio's writer of `schema`: (binary stream, entity)."""
-    from kio.serial import entity_writer as kio_writer
+    with _IMPORTS:
+        from kio.serial import entity_writer as kio_writer
 
-    return kio_writer(schema)
+        return kio_writer(schema)
 
 
 # What every client sends first, at the versions a current client picks (the highest both
